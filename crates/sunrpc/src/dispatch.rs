@@ -1,0 +1,367 @@
+//! Routing a decoded call to its program, and the transport-independent reply rules.
+//!
+//! Transports (TCP, UDP, RPC-over-RDMA) hand [`Dispatcher::dispatch`] one complete call message
+//! and get back a [`Reply`] whose bulk payload is kept as separate segments.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use xdr::{Decoder, Encoder, Reply};
+
+use crate::drc::{DrcKey, DrcLookup, DuplicateCache};
+use crate::metrics::RpcMetrics;
+use crate::msg::{self, AcceptStat, AuthStat, CallHeader, Credential, HeaderError};
+
+/// Which transport carried a call; programs may behave differently (e.g. size limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    /// RPC over TCP with record marking.
+    Tcp,
+    /// RPC over UDP datagrams.
+    Udp,
+    /// RPC-over-RDMA version 1.
+    Rdma,
+}
+
+/// Everything a procedure knows about its caller.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// Transaction id.
+    pub xid: u32,
+    /// Program version.
+    pub vers: u32,
+    /// Procedure number.
+    pub proc_: u32,
+    /// Caller's credential.
+    pub cred: Credential,
+    /// Caller's address and source port.
+    pub peer: SocketAddr,
+    /// Transport the call came over.
+    pub transport: TransportKind,
+}
+
+/// Why a procedure produced no normal result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ProcError {
+    /// The procedure number is not defined for this version.
+    #[error("procedure unavailable")]
+    ProcUnavail,
+    /// The arguments could not be decoded.
+    #[error("garbage arguments")]
+    GarbageArgs,
+    /// An internal failure not expressible in the program's own status codes.
+    #[error("system error")]
+    SystemErr,
+    /// The credential is not acceptable for this call.
+    #[error("authentication error {0:?}")]
+    Auth(AuthStat),
+}
+
+impl From<xdr::XdrError> for ProcError {
+    fn from(_: xdr::XdrError) -> Self {
+        ProcError::GarbageArgs
+    }
+}
+
+/// An RPC program (NFS, MOUNT, portmapper...) served by the dispatcher.
+pub trait Program: Send + Sync + 'static {
+    /// Program number.
+    fn program(&self) -> u32;
+    /// Lowest and highest supported versions.
+    fn versions(&self) -> (u32, u32);
+    /// Procedure name for logs and metrics; `None` when the procedure does not exist.
+    fn proc_name(&self, vers: u32, proc_: u32) -> Option<&'static str>;
+    /// Whether repeating the call is harmless; non-idempotent calls go through the DRC.
+    fn is_idempotent(&self, _vers: u32, _proc_: u32) -> bool {
+        true
+    }
+    /// Executes a call whose accepted SUCCESS header is already in `reply`; appends the result.
+    fn call(&self, ctx: &CallContext, args: Decoder, reply: &mut Encoder) -> Result<(), ProcError>;
+}
+
+/// Routes calls to programs, applies the duplicate request cache and records metrics.
+pub struct Dispatcher {
+    programs: HashMap<u32, Arc<dyn Program>>,
+    drc: DuplicateCache,
+    metrics: Arc<RpcMetrics>,
+}
+
+impl Dispatcher {
+    /// A dispatcher whose duplicate request cache keeps `drc_entries` replies.
+    pub fn new(drc_entries: usize, metrics: Arc<RpcMetrics>) -> Self {
+        Self {
+            programs: HashMap::new(),
+            drc: DuplicateCache::new(drc_entries),
+            metrics,
+        }
+    }
+
+    /// Serves `p` under its program number.
+    pub fn register(&mut self, p: Arc<dyn Program>) {
+        self.programs.insert(p.program(), p);
+    }
+
+    /// Program numbers and version ranges served, for the port mapper.
+    pub fn programs(&self) -> Vec<(u32, u32, u32)> {
+        let mut v: Vec<_> = self
+            .programs
+            .values()
+            .map(|p| {
+                let (lo, hi) = p.versions();
+                (p.program(), lo, hi)
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The metrics registry.
+    pub fn metrics(&self) -> &Arc<RpcMetrics> {
+        &self.metrics
+    }
+
+    /// Executes one call message; `None` means no reply must be sent (garbage or a retransmit
+    /// of a call still in progress).
+    pub fn dispatch(&self, msg: Bytes, peer: SocketAddr, transport: TransportKind) -> Option<Reply> {
+        let args_len = msg.len();
+        let (hdr, args) = match msg::decode_call(msg) {
+            Ok(x) => x,
+            Err(e) => return self.header_error(e),
+        };
+        let Some(prog) = self.programs.get(&hdr.prog) else {
+            self.metrics.count_error("prog_unavail");
+            return Some(accepted_only(hdr.xid, AcceptStat::ProgUnavail));
+        };
+        let (lo, hi) = prog.versions();
+        if hdr.vers < lo || hdr.vers > hi {
+            self.metrics.count_error("prog_mismatch");
+            let mut e = Encoder::with_capacity(40);
+            msg::encode_prog_mismatch(&mut e, hdr.xid, lo, hi);
+            return Some(e.finish());
+        }
+        let Some(name) = prog.proc_name(hdr.vers, hdr.proc_) else {
+            self.metrics.count_error("proc_unavail");
+            return Some(accepted_only(hdr.xid, AcceptStat::ProcUnavail));
+        };
+        let cached = !prog.is_idempotent(hdr.vers, hdr.proc_);
+        let key = DrcKey {
+            peer,
+            xid: hdr.xid,
+            prog: hdr.prog,
+            vers: hdr.vers,
+            proc_: hdr.proc_,
+            len: args_len,
+        };
+        if cached {
+            match self.drc.begin(key) {
+                DrcLookup::New => {}
+                DrcLookup::InProgress => {
+                    self.metrics.count_error("drc_in_progress");
+                    return None;
+                }
+                DrcLookup::Done(r) => {
+                    self.metrics.count_error("drc_hit");
+                    return Some(Reply {
+                        segments: vec![xdr::Segment::Inline(r)],
+                    });
+                }
+            }
+        }
+        let start = Instant::now();
+        let reply = self.run(prog.as_ref(), hdr, args, peer, transport);
+        self.metrics
+            .observe(prog.program(), name, start.elapsed().as_secs_f64());
+        if cached {
+            self.drc.finish(key, reply.to_bytes());
+        }
+        Some(reply)
+    }
+
+    fn run(
+        &self,
+        prog: &dyn Program,
+        hdr: CallHeader,
+        args: Decoder,
+        peer: SocketAddr,
+        transport: TransportKind,
+    ) -> Reply {
+        let ctx = CallContext {
+            xid: hdr.xid,
+            vers: hdr.vers,
+            proc_: hdr.proc_,
+            cred: hdr.cred,
+            peer,
+            transport,
+        };
+        let mut e = Encoder::with_capacity(512);
+        msg::encode_accepted(&mut e, hdr.xid, AcceptStat::Success);
+        match prog.call(&ctx, args, &mut e) {
+            Ok(()) => e.finish(),
+            Err(err) => {
+                tracing::debug!(xid = hdr.xid, peer = %peer, error = %err, "call failed");
+                match err {
+                    ProcError::ProcUnavail => accepted_only(hdr.xid, AcceptStat::ProcUnavail),
+                    ProcError::GarbageArgs => {
+                        self.metrics.count_error("garbage_args");
+                        accepted_only(hdr.xid, AcceptStat::GarbageArgs)
+                    }
+                    ProcError::SystemErr => {
+                        self.metrics.count_error("system_err");
+                        accepted_only(hdr.xid, AcceptStat::SystemErr)
+                    }
+                    ProcError::Auth(stat) => {
+                        self.metrics.count_error("auth_error");
+                        let mut e = Encoder::with_capacity(24);
+                        msg::encode_auth_error(&mut e, hdr.xid, stat);
+                        e.finish()
+                    }
+                }
+            }
+        }
+    }
+
+    fn header_error(&self, e: HeaderError) -> Option<Reply> {
+        let mut enc = Encoder::with_capacity(32);
+        match e {
+            HeaderError::Garbage(_) | HeaderError::NotACall => {
+                self.metrics.count_error("garbage_message");
+                return None;
+            }
+            HeaderError::RpcMismatch { xid, .. } => {
+                self.metrics.count_error("rpc_mismatch");
+                msg::encode_rpc_mismatch(&mut enc, xid)
+            }
+            HeaderError::Auth { xid, stat } => {
+                self.metrics.count_error("auth_error");
+                msg::encode_auth_error(&mut enc, xid, stat)
+            }
+        }
+        Some(enc.finish())
+    }
+}
+
+fn accepted_only(xid: u32, stat: AcceptStat) -> Reply {
+    let mut e = Encoder::with_capacity(24);
+    msg::encode_accepted(&mut e, xid, stat);
+    e.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::AuthSys;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    struct Echo {
+        calls: AtomicU32,
+    }
+    impl Program for Echo {
+        fn program(&self) -> u32 {
+            400_000
+        }
+        fn versions(&self) -> (u32, u32) {
+            (2, 3)
+        }
+        fn proc_name(&self, _v: u32, p: u32) -> Option<&'static str> {
+            match p {
+                0 => Some("null"),
+                1 => Some("echo"),
+                2 => Some("fail"),
+                _ => None,
+            }
+        }
+        fn is_idempotent(&self, _v: u32, p: u32) -> bool {
+            p != 1
+        }
+        fn call(&self, ctx: &CallContext, mut a: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            match ctx.proc_ {
+                0 => Ok(()),
+                1 => {
+                    let v = a.u32()?;
+                    r.u32(v + 1);
+                    Ok(())
+                }
+                _ => Err(ProcError::SystemErr),
+            }
+        }
+    }
+
+    fn disp() -> (Dispatcher, Arc<Echo>) {
+        let mut d = Dispatcher::new(16, Arc::new(RpcMetrics::default()));
+        let p = Arc::new(Echo {
+            calls: AtomicU32::new(0),
+        });
+        d.register(p.clone());
+        (d, p)
+    }
+
+    fn call(prog: u32, vers: u32, proc_: u32, args: &[u32]) -> Bytes {
+        let mut e = Encoder::new();
+        let cred = Credential::Sys(AuthSys {
+            stamp: 0,
+            machine: Bytes::new(),
+            uid: 1,
+            gid: 1,
+            gids: vec![],
+        });
+        msg::encode_call(&mut e, 9, prog, vers, proc_, &cred);
+        for a in args {
+            e.u32(*a);
+        }
+        e.finish().to_bytes()
+    }
+
+    fn words(r: Reply) -> Vec<u32> {
+        r.to_bytes()
+            .chunks(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    const PEER: &str = "127.0.0.1:700";
+
+    fn run(d: &Dispatcher, m: Bytes) -> Option<Vec<u32>> {
+        d.dispatch(m, PEER.parse().unwrap(), TransportKind::Tcp)
+            .map(words)
+    }
+
+    #[test]
+    fn success_and_errors() {
+        let (d, _) = disp();
+        assert_eq!(run(&d, call(400_000, 3, 1, &[41])).unwrap(), [9, 1, 0, 0, 0, 0, 42]);
+        assert_eq!(run(&d, call(400_001, 3, 1, &[])).unwrap(), [9, 1, 0, 0, 0, 1]);
+        assert_eq!(run(&d, call(400_000, 4, 1, &[])).unwrap(), [9, 1, 0, 0, 0, 2, 2, 3]);
+        assert_eq!(run(&d, call(400_000, 3, 7, &[])).unwrap(), [9, 1, 0, 0, 0, 3]);
+        assert_eq!(run(&d, call(400_000, 3, 1, &[])).unwrap(), [9, 1, 0, 0, 0, 4]);
+        assert_eq!(run(&d, call(400_000, 3, 2, &[])).unwrap(), [9, 1, 0, 0, 0, 5]);
+        assert_eq!(run(&d, Bytes::from_static(&[1, 2])), None);
+    }
+
+    #[test]
+    fn rpc_mismatch_and_auth_error() {
+        let (d, _) = disp();
+        let mut m = call(400_000, 3, 0, &[]).to_vec();
+        m[11] = 4;
+        assert_eq!(run(&d, Bytes::from(m)).unwrap(), [9, 1, 1, 0, 2, 2]);
+        let mut m = call(400_000, 3, 0, &[]).to_vec();
+        m[27] = 77;
+        assert_eq!(run(&d, Bytes::from(m)).unwrap(), [9, 1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn duplicate_non_idempotent_call_is_answered_from_cache() {
+        let (d, p) = disp();
+        let a = run(&d, call(400_000, 3, 1, &[1])).unwrap();
+        let b = run(&d, call(400_000, 3, 1, &[1])).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(p.calls.load(Ordering::SeqCst), 1);
+        // Idempotent procedures are executed again.
+        run(&d, call(400_000, 3, 0, &[])).unwrap();
+        run(&d, call(400_000, 3, 0, &[])).unwrap();
+        assert_eq!(p.calls.load(Ordering::SeqCst), 3);
+    }
+}

@@ -1,0 +1,133 @@
+//! Duplicate request cache for non-idempotent procedures.
+//!
+//! A client that retransmits a CREATE or REMOVE after a lost reply must get the original answer,
+//! not the result of doing it twice. The cache is bounded: the oldest entries are evicted first.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+/// What identifies a retransmission: same peer, xid, procedure and message length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DrcKey {
+    /// Client address and port.
+    pub peer: SocketAddr,
+    /// Transaction id.
+    pub xid: u32,
+    /// Program.
+    pub prog: u32,
+    /// Version.
+    pub vers: u32,
+    /// Procedure.
+    pub proc_: u32,
+    /// Length of the whole call message.
+    pub len: usize,
+}
+
+/// Result of looking a call up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DrcLookup {
+    /// First time seen: execute it, then call [`DuplicateCache::finish`].
+    New,
+    /// The original is still executing: drop the retransmission.
+    InProgress,
+    /// Already answered: resend this reply.
+    Done(Bytes),
+}
+
+#[derive(Debug)]
+enum Entry {
+    InProgress,
+    Done(Bytes),
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    map: HashMap<DrcKey, Entry>,
+    order: VecDeque<DrcKey>,
+}
+
+/// A bounded cache of replies to non-idempotent calls.
+#[derive(Debug)]
+pub struct DuplicateCache {
+    cap: usize,
+    inner: Mutex<Inner>,
+}
+
+impl DuplicateCache {
+    /// A cache holding at most `cap` entries.
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap: cap.max(1),
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Looks a call up and marks it in progress when new.
+    pub fn begin(&self, key: DrcKey) -> DrcLookup {
+        let mut g = self.inner.lock();
+        match g.map.get(&key) {
+            Some(Entry::InProgress) => return DrcLookup::InProgress,
+            Some(Entry::Done(b)) => return DrcLookup::Done(b.clone()),
+            None => {}
+        }
+        while g.map.len() >= self.cap {
+            let Some(old) = g.order.pop_front() else {
+                break;
+            };
+            g.map.remove(&old);
+        }
+        g.map.insert(key, Entry::InProgress);
+        g.order.push_back(key);
+        DrcLookup::New
+    }
+
+    /// Stores the reply of a call that was executed.
+    pub fn finish(&self, key: DrcKey, reply: Bytes) {
+        let mut g = self.inner.lock();
+        if let Some(e) = g.map.get_mut(&key) {
+            *e = Entry::Done(reply);
+        }
+    }
+
+    /// Number of entries held.
+    pub fn len(&self) -> usize {
+        self.inner.lock().map.len()
+    }
+
+    /// True when the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(xid: u32) -> DrcKey {
+        DrcKey {
+            peer: "10.0.0.1:800".parse().unwrap(),
+            xid,
+            prog: 100003,
+            vers: 3,
+            proc_: 8,
+            len: 100,
+        }
+    }
+
+    #[test]
+    fn lifecycle_and_eviction() {
+        let c = DuplicateCache::new(2);
+        assert_eq!(c.begin(key(1)), DrcLookup::New);
+        assert_eq!(c.begin(key(1)), DrcLookup::InProgress);
+        c.finish(key(1), Bytes::from_static(b"r1"));
+        assert_eq!(c.begin(key(1)), DrcLookup::Done(Bytes::from_static(b"r1")));
+        assert_eq!(c.begin(key(2)), DrcLookup::New);
+        assert_eq!(c.begin(key(3)), DrcLookup::New);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.begin(key(1)), DrcLookup::New, "oldest evicted");
+    }
+}

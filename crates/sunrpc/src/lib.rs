@@ -1,0 +1,17 @@
+//! ONC RPC version 2 (RFC 5531): call and reply headers, AUTH_SYS, record marking, dispatch to
+//! programs, a duplicate request cache, metrics, and the TCP/UDP transports.
+//!
+//! The seam with transports is [`dispatch::Dispatcher::dispatch`]: a complete call message in
+//! (a `Bytes` slice of the receive buffer), an [`xdr::Reply`] of segments out.
+
+#![forbid(unsafe_code)]
+
+pub mod dispatch;
+pub mod drc;
+pub mod metrics;
+pub mod msg;
+pub mod record;
+pub mod tcp;
+
+pub use dispatch::{CallContext, Dispatcher, ProcError, Program, TransportKind};
+pub use msg::{AuthSys, Credential};

@@ -1,0 +1,3 @@
+//! The backend: exports, file handles, caller credentials and the local POSIX file system.
+
+pub mod exports;

@@ -1,0 +1,535 @@
+//! Zero-copy XDR (RFC 4506).
+//!
+//! Decoding reads from a [`bytes::Bytes`] so that variable-length opaque data (a WRITE payload,
+//! a file name) is returned as a slice of the receive buffer, never copied. Every length read
+//! from the wire is checked against both the bytes that remain and a caller-supplied protocol
+//! maximum before anything is allocated.
+//!
+//! Encoding builds a [`Reply`]: a list of segments where bulk payloads (READ data) stay separate
+//! buffers. TCP sends the segments with one vectored write; RPC-over-RDMA places a
+//! [`Segment::Bulk`] directly into the client's Write chunk (RFC 8166, RFC 8267).
+
+#![forbid(unsafe_code)]
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Why a buffer could not be decoded as the expected XDR type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum XdrError {
+    /// The item needs more bytes than remain in the message.
+    #[error("truncated: needed {needed} bytes, {remaining} remain")]
+    Truncated {
+        /// Bytes the item needs.
+        needed: usize,
+        /// Bytes left in the buffer.
+        remaining: usize,
+    },
+    /// A length field exceeds the protocol maximum for that item.
+    #[error("length {len} exceeds the maximum {max}")]
+    TooLong {
+        /// Length read from the wire.
+        len: u64,
+        /// The protocol maximum.
+        max: usize,
+    },
+    /// A boolean was neither 0 nor 1.
+    #[error("invalid boolean {0}")]
+    BadBool(u32),
+    /// A union or enum discriminant that the type does not define.
+    #[error("invalid discriminant {0}")]
+    BadDiscriminant(u32),
+    /// A string that must be UTF-8 (for example a machine name) was not.
+    #[error("invalid UTF-8 string")]
+    BadUtf8,
+}
+
+/// Result of an XDR decode.
+pub type Result<T> = std::result::Result<T, XdrError>;
+
+/// Pads `len` up to the next multiple of four, as XDR requires of opaque data.
+#[inline]
+pub const fn pad4(len: usize) -> usize {
+    (len + 3) & !3
+}
+
+/// A cursor over a received message; opaque items are returned as slices of it.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    buf: Bytes,
+}
+
+impl Decoder {
+    /// Starts decoding at the beginning of `buf`.
+    pub fn new(buf: Bytes) -> Self {
+        Self { buf }
+    }
+
+    /// Bytes not consumed yet.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The bytes not consumed yet, without consuming them.
+    pub fn peek_rest(&self) -> &Bytes {
+        &self.buf
+    }
+
+    /// Consumes the decoder and returns what was not decoded.
+    pub fn into_rest(self) -> Bytes {
+        self.buf
+    }
+
+    #[inline]
+    fn need(&self, n: usize) -> Result<()> {
+        if self.buf.len() < n {
+            Err(XdrError::Truncated {
+                needed: n,
+                remaining: self.buf.len(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Takes `n` raw bytes (no padding) as a slice of the buffer.
+    pub fn take(&mut self, n: usize) -> Result<Bytes> {
+        self.need(n)?;
+        Ok(self.buf.split_to(n))
+    }
+
+    /// Decodes an unsigned 32-bit integer.
+    #[inline]
+    pub fn u32(&mut self) -> Result<u32> {
+        self.need(4)?;
+        let v = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        bytes::Buf::advance(&mut self.buf, 4);
+        Ok(v)
+    }
+
+    /// Decodes a signed 32-bit integer.
+    #[inline]
+    pub fn i32(&mut self) -> Result<i32> {
+        Ok(self.u32()? as i32)
+    }
+
+    /// Decodes an unsigned 64-bit hyper integer.
+    #[inline]
+    pub fn u64(&mut self) -> Result<u64> {
+        let hi = self.u32()? as u64;
+        let lo = self.u32()? as u64;
+        Ok(hi << 32 | lo)
+    }
+
+    /// Decodes a signed 64-bit hyper integer.
+    #[inline]
+    pub fn i64(&mut self) -> Result<i64> {
+        Ok(self.u64()? as i64)
+    }
+
+    /// Decodes a boolean, rejecting values other than 0 and 1.
+    pub fn bool(&mut self) -> Result<bool> {
+        match self.u32()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(XdrError::BadBool(v)),
+        }
+    }
+
+    /// Decodes fixed-length opaque data of `n` bytes plus its padding.
+    pub fn opaque_fixed(&mut self, n: usize) -> Result<Bytes> {
+        let padded = pad4(n);
+        self.need(padded)?;
+        let data = self.buf.split_to(n);
+        bytes::Buf::advance(&mut self.buf, padded - n);
+        Ok(data)
+    }
+
+    /// Decodes variable-length opaque data of at most `max` bytes, as a slice of the buffer.
+    pub fn opaque(&mut self, max: usize) -> Result<Bytes> {
+        let len = self.u32()? as usize;
+        if len > max {
+            return Err(XdrError::TooLong {
+                len: len as u64,
+                max,
+            });
+        }
+        self.opaque_fixed(len)
+    }
+
+    /// Decodes a string of at most `max` bytes that must be UTF-8.
+    pub fn string(&mut self, max: usize) -> Result<String> {
+        let b = self.opaque(max)?;
+        String::from_utf8(b.to_vec()).map_err(|_| XdrError::BadUtf8)
+    }
+
+    /// Decodes an array length, checked against `max` elements and against the bytes left,
+    /// given that each element takes at least `min_elem_size` bytes on the wire.
+    pub fn array_len(&mut self, max: usize, min_elem_size: usize) -> Result<usize> {
+        let len = self.u32()? as usize;
+        if len > max {
+            return Err(XdrError::TooLong {
+                len: len as u64,
+                max,
+            });
+        }
+        let needed = len.saturating_mul(min_elem_size.max(1));
+        self.need(needed)?;
+        Ok(len)
+    }
+
+    /// Decodes a variable-length array of at most `max` elements.
+    pub fn array<T>(
+        &mut self,
+        max: usize,
+        min_elem_size: usize,
+        mut f: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let n = self.array_len(max, min_elem_size)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(f(self)?);
+        }
+        Ok(v)
+    }
+
+    /// Decodes an optional item (`*T` in XDR): a boolean followed by the item when true.
+    pub fn optional<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<Option<T>> {
+        if self.bool()? {
+            Ok(Some(f(self)?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Decodes a value with its [`Decode`] implementation.
+    pub fn decode<T: Decode>(&mut self) -> Result<T> {
+        T::decode(self)
+    }
+}
+
+/// A type that can be read from XDR.
+pub trait Decode: Sized {
+    /// Reads one value, consuming exactly its encoded bytes.
+    fn decode(d: &mut Decoder) -> Result<Self>;
+}
+
+/// A type that can be written as XDR.
+pub trait Encode {
+    /// Appends the value's encoding.
+    fn encode(&self, e: &mut Encoder);
+}
+
+/// One piece of an encoded message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// Bytes that travel in the message body.
+    Inline(Bytes),
+    /// A bulk opaque payload (for example READ data) without its XDR padding. On TCP it is sent
+    /// followed by `pad4(len) - len` zero bytes; over RDMA it may be placed in a Write chunk.
+    Bulk(Bytes),
+}
+
+impl Segment {
+    /// The bytes of the segment, padding not included.
+    pub fn bytes(&self) -> &Bytes {
+        match self {
+            Segment::Inline(b) | Segment::Bulk(b) => b,
+        }
+    }
+
+    /// Length on a byte stream, padding included.
+    pub fn wire_len(&self) -> usize {
+        match self {
+            Segment::Inline(b) => b.len(),
+            Segment::Bulk(b) => pad4(b.len()),
+        }
+    }
+}
+
+/// An encoded message as a list of segments, ready for a vectored send.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reply {
+    /// The segments in wire order.
+    pub segments: Vec<Segment>,
+}
+
+impl Reply {
+    /// Total length on a byte stream.
+    pub fn wire_len(&self) -> usize {
+        self.segments.iter().map(Segment::wire_len).sum()
+    }
+
+    /// Flattens the message into one contiguous buffer (with padding), for caches and tests.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut out = BytesMut::with_capacity(self.wire_len());
+        for s in &self.segments {
+            out.put_slice(s.bytes());
+            if let Segment::Bulk(b) = s {
+                out.put_bytes(0, pad4(b.len()) - b.len());
+            }
+        }
+        out.freeze()
+    }
+}
+
+/// Builds an XDR message; bulk payloads are kept as separate segments instead of being copied.
+#[derive(Debug, Default)]
+pub struct Encoder {
+    cur: BytesMut,
+    segments: Vec<Segment>,
+}
+
+impl Encoder {
+    /// An empty encoder.
+    pub fn new() -> Self {
+        Self::with_capacity(256)
+    }
+
+    /// An empty encoder whose first inline buffer holds `cap` bytes before growing.
+    pub fn with_capacity(cap: usize) -> Self {
+        Self {
+            cur: BytesMut::with_capacity(cap),
+            segments: Vec::new(),
+        }
+    }
+
+    /// Bytes encoded so far, bulk segments counted with their padding.
+    pub fn len(&self) -> usize {
+        self.segments.iter().map(Segment::wire_len).sum::<usize>() + self.cur.len()
+    }
+
+    /// True when nothing has been encoded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends an unsigned 32-bit integer.
+    #[inline]
+    pub fn u32(&mut self, v: u32) {
+        self.cur.put_u32(v);
+    }
+
+    /// Appends a signed 32-bit integer.
+    #[inline]
+    pub fn i32(&mut self, v: i32) {
+        self.cur.put_i32(v);
+    }
+
+    /// Appends an unsigned 64-bit hyper integer.
+    #[inline]
+    pub fn u64(&mut self, v: u64) {
+        self.cur.put_u64(v);
+    }
+
+    /// Appends a signed 64-bit hyper integer.
+    #[inline]
+    pub fn i64(&mut self, v: i64) {
+        self.cur.put_i64(v);
+    }
+
+    /// Appends a boolean.
+    #[inline]
+    pub fn bool(&mut self, v: bool) {
+        self.cur.put_u32(v as u32);
+    }
+
+    /// Appends fixed-length opaque data with its padding.
+    pub fn opaque_fixed(&mut self, data: &[u8]) {
+        self.cur.put_slice(data);
+        self.cur.put_bytes(0, pad4(data.len()) - data.len());
+    }
+
+    /// Appends variable-length opaque data (length, bytes, padding), copying it inline.
+    pub fn opaque(&mut self, data: &[u8]) {
+        self.cur.put_u32(data.len() as u32);
+        self.opaque_fixed(data);
+    }
+
+    /// Appends variable-length opaque data whose bytes stay a separate segment (no copy).
+    pub fn opaque_bulk(&mut self, data: Bytes) {
+        self.cur.put_u32(data.len() as u32);
+        self.flush_inline();
+        self.segments.push(Segment::Bulk(data));
+    }
+
+    /// Appends an optional item.
+    pub fn optional<T>(&mut self, v: Option<&T>, f: impl FnOnce(&mut Self, &T)) {
+        match v {
+            Some(x) => {
+                self.bool(true);
+                f(self, x);
+            }
+            None => self.bool(false),
+        }
+    }
+
+    /// Appends a value with its [`Encode`] implementation.
+    pub fn encode<T: Encode + ?Sized>(&mut self, v: &T) {
+        v.encode(self)
+    }
+
+    /// Appends already-encoded segments (for example a cached reply body).
+    pub fn append(&mut self, reply: Reply) {
+        self.flush_inline();
+        self.segments.extend(reply.segments);
+    }
+
+    fn flush_inline(&mut self) {
+        if !self.cur.is_empty() {
+            let cap = self.cur.capacity().max(64);
+            let done = std::mem::replace(&mut self.cur, BytesMut::with_capacity(cap.min(4096)));
+            self.segments.push(Segment::Inline(done.freeze()));
+        }
+    }
+
+    /// Finishes the message.
+    pub fn finish(mut self) -> Reply {
+        self.flush_inline();
+        Reply {
+            segments: self.segments,
+        }
+    }
+}
+
+impl Decode for u32 {
+    fn decode(d: &mut Decoder) -> Result<Self> {
+        d.u32()
+    }
+}
+impl Encode for u32 {
+    fn encode(&self, e: &mut Encoder) {
+        e.u32(*self)
+    }
+}
+impl Decode for u64 {
+    fn decode(d: &mut Decoder) -> Result<Self> {
+        d.u64()
+    }
+}
+impl Encode for u64 {
+    fn encode(&self, e: &mut Encoder) {
+        e.u64(*self)
+    }
+}
+impl Decode for bool {
+    fn decode(d: &mut Decoder) -> Result<Self> {
+        d.bool()
+    }
+}
+impl Encode for bool {
+    fn encode(&self, e: &mut Encoder) {
+        e.bool(*self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn dec(v: Vec<u8>) -> Decoder {
+        Decoder::new(Bytes::from(v))
+    }
+
+    #[test]
+    fn truncated_integer() {
+        assert_eq!(
+            dec(vec![0, 0, 1]).u32(),
+            Err(XdrError::Truncated {
+                needed: 4,
+                remaining: 3
+            })
+        );
+    }
+
+    #[test]
+    fn huge_opaque_length_is_rejected_before_allocation() {
+        let mut d = dec(vec![0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4]);
+        assert!(matches!(d.opaque(1 << 20), Err(XdrError::TooLong { .. })));
+        let mut d = dec(vec![0, 0, 0, 8, 1, 2, 3, 4]);
+        assert!(matches!(d.opaque(1 << 20), Err(XdrError::Truncated { .. })));
+    }
+
+    #[test]
+    fn array_length_checked_against_remaining() {
+        let mut d = dec(vec![0, 0, 0, 100, 0, 0, 0, 1]);
+        assert!(matches!(
+            d.array(1000, 4, |d| d.u32()),
+            Err(XdrError::Truncated { .. })
+        ));
+        let mut d = dec(vec![0, 0, 0, 100]);
+        assert!(matches!(
+            d.array(10, 4, |d| d.u32()),
+            Err(XdrError::TooLong { .. })
+        ));
+    }
+
+    #[test]
+    fn bad_bool() {
+        assert_eq!(dec(vec![0, 0, 0, 2]).bool(), Err(XdrError::BadBool(2)));
+    }
+
+    #[test]
+    fn opaque_is_zero_copy() {
+        let buf = Bytes::from(vec![0, 0, 0, 3, b'a', b'b', b'c', 0, 9, 9, 9, 9]);
+        let base = buf.as_ptr() as usize;
+        let mut d = Decoder::new(buf);
+        let o = d.opaque(16).unwrap();
+        assert_eq!(&o[..], b"abc");
+        assert_eq!(o.as_ptr() as usize, base + 4);
+        assert_eq!(d.remaining(), 4);
+    }
+
+    #[test]
+    fn bulk_segment_keeps_payload_separate_and_pads_on_flatten() {
+        let mut e = Encoder::new();
+        e.u32(7);
+        let payload = Bytes::from_static(b"hello");
+        e.opaque_bulk(payload.clone());
+        e.u32(9);
+        let r = e.finish();
+        assert_eq!(r.segments.len(), 3);
+        assert_eq!(r.segments[1], Segment::Bulk(payload));
+        assert_eq!(r.wire_len(), 4 + 4 + 8 + 4);
+        assert_eq!(
+            &r.to_bytes()[..],
+            &[0, 0, 0, 7, 0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o', 0, 0, 0, 0, 0, 0, 9]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip_scalars(a: u32, b: u64, c: i32, d: i64, f: bool) {
+            let mut e = Encoder::new();
+            e.u32(a); e.u64(b); e.i32(c); e.i64(d); e.bool(f);
+            let mut x = Decoder::new(e.finish().to_bytes());
+            prop_assert_eq!(x.u32().unwrap(), a);
+            prop_assert_eq!(x.u64().unwrap(), b);
+            prop_assert_eq!(x.i32().unwrap(), c);
+            prop_assert_eq!(x.i64().unwrap(), d);
+            prop_assert_eq!(x.bool().unwrap(), f);
+            prop_assert_eq!(x.remaining(), 0);
+        }
+
+        #[test]
+        fn roundtrip_opaque(v in proptest::collection::vec(any::<u8>(), 0..300), bulk: bool) {
+            let mut e = Encoder::new();
+            if bulk { e.opaque_bulk(Bytes::from(v.clone())) } else { e.opaque(&v) }
+            e.u32(0xdead_beef);
+            let flat = e.finish().to_bytes();
+            prop_assert_eq!(flat.len() % 4, 0);
+            let mut x = Decoder::new(flat);
+            prop_assert_eq!(&x.opaque(300).unwrap()[..], &v[..]);
+            prop_assert_eq!(x.u32().unwrap(), 0xdead_beef);
+        }
+
+        #[test]
+        fn decoding_garbage_never_panics(v in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let mut x = dec(v);
+            let _ = x.array(8, 4, |d| d.opaque(16));
+            let _ = x.string(32);
+            let _ = x.optional(|d| d.u64());
+        }
+    }
+}
