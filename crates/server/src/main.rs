@@ -1,1 +1,191 @@
-fn main() {}
+//! rnfsd: serves local directories over NFSv3 + MOUNT on TCP.
+
+mod config;
+mod metrics_http;
+mod portmap;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use clap::Parser;
+use sunrpc::metrics::RpcMetrics;
+use sunrpc::tcp::{serve_tcp, serve_udp, TcpConfig};
+use sunrpc::Dispatcher;
+use tokio::net::{TcpListener, UdpSocket};
+use vfs::{Vfs, VfsConfig};
+
+use crate::config::Args;
+use crate::portmap::{Mapping, Portmap, IPPROTO_TCP, IPPROTO_UDP};
+
+fn main() {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
+    if args.log_json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    } else {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("rnfsd")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("rnfsd: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = rt.block_on(run(args)) {
+        tracing::error!("{e}");
+        eprintln!("rnfsd: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let exports = config::exports(&args)?;
+    if !vfs::cred::can_switch() {
+        tracing::warn!("not running as root: callers' credentials cannot be applied and handles cannot be opened");
+    }
+    let vfs = Arc::new(
+        Vfs::new(VfsConfig {
+            exports,
+            state_dir: args.state_dir.clone(),
+            fd_cache: args.fd_cache,
+        })
+        .map_err(|e| e.to_string())?,
+    );
+    for (path, clients) in vfs.export_list() {
+        tracing::info!(export = %path.display(), clients = %clients.join(" "), "exporting");
+    }
+    let metrics = Arc::new(RpcMetrics::default());
+    let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
+    disp.register(Arc::new(nfs3::Nfs3::new(vfs.clone())));
+    disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
+    let disp = Arc::new(disp);
+    let tcp_cfg = TcpConfig {
+        max_record: args.max_record,
+        max_connections: args.max_connections,
+        max_in_flight: args.max_in_flight,
+    };
+
+    let mut ready = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
+
+    let nfs = bind(args.listen, "NFS").await?;
+    let nfs_addr = nfs.local_addr().map_err(|e| e.to_string())?;
+    ready.push(format!("nfs+mount=tcp://{nfs_addr}"));
+    tasks.spawn(serve_tcp(nfs, disp.clone(), tcp_cfg.clone()));
+
+    let mut mount_port = nfs_addr.port();
+    if let Some(p) = args.mount_port {
+        let l = bind(SocketAddr::new(args.listen.ip(), p), "MOUNT").await?;
+        let a = l.local_addr().map_err(|e| e.to_string())?;
+        mount_port = a.port();
+        ready.push(format!("mount=tcp://{a}"));
+        tasks.spawn(serve_tcp(l, disp.clone(), tcp_cfg.clone()));
+    }
+
+    let maps = vec![
+        Mapping {
+            prog: nfs3::types::NFS_PROGRAM,
+            vers: 3,
+            prot: IPPROTO_TCP,
+            port: nfs_addr.port() as u32,
+        },
+        Mapping {
+            prog: nfs3::types::MOUNT_PROGRAM,
+            vers: 3,
+            prot: IPPROTO_TCP,
+            port: mount_port as u32,
+        },
+    ];
+    let rpcbind: SocketAddr = ([127, 0, 0, 1], 111).into();
+    let mut registered = false;
+    if !args.no_portmap {
+        if portmap::rpcbind_running(rpcbind).await {
+            match portmap::register(rpcbind, &maps).await {
+                Ok(n) if n == maps.len() => {
+                    registered = true;
+                    ready.push("portmap=rpcbind(registered)".into());
+                }
+                Ok(n) => tracing::warn!(accepted = n, "rpcbind refused some registrations"),
+                Err(e) => tracing::warn!(error = %e, "registering with rpcbind failed"),
+            }
+        } else {
+            let pm_addr = SocketAddr::new(args.listen.ip(), args.portmap_port);
+            let mut pm_maps = maps.clone();
+            pm_maps.push(Mapping {
+                prog: portmap::PMAP_PROGRAM,
+                vers: 2,
+                prot: IPPROTO_TCP,
+                port: args.portmap_port as u32,
+            });
+            pm_maps.push(Mapping {
+                prog: portmap::PMAP_PROGRAM,
+                vers: 2,
+                prot: IPPROTO_UDP,
+                port: args.portmap_port as u32,
+            });
+            let mut pm = Dispatcher::new(64, metrics.clone());
+            pm.register(Arc::new(Portmap::new(pm_maps)));
+            let pm = Arc::new(pm);
+            match (
+                TcpListener::bind(pm_addr).await,
+                UdpSocket::bind(pm_addr).await,
+            ) {
+                (Ok(t), Ok(u)) => {
+                    ready.push(format!("portmap=tcp+udp://{pm_addr}"));
+                    tasks.spawn(serve_tcp(t, pm.clone(), tcp_cfg.clone()));
+                    tasks.spawn(serve_udp(u, pm));
+                }
+                (Err(e), _) | (_, Err(e)) => tracing::warn!(
+                    addr = %pm_addr, error = %e,
+                    "no rpcbind and cannot serve the port mapper: clients must give port= and mountport="
+                ),
+            }
+        }
+    }
+
+    if let Some(maddr) = args.metrics {
+        let l = bind(maddr, "metrics").await?;
+        let a = l.local_addr().map_err(|e| e.to_string())?;
+        ready.push(format!("metrics=http://{a}/metrics"));
+        let m = metrics.clone();
+        tasks.spawn(metrics_http::serve(l, m));
+    }
+
+    tracing::info!("rnfsd ready: {}", ready.join(" "));
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        Some(r) = tasks.join_next() => {
+            if let Ok(Err(e)) = r {
+                tracing::error!(error = %e, "a listener failed");
+            }
+        }
+    }
+    tracing::info!("shutting down");
+    if registered {
+        portmap::unregister(rpcbind, &maps).await;
+    }
+    Ok(())
+}

@@ -125,7 +125,12 @@ impl Dispatcher {
 
     /// Executes one call message; `None` means no reply must be sent (garbage or a retransmit
     /// of a call still in progress).
-    pub fn dispatch(&self, msg: Bytes, peer: SocketAddr, transport: TransportKind) -> Option<Reply> {
+    pub fn dispatch(
+        &self,
+        msg: Bytes,
+        peer: SocketAddr,
+        transport: TransportKind,
+    ) -> Option<Reply> {
         let args_len = msg.len();
         let (hdr, args) = match msg::decode_call(msg) {
             Ok(x) => x,
@@ -276,7 +281,12 @@ mod tests {
         fn is_idempotent(&self, _v: u32, p: u32) -> bool {
             p != 1
         }
-        fn call(&self, ctx: &CallContext, mut a: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
+        fn call(
+            &self,
+            ctx: &CallContext,
+            mut a: Decoder,
+            r: &mut Encoder,
+        ) -> Result<(), ProcError> {
             self.calls.fetch_add(1, Ordering::SeqCst);
             match ctx.proc_ {
                 0 => Ok(()),
@@ -332,12 +342,30 @@ mod tests {
     #[test]
     fn success_and_errors() {
         let (d, _) = disp();
-        assert_eq!(run(&d, call(400_000, 3, 1, &[41])).unwrap(), [9, 1, 0, 0, 0, 0, 42]);
-        assert_eq!(run(&d, call(400_001, 3, 1, &[])).unwrap(), [9, 1, 0, 0, 0, 1]);
-        assert_eq!(run(&d, call(400_000, 4, 1, &[])).unwrap(), [9, 1, 0, 0, 0, 2, 2, 3]);
-        assert_eq!(run(&d, call(400_000, 3, 7, &[])).unwrap(), [9, 1, 0, 0, 0, 3]);
-        assert_eq!(run(&d, call(400_000, 3, 1, &[])).unwrap(), [9, 1, 0, 0, 0, 4]);
-        assert_eq!(run(&d, call(400_000, 3, 2, &[])).unwrap(), [9, 1, 0, 0, 0, 5]);
+        assert_eq!(
+            run(&d, call(400_000, 3, 1, &[41])).unwrap(),
+            [9, 1, 0, 0, 0, 0, 42]
+        );
+        assert_eq!(
+            run(&d, call(400_001, 3, 1, &[])).unwrap(),
+            [9, 1, 0, 0, 0, 1]
+        );
+        assert_eq!(
+            run(&d, call(400_000, 4, 1, &[])).unwrap(),
+            [9, 1, 0, 0, 0, 2, 2, 3]
+        );
+        assert_eq!(
+            run(&d, call(400_000, 3, 7, &[])).unwrap(),
+            [9, 1, 0, 0, 0, 3]
+        );
+        assert_eq!(
+            run(&d, call(400_000, 3, 1, &[])).unwrap(),
+            [9, 1, 0, 0, 0, 4]
+        );
+        assert_eq!(
+            run(&d, call(400_000, 3, 2, &[])).unwrap(),
+            [9, 1, 0, 0, 0, 5]
+        );
         assert_eq!(run(&d, Bytes::from_static(&[1, 2])), None);
     }
 

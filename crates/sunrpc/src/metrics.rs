@@ -9,7 +9,8 @@ use parking_lot::RwLock;
 
 /// Upper bounds (seconds) of the latency histogram buckets.
 pub const BUCKETS: [f64; 14] = [
-    10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3, 1.0, 10.0,
+    10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3, 1.0,
+    10.0,
 ];
 
 /// Counters of one procedure.

@@ -1,3 +1,17 @@
 //! The backend: exports, file handles, caller credentials and the local POSIX file system.
+//!
+//! Protocol layers (NFSv3, NFSv4) call [`fs::Vfs`] with a [`fs::Caller`] admitted by the export
+//! rules; all checks on who may reach what live here, once, for every protocol version.
 
+pub mod cred;
+pub mod error;
 pub mod exports;
+pub mod fs;
+pub mod handle;
+mod sys;
+pub mod types;
+
+pub use cred::Creds;
+pub use error::{VfsError, VfsResult};
+pub use fs::{Caller, Client, Node, Vfs, VfsConfig};
+pub use types::*;

@@ -1,0 +1,103 @@
+//! Command line and the export list it describes.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::Parser;
+use vfs::exports::{load_exports, ClientMatch, ClientRule, ExportEntry, ExportOptions};
+
+/// rnfsd: a user-space NFS server for local directories.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+pub struct Args {
+    /// Export DIR read-write to localhost clients (127.0.0.0/8 and ::1), root_squash, insecure
+    /// ports allowed. Repeatable.
+    #[arg(long = "export", value_name = "DIR")]
+    pub export: Vec<PathBuf>,
+    /// Read exports from FILE in exports(5) syntax.
+    #[arg(long = "exports", value_name = "FILE")]
+    pub exports: Option<PathBuf>,
+    /// TCP address for NFS and MOUNT together.
+    #[arg(long, default_value = "0.0.0.0:2049", value_name = "ADDR:PORT")]
+    pub listen: SocketAddr,
+    /// Also serve MOUNT on this TCP port (same address as --listen).
+    #[arg(long, value_name = "PORT")]
+    pub mount_port: Option<u16>,
+    /// Serve Prometheus metrics over HTTP at ADDR:PORT.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
+    /// Neither register with rpcbind nor serve the port mapper.
+    #[arg(long)]
+    pub no_portmap: bool,
+    /// Port of our own port mapper when no rpcbind runs.
+    #[arg(long, default_value_t = 111, value_name = "PORT")]
+    pub portmap_port: u16,
+    /// Directory for persistent state (the file handle key).
+    #[arg(long, default_value = "/var/lib/rnfsd", value_name = "DIR")]
+    pub state_dir: PathBuf,
+    /// Largest RPC record accepted, in bytes.
+    #[arg(long, default_value_t = (1 << 20) + 64 * 1024)]
+    pub max_record: usize,
+    /// Connections served at once.
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Calls executing at once per connection.
+    #[arg(long, default_value_t = 128)]
+    pub max_in_flight: usize,
+    /// Replies kept in the duplicate request cache.
+    #[arg(long, default_value_t = 8192)]
+    pub drc_entries: usize,
+    /// Open descriptors cached per kind (paths, data).
+    #[arg(long, default_value_t = 8192)]
+    pub fd_cache: usize,
+    /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    /// Log as JSON lines.
+    #[arg(long)]
+    pub log_json: bool,
+}
+
+/// The exports named by `--export` and `--exports`.
+pub fn exports(args: &Args) -> Result<Vec<ExportEntry>, String> {
+    let mut out = Vec::new();
+    if let Some(f) = &args.exports {
+        out = load_exports(f).map_err(|e| e.to_string())?;
+    }
+    for dir in &args.export {
+        let path =
+            std::fs::canonicalize(dir).map_err(|e| format!("--export {}: {e}", dir.display()))?;
+        if !path.is_dir() {
+            return Err(format!("--export {}: not a directory", dir.display()));
+        }
+        out.push(localhost_export(path));
+    }
+    if out.is_empty() {
+        return Err("nothing to export: give --export DIR or --exports FILE".into());
+    }
+    Ok(out)
+}
+
+fn localhost_export(path: PathBuf) -> ExportEntry {
+    let options = ExportOptions {
+        rw: true,
+        secure: false,
+        ..Default::default()
+    };
+    ExportEntry {
+        path,
+        clients: vec![
+            ClientRule {
+                client: ClientMatch::Net {
+                    addr: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 0)),
+                    prefix: 8,
+                },
+                options: options.clone(),
+            },
+            ClientRule {
+                client: ClientMatch::Addr(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+                options,
+            },
+        ],
+    }
+}

@@ -1,0 +1,203 @@
+//! Port mapping, so that `mount -t nfs -o vers=3 host:/export` finds NFS and MOUNT.
+//!
+//! At start-up rnfsd registers its programs with a running rpcbind (PMAP v2 SET over TCP to
+//! 127.0.0.1:111). When no rpcbind answers, it serves PMAP v2 itself on port 111 (TCP and UDP):
+//! NULL, SET and UNSET (from loopback only), GETPORT and DUMP. rpcbind v3/v4 calls get
+//! PROG_MISMATCH, after which the Linux mount helper and kernel fall back to v2 GETPORT.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use sunrpc::{msg, CallContext, Credential, ProcError, Program};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use xdr::{Decoder, Encoder};
+
+/// The port mapper program number.
+pub const PMAP_PROGRAM: u32 = 100000;
+/// PMAP version 2.
+pub const PMAP_V2: u32 = 2;
+/// IPPROTO_TCP.
+pub const IPPROTO_TCP: u32 = 6;
+/// IPPROTO_UDP.
+pub const IPPROTO_UDP: u32 = 17;
+const MAX_MAPPINGS: usize = 1024;
+
+/// One registration: program, version, protocol and port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    /// Program number.
+    pub prog: u32,
+    /// Version.
+    pub vers: u32,
+    /// IPPROTO_TCP or IPPROTO_UDP.
+    pub prot: u32,
+    /// Port.
+    pub port: u32,
+}
+
+/// Our own PMAP v2 service, for machines without rpcbind.
+pub struct Portmap {
+    maps: Mutex<Vec<Mapping>>,
+}
+
+impl Portmap {
+    /// A port mapper that already knows `maps`.
+    pub fn new(maps: Vec<Mapping>) -> Self {
+        Self {
+            maps: Mutex::new(maps),
+        }
+    }
+
+    fn decode_mapping(d: &mut Decoder) -> Result<Mapping, ProcError> {
+        Ok(Mapping {
+            prog: d.u32()?,
+            vers: d.u32()?,
+            prot: d.u32()?,
+            port: d.u32()?,
+        })
+    }
+}
+
+impl Program for Portmap {
+    fn program(&self) -> u32 {
+        PMAP_PROGRAM
+    }
+
+    fn versions(&self) -> (u32, u32) {
+        (PMAP_V2, PMAP_V2)
+    }
+
+    fn proc_name(&self, _vers: u32, p: u32) -> Option<&'static str> {
+        Some(match p {
+            0 => "NULL",
+            1 => "SET",
+            2 => "UNSET",
+            3 => "GETPORT",
+            4 => "DUMP",
+            _ => return None,
+        })
+    }
+
+    fn call(&self, ctx: &CallContext, mut d: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
+        match ctx.proc_ {
+            0 => Ok(()),
+            1 | 2 => {
+                let m = Self::decode_mapping(&mut d)?;
+                let mut maps = self.maps.lock();
+                // Only local services may change the table.
+                let ok = ctx.peer.ip().is_loopback()
+                    && if ctx.proc_ == 1 {
+                        if maps
+                            .iter()
+                            .any(|x| x.prog == m.prog && x.vers == m.vers && x.prot == m.prot)
+                            || maps.len() >= MAX_MAPPINGS
+                        {
+                            false
+                        } else {
+                            maps.push(m);
+                            true
+                        }
+                    } else {
+                        let before = maps.len();
+                        maps.retain(|x| !(x.prog == m.prog && x.vers == m.vers));
+                        maps.len() != before
+                    };
+                r.bool(ok);
+                Ok(())
+            }
+            3 => {
+                let m = Self::decode_mapping(&mut d)?;
+                let port = self
+                    .maps
+                    .lock()
+                    .iter()
+                    .find(|x| x.prog == m.prog && x.vers == m.vers && x.prot == m.prot)
+                    .map_or(0, |x| x.port);
+                r.u32(port);
+                Ok(())
+            }
+            4 => {
+                for m in self.maps.lock().iter() {
+                    r.bool(true);
+                    r.u32(m.prog);
+                    r.u32(m.vers);
+                    r.u32(m.prot);
+                    r.u32(m.port);
+                }
+                r.bool(false);
+                Ok(())
+            }
+            _ => Err(ProcError::ProcUnavail),
+        }
+    }
+}
+
+/// Sends one PMAP v2 call over TCP and returns the reply body after the accepted header.
+async fn pmap_call(addr: SocketAddr, proc_: u32, m: &Mapping) -> std::io::Result<u32> {
+    let mut s = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr)).await??;
+    let mut e = Encoder::new();
+    msg::encode_call(
+        &mut e,
+        0x726e6673 ^ proc_,
+        PMAP_PROGRAM,
+        PMAP_V2,
+        proc_,
+        &Credential::None,
+    );
+    e.u32(m.prog);
+    e.u32(m.vers);
+    e.u32(m.prot);
+    e.u32(m.port);
+    let body = e.finish().to_bytes();
+    s.write_all(&sunrpc::record::record_header(body.len()))
+        .await?;
+    s.write_all(&body).await?;
+    let mut hdr = [0u8; 4];
+    tokio::time::timeout(Duration::from_secs(2), s.read_exact(&mut hdr)).await??;
+    let len = (u32::from_be_bytes(hdr) & 0x7fff_ffff) as usize;
+    if len > 4096 {
+        return Err(std::io::Error::other("portmap reply too large"));
+    }
+    let mut buf = vec![0u8; len];
+    s.read_exact(&mut buf).await?;
+    let mut d = Decoder::new(bytes::Bytes::from(buf));
+    let words: Vec<u32> = (0..7).map_while(|_| d.u32().ok()).collect();
+    // xid, REPLY, MSG_ACCEPTED, verf flavor, verf len, SUCCESS, result
+    match words.as_slice() {
+        [_, 1, 0, _, 0, 0, result] => Ok(*result),
+        _ => Err(std::io::Error::other("portmap call rejected")),
+    }
+}
+
+/// Registers `maps` with the rpcbind at `addr`; returns how many were accepted.
+pub async fn register(addr: SocketAddr, maps: &[Mapping]) -> std::io::Result<usize> {
+    let mut ok = 0;
+    for m in maps {
+        // A stale registration from an earlier run would make SET fail.
+        let _ = pmap_call(addr, 2, m).await;
+        if pmap_call(addr, 1, m).await? == 1 {
+            ok += 1;
+        }
+    }
+    Ok(ok)
+}
+
+/// Removes our registrations from the rpcbind at `addr`.
+pub async fn unregister(addr: SocketAddr, maps: &[Mapping]) {
+    for m in maps {
+        let _ = pmap_call(addr, 2, m).await;
+    }
+}
+
+/// Whether something answers PMAP calls at `addr`.
+pub async fn rpcbind_running(addr: SocketAddr) -> bool {
+    let probe = Mapping {
+        prog: PMAP_PROGRAM,
+        vers: PMAP_V2,
+        prot: IPPROTO_TCP,
+        port: 0,
+    };
+    pmap_call(addr, 3, &probe).await.is_ok()
+}

@@ -1,0 +1,1072 @@
+//! The local POSIX backend: exports of local directories, reached only through handles.
+//!
+//! Every object is reached from a handle (open_by_handle_at) or from a directory descriptor plus
+//! one name component, never from a path string, and symbolic links are never followed, so
+//! nothing outside an export's file system subtree can be named by a client. Namespace calls run
+//! with the caller's fsuid/fsgid/groups; reads and writes use cached descriptors after a
+//! permission check against the file's mode (with the owner override NFS clients rely on).
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+
+use crate::cred::{self, Creds};
+use crate::error::{VfsError, VfsResult};
+use crate::exports::{ExportEntry, ExportOptions, Squash};
+use crate::handle::HandleKey;
+use crate::sys;
+use crate::types::*;
+
+/// Largest READ or WRITE we serve.
+pub const MAX_IO: u32 = 1 << 20;
+/// Longest name component.
+pub const NAME_MAX: usize = 255;
+
+/// Who is calling, before export rules are applied.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// Source address.
+    pub addr: IpAddr,
+    /// Source port.
+    pub port: u16,
+    /// AUTH_SYS identity, or `None` for AUTH_NONE.
+    pub ident: Option<Creds>,
+}
+
+/// A caller admitted to one export: squashed identity and access mode.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    export: usize,
+    /// Identity used for file-system calls.
+    pub creds: Creds,
+    /// Whether the export is writable for this client.
+    pub writable: bool,
+}
+
+/// An object reached from a handle, with its attributes at the time of resolution.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The wire handle.
+    pub fh: Bytes,
+    fd: Arc<OwnedFd>,
+    /// Attributes when resolved.
+    pub attr: Attr,
+    export: usize,
+}
+
+impl Node {
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    fn proc_path(&self) -> CString {
+        proc_path(self.fd.as_raw_fd())
+    }
+}
+
+fn proc_path(fd: i32) -> CString {
+    // A decimal integer never contains NUL.
+    CString::new(format!("/proc/self/fd/{fd}")).unwrap_or_default()
+}
+
+struct Export {
+    id: u32,
+    entry: ExportEntry,
+    root: OwnedFd,
+    root_fh: Bytes,
+    root_dev: u64,
+    root_ino: u64,
+}
+
+/// Backend configuration.
+#[derive(Debug, Clone)]
+pub struct VfsConfig {
+    /// Exported directories and their client rules.
+    pub exports: Vec<ExportEntry>,
+    /// Where the handle key is kept (must persist across restarts).
+    pub state_dir: PathBuf,
+    /// Descriptors kept open per cache (paths and data).
+    pub fd_cache: usize,
+}
+
+/// Descriptor caches keyed by handle; bounded, halved when full.
+struct FdCache<T> {
+    cap: usize,
+    map: Mutex<HashMap<Bytes, Arc<T>>>,
+}
+
+impl<T> FdCache<T> {
+    fn new(cap: usize) -> Self {
+        Self {
+            cap: cap.max(16),
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+    fn get(&self, k: &Bytes) -> Option<Arc<T>> {
+        self.map.lock().get(k).cloned()
+    }
+    fn put(&self, k: Bytes, v: Arc<T>) {
+        let mut m = self.map.lock();
+        if m.len() >= self.cap {
+            let drop_keys: Vec<Bytes> = m.keys().take(self.cap / 2).cloned().collect();
+            for k in drop_keys {
+                m.remove(&k);
+            }
+        }
+        m.insert(k, v);
+    }
+    fn remove(&self, k: &Bytes) {
+        self.map.lock().remove(k);
+    }
+}
+
+/// The backend serving all exports.
+pub struct Vfs {
+    key: HandleKey,
+    exports: Vec<Export>,
+    paths: FdCache<OwnedFd>,
+    data: FdCache<OwnedFd>,
+    write_verifier: [u8; 8],
+}
+
+impl std::fmt::Debug for Vfs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vfs")
+            .field("exports", &self.exports.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn cname(name: &[u8]) -> VfsResult<CString> {
+    if name.is_empty() || name.contains(&b'/') {
+        return Err(VfsError::BadName);
+    }
+    if name.len() > NAME_MAX {
+        return Err(VfsError::Errno(libc::ENAMETOOLONG));
+    }
+    CString::new(name).map_err(|_| VfsError::BadName)
+}
+
+/// A name that creates a new entry: `.` and `..` already exist.
+fn new_name(name: &[u8]) -> VfsResult<CString> {
+    if name == b"." || name == b".." {
+        return Err(VfsError::Errno(libc::EEXIST));
+    }
+    cname(name)
+}
+
+fn export_id(e: &ExportEntry) -> u32 {
+    if let Some(n) = e
+        .clients
+        .first()
+        .and_then(|c| c.options.fsid.as_deref())
+        .and_then(|f| f.parse::<u32>().ok())
+    {
+        return n;
+    }
+    use std::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher13::new_with_keys(0x726e6673, 0x6578706f);
+    h.write(e.path.as_os_str().as_encoded_bytes());
+    h.finish() as u32
+}
+
+fn timespec(t: SetTime) -> libc::timespec {
+    match t {
+        SetTime::DontChange => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+        SetTime::ServerNow => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW,
+        },
+        SetTime::Client(t) => libc::timespec {
+            tv_sec: t.sec,
+            tv_nsec: t.nsec.min(999_999_999) as i64,
+        },
+    }
+}
+
+/// Whether `c` may do `want` (a mask of r=4, w=2, x=1) on an object with attributes `a`.
+fn mode_allows(c: &Creds, a: &Attr, want: u32, owner_override: bool) -> bool {
+    if c.uid == 0 {
+        // Root may execute only what someone may execute.
+        return want & 1 == 0 || a.ftype == FileType::Directory || a.mode & 0o111 != 0;
+    }
+    if owner_override && c.uid == a.uid {
+        return true;
+    }
+    let bits = if c.uid == a.uid {
+        (a.mode >> 6) & 7
+    } else if c.in_group(a.gid) {
+        (a.mode >> 3) & 7
+    } else {
+        a.mode & 7
+    };
+    bits & want == want
+}
+
+impl Vfs {
+    /// Opens every export root and the handle key.
+    pub fn new(cfg: VfsConfig) -> std::io::Result<Self> {
+        sys::raise_nofile_limit();
+        // The client applies its own umask; modes it sends are final.
+        sys::set_umask(0);
+        let key = HandleKey::load_or_create(&cfg.state_dir.join("fh.key"))?;
+        let mut exports: Vec<Export> = Vec::new();
+        for entry in cfg.exports {
+            let path = std::fs::canonicalize(&entry.path).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("export {}: {e}", entry.path.display()))
+            })?;
+            let cpath = CString::new(path.as_os_str().as_encoded_bytes())
+                .map_err(|_| std::io::Error::other("export path contains NUL"))?;
+            let cwd = std::fs::File::open("/")?;
+            let root = sys::openat(
+                cwd.as_fd(),
+                &cpath,
+                // open_by_handle_at takes the mount from this descriptor; it refuses O_PATH ones.
+                libc::O_RDONLY | libc::O_DIRECTORY,
+                0,
+            )
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("export {}: {e}", path.display()))
+            })?;
+            let st = sys::fstat(root.as_fd())?;
+            let kh =
+                sys::name_to_handle_at(root.as_fd(), c"", libc::AT_EMPTY_PATH).map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "export {}: file system cannot produce handles: {e}",
+                            path.display()
+                        ),
+                    )
+                })?;
+            let mut entry = entry;
+            entry.path = path;
+            let id = export_id(&entry);
+            if let Some(other) = exports.iter().find(|x| x.id == id) {
+                return Err(std::io::Error::other(format!(
+                    "exports {} and {} have the same id {id}; give one an fsid=",
+                    other.entry.path.display(),
+                    entry.path.display()
+                )));
+            }
+            let root_fh = Bytes::from(key.seal(id, &kh));
+            exports.push(Export {
+                id,
+                entry,
+                root,
+                root_fh,
+                root_dev: st.st_dev,
+                root_ino: st.st_ino,
+            });
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64;
+        let verifier = (now ^ ((std::process::id() as u64) << 48)).to_be_bytes();
+        Ok(Self {
+            key,
+            exports,
+            paths: FdCache::new(cfg.fd_cache),
+            data: FdCache::new(cfg.fd_cache),
+            write_verifier: verifier,
+        })
+    }
+
+    /// The WRITE/COMMIT verifier; it changes at every start, telling clients to resend
+    /// unstable data.
+    pub fn write_verifier(&self) -> [u8; 8] {
+        self.write_verifier
+    }
+
+    /// Export paths with the client specifications allowed to mount them.
+    pub fn export_list(&self) -> Vec<(PathBuf, Vec<String>)> {
+        self.exports
+            .iter()
+            .map(|e| {
+                (
+                    e.entry.path.clone(),
+                    e.entry
+                        .clients
+                        .iter()
+                        .map(|c| c.client.to_string())
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    fn admit(&self, export: usize, client: &Client) -> VfsResult<Caller> {
+        let e = &self.exports[export];
+        let opts = e
+            .entry
+            .options_for(client.addr, None)
+            .ok_or(VfsError::ExportDenied)?;
+        if opts.secure && client.port >= 1024 {
+            return Err(VfsError::ExportDenied);
+        }
+        Ok(Caller {
+            export,
+            creds: squash(opts, client.ident.as_ref()),
+            writable: opts.rw,
+        })
+    }
+
+    /// MOUNT: the handle of `path` (an export or a directory below one) for `client`.
+    pub fn mount(&self, path: &[u8], client: &Client) -> VfsResult<Bytes> {
+        use std::os::unix::ffi::OsStrExt;
+        let want = Path::new(std::ffi::OsStr::from_bytes(path));
+        let want = normalize(want).ok_or(VfsError::Errno(libc::ENOENT))?;
+        // The longest export that contains the path.
+        let (idx, e) = self
+            .exports
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| want.starts_with(&e.entry.path))
+            .max_by_key(|(_, e)| e.entry.path.as_os_str().len())
+            .ok_or(VfsError::Errno(libc::ENOENT))?;
+        let caller = self.admit(idx, client)?;
+        let mut node = self.resolve(&e.root_fh)?;
+        let rest = want
+            .strip_prefix(&e.entry.path)
+            .map_err(|_| VfsError::Errno(libc::ENOENT))?;
+        for comp in rest.components() {
+            let name = comp.as_os_str().as_encoded_bytes();
+            let (fh, attr) = self.lookup(&caller, &node, name)?;
+            if attr.ftype != FileType::Directory {
+                return Err(VfsError::Errno(libc::ENOTDIR));
+            }
+            node = self.resolve(&fh)?;
+        }
+        Ok(node.fh)
+    }
+
+    /// Checks a handle, admits the client to its export and resolves the object.
+    pub fn authorize(&self, fh: &[u8], client: &Client) -> VfsResult<(Caller, Node)> {
+        let fh = Bytes::copy_from_slice(fh);
+        let node = self.resolve(&fh)?;
+        let caller = self.admit(node.export, client)?;
+        Ok((caller, node))
+    }
+
+    fn export_index(&self, id: u32) -> VfsResult<usize> {
+        self.exports
+            .iter()
+            .position(|e| e.id == id)
+            .ok_or(VfsError::Stale)
+    }
+
+    /// Resolves a handle to an object (no client check: use [`Vfs::authorize`] for calls).
+    pub fn resolve(&self, fh: &Bytes) -> VfsResult<Node> {
+        let (id, kh) = self.key.open(fh)?;
+        let export = self.export_index(id)?;
+        let fd = match self.paths.get(fh) {
+            Some(fd) => fd,
+            None => {
+                let e = &self.exports[export];
+                let fd = cred::as_root(|| {
+                    sys::open_by_handle_at(e.root.as_fd(), &kh, libc::O_PATH | libc::O_NOFOLLOW)
+                })
+                .map_err(|err| match err.raw_os_error() {
+                    Some(libc::ESTALE) | Some(libc::ENOENT) | Some(libc::EINVAL) => VfsError::Stale,
+                    _ => VfsError::from(err),
+                })?;
+                let fd = Arc::new(fd);
+                self.paths.put(fh.clone(), fd.clone());
+                fd
+            }
+        };
+        let st = sys::fstat(fd.as_fd())?;
+        if st.st_nlink == 0 {
+            self.paths.remove(fh);
+            self.data.remove(fh);
+            return Err(VfsError::Stale);
+        }
+        Ok(Node {
+            fh: fh.clone(),
+            fd,
+            attr: Attr::from_stat(&st),
+            export,
+        })
+    }
+
+    fn is_export_root(&self, node: &Node) -> bool {
+        let e = &self.exports[node.export];
+        node.attr.fsid == e.root_dev && node.attr.fileid == e.root_ino
+    }
+
+    fn handle_at(
+        &self,
+        export: usize,
+        dir: BorrowedFd<'_>,
+        name: &CStr,
+        flags: i32,
+    ) -> VfsResult<Bytes> {
+        let kh = sys::name_to_handle_at(dir, name, flags).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EOVERFLOW) {
+                VfsError::NotSupported
+            } else {
+                VfsError::from(e)
+            }
+        })?;
+        Ok(Bytes::from(self.key.seal(self.exports[export].id, &kh)))
+    }
+
+    fn attr(&self, fd: BorrowedFd<'_>) -> VfsResult<Attr> {
+        Ok(Attr::from_stat(&sys::fstat(fd)?))
+    }
+
+    /// Current attributes of a node (fresh stat).
+    pub fn getattr(&self, node: &Node) -> VfsResult<Attr> {
+        self.attr(node.fd())
+    }
+
+    fn writable(&self, caller: &Caller) -> VfsResult<()> {
+        if caller.writable {
+            Ok(())
+        } else {
+            Err(VfsError::ReadOnly)
+        }
+    }
+
+    fn same_export(&self, caller: &Caller, node: &Node) -> VfsResult<()> {
+        if caller.export == node.export {
+            Ok(())
+        } else {
+            Err(VfsError::Errno(libc::EXDEV))
+        }
+    }
+
+    /// LOOKUP: the handle and attributes of `name` in `dir`. `..` of an export root is the root.
+    pub fn lookup(&self, caller: &Caller, dir: &Node, name: &[u8]) -> VfsResult<(Bytes, Attr)> {
+        self.same_export(caller, dir)?;
+        if dir.attr.ftype != FileType::Directory {
+            return Err(VfsError::Errno(libc::ENOTDIR));
+        }
+        if !mode_allows(&caller.creds, &dir.attr, 1, false) {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        if name == b"." || (name == b".." && self.is_export_root(dir)) {
+            let root = if name == b"." {
+                dir.clone()
+            } else {
+                self.resolve(&self.exports[dir.export].root_fh)?
+            };
+            return Ok((root.fh.clone(), root.attr));
+        }
+        if name == b".." {
+            let parent = cred::with_creds(&caller.creds, || {
+                sys::openat(dir.fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)
+            })?;
+            let fh = self.handle_at(dir.export, parent.as_fd(), c"", libc::AT_EMPTY_PATH)?;
+            return Ok((fh, self.attr(parent.as_fd())?));
+        }
+        let c = cname(name)?;
+        self.lookup_c(caller, dir, &c)
+    }
+
+    fn lookup_c(&self, caller: &Caller, dir: &Node, c: &CStr) -> VfsResult<(Bytes, Attr)> {
+        cred::with_creds(&caller.creds, || {
+            let st = sys::fstatat(dir.fd(), c, libc::AT_SYMLINK_NOFOLLOW)?;
+            let fh = self.handle_at(dir.export, dir.fd(), c, 0)?;
+            Ok((fh, Attr::from_stat(&st)))
+        })
+    }
+
+    /// ACCESS: which of the `mask` bits the caller holds on `node`.
+    pub fn access(&self, caller: &Caller, node: &Node, mask: u32) -> u32 {
+        let a = &node.attr;
+        let c = &caller.creds;
+        let mut granted = 0;
+        let r = mode_allows(c, a, 4, false);
+        let w = mode_allows(c, a, 2, false) && caller.writable;
+        let x = mode_allows(c, a, 1, false);
+        if a.ftype == FileType::Directory {
+            if r {
+                granted |= access::READ;
+            }
+            if x {
+                granted |= access::LOOKUP;
+            }
+            if w {
+                granted |= access::MODIFY | access::EXTEND | access::DELETE;
+            }
+        } else {
+            if r {
+                granted |= access::READ;
+            }
+            if w {
+                granted |= access::MODIFY | access::EXTEND;
+            }
+            if x {
+                granted |= access::EXECUTE;
+            }
+        }
+        granted & mask
+    }
+
+    /// READLINK: the target of a symbolic link.
+    pub fn readlink(&self, _caller: &Caller, node: &Node) -> VfsResult<Bytes> {
+        if node.attr.ftype != FileType::Symlink {
+            return Err(VfsError::Errno(libc::EINVAL));
+        }
+        Ok(Bytes::from(sys::readlink_fd(node.fd())?))
+    }
+
+    fn data_fd(&self, node: &Node) -> VfsResult<Arc<OwnedFd>> {
+        if let Some(fd) = self.data.get(&node.fh) {
+            return Ok(fd);
+        }
+        let path = node.proc_path();
+        let cwd = std::fs::File::open("/")?;
+        let fd = cred::as_root(|| {
+            sys::openat(cwd.as_fd(), &path, libc::O_RDWR, 0).or_else(|e| match e.raw_os_error() {
+                Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
+                | Some(libc::ETXTBSY) => sys::openat(cwd.as_fd(), &path, libc::O_RDONLY, 0),
+                _ => Err(e),
+            })
+        })?;
+        let fd = Arc::new(fd);
+        self.data.put(node.fh.clone(), fd.clone());
+        Ok(fd)
+    }
+
+    fn check_regular(node: &Node) -> VfsResult<()> {
+        match node.attr.ftype {
+            FileType::Regular => Ok(()),
+            FileType::Directory => Err(VfsError::Errno(libc::EISDIR)),
+            _ => Err(VfsError::Errno(libc::EINVAL)),
+        }
+    }
+
+    /// READ: up to `count` bytes at `offset` into a buffer of its own; returns data, EOF flag and
+    /// post-operation attributes.
+    pub fn read(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+    ) -> VfsResult<(Bytes, bool, Attr)> {
+        self.same_export(caller, node)?;
+        Self::check_regular(node)?;
+        // Reading needs read permission; execute-only files may be read by a client paging
+        // them in (knfsd does the same).
+        if !mode_allows(&caller.creds, &node.attr, 4, true)
+            && !mode_allows(&caller.creds, &node.attr, 1, false)
+        {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        let count = count.min(MAX_IO) as usize;
+        let fd = self.data_fd(node)?;
+        let mut buf = BytesMut::with_capacity(count);
+        let n = sys::pread_into(fd.as_fd(), &mut buf, count, offset)?;
+        let attr = self.attr(fd.as_fd())?;
+        let eof = n < count || offset.saturating_add(n as u64) >= attr.size;
+        Ok((buf.freeze(), eof, attr))
+    }
+
+    /// WRITE: `data` at `offset` with the durability asked; returns what was done and the
+    /// attributes before and after.
+    pub fn write(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        data: &[u8],
+        stable: Stability,
+    ) -> VfsResult<(Stability, Attr)> {
+        self.same_export(caller, node)?;
+        self.writable(caller)?;
+        Self::check_regular(node)?;
+        if !mode_allows(&caller.creds, &node.attr, 2, true) {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        let fd = self.data_fd(node)?;
+        let flags = match stable {
+            Stability::Unstable => 0,
+            Stability::DataSync => libc::RWF_DSYNC,
+            Stability::FileSync => libc::RWF_SYNC,
+        };
+        sys::pwrite_all(fd.as_fd(), data, offset, flags)?;
+        Ok((stable, self.attr(fd.as_fd())?))
+    }
+
+    /// COMMIT: makes all written data of the file durable.
+    pub fn commit(&self, caller: &Caller, node: &Node) -> VfsResult<Attr> {
+        self.same_export(caller, node)?;
+        Self::check_regular(node)?;
+        let fd = self.data_fd(node)?;
+        let f = std::fs::File::from(fd.as_fd().try_clone_to_owned()?);
+        f.sync_data()?;
+        self.attr(fd.as_fd())
+    }
+
+    /// SETATTR, with an optional ctime guard; returns the new attributes.
+    pub fn setattr(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        s: &SetAttrs,
+        guard: Option<Time>,
+    ) -> VfsResult<Attr> {
+        self.same_export(caller, node)?;
+        self.writable(caller)?;
+        if let Some(g) = guard {
+            if g != node.attr.ctime {
+                return Err(VfsError::NotSync);
+            }
+        }
+        let path = node.proc_path();
+        cred::with_creds(&caller.creds, || -> VfsResult<()> {
+            if s.uid.is_some() || s.gid.is_some() {
+                sys::fchown_fd(
+                    node.fd(),
+                    s.uid.unwrap_or(u32::MAX),
+                    s.gid.unwrap_or(u32::MAX),
+                )?;
+            }
+            if let Some(m) = s.mode {
+                if node.attr.ftype != FileType::Symlink {
+                    sys::chmod_path(&path, m & 0o7777)?;
+                }
+            }
+            if let Some(size) = s.size {
+                Self::check_regular(node)?;
+                match sys::truncate_path(&path, size) {
+                    Ok(()) => {}
+                    // The owner may truncate a file it cannot write (it created it read-only).
+                    Err(e)
+                        if e.raw_os_error() == Some(libc::EACCES)
+                            && caller.creds.uid == node.attr.uid =>
+                    {
+                        let fd = self.data_fd(node)?;
+                        let f = std::fs::File::from(fd.as_fd().try_clone_to_owned()?);
+                        f.set_len(size)?;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if s.atime != SetTime::DontChange || s.mtime != SetTime::DontChange {
+                let times = [timespec(s.atime), timespec(s.mtime)];
+                sys::utimensat(libc::AT_FDCWD, &path, &times, 0)?;
+            }
+            Ok(())
+        })?;
+        self.attr(node.fd())
+    }
+
+    fn finish_create(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &CStr,
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        let (fh, _) = self.lookup_c(caller, dir, name)?;
+        let node = self.resolve(&fh)?;
+        let rest = SetAttrs {
+            mode: None,
+            ..s.clone()
+        };
+        let attr = if rest != SetAttrs::default() {
+            self.setattr(caller, &node, &rest, None)?
+        } else {
+            node.attr
+        };
+        Ok((fh, attr))
+    }
+
+    fn check_dir_for_change(&self, caller: &Caller, dir: &Node) -> VfsResult<()> {
+        self.same_export(caller, dir)?;
+        self.writable(caller)?;
+        if dir.attr.ftype != FileType::Directory {
+            return Err(VfsError::Errno(libc::ENOTDIR));
+        }
+        Ok(())
+    }
+
+    /// CREATE a regular file.
+    pub fn create(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        how: CreateMode,
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        self.check_dir_for_change(caller, dir)?;
+        let c = new_name(name)?;
+        let mode = match how {
+            CreateMode::Exclusive(_) => 0o600,
+            _ => s.mode.unwrap_or(0o644) & 0o7777,
+        };
+        let created = cred::with_creds(&caller.creds, || {
+            sys::openat(
+                dir.fd(),
+                &c,
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDONLY | libc::O_NOFOLLOW,
+                mode,
+            )
+        });
+        match (created, how) {
+            (Ok(_fd), CreateMode::Exclusive(verf)) => {
+                let (fh, _) = self.lookup_c(caller, dir, &c)?;
+                let node = self.resolve(&fh)?;
+                let t = exclusive_times(verf);
+                let attr = self.setattr(
+                    caller,
+                    &node,
+                    &SetAttrs {
+                        atime: SetTime::Client(t.0),
+                        mtime: SetTime::Client(t.1),
+                        ..Default::default()
+                    },
+                    None,
+                )?;
+                Ok((fh, attr))
+            }
+            (Ok(_fd), _) => self.finish_create(caller, dir, &c, s),
+            (Err(e), CreateMode::Unchecked) if e.raw_os_error() == Some(libc::EEXIST) => {
+                let (fh, attr) = self.lookup_c(caller, dir, &c)?;
+                if attr.ftype != FileType::Regular {
+                    return Err(VfsError::Errno(libc::EEXIST));
+                }
+                if let Some(size) = s.size {
+                    let node = self.resolve(&fh)?;
+                    let a = self.setattr(
+                        caller,
+                        &node,
+                        &SetAttrs {
+                            size: Some(size),
+                            ..Default::default()
+                        },
+                        None,
+                    )?;
+                    return Ok((fh, a));
+                }
+                Ok((fh, attr))
+            }
+            (Err(e), CreateMode::Exclusive(verf)) if e.raw_os_error() == Some(libc::EEXIST) => {
+                let (fh, attr) = self.lookup_c(caller, dir, &c)?;
+                let t = exclusive_times(verf);
+                if attr.ftype == FileType::Regular
+                    && attr.atime.sec == t.0.sec
+                    && attr.mtime.sec == t.1.sec
+                {
+                    Ok((fh, attr))
+                } else {
+                    Err(VfsError::Errno(libc::EEXIST))
+                }
+            }
+            (Err(e), _) => Err(e.into()),
+        }
+    }
+
+    /// MKDIR.
+    pub fn mkdir(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        self.check_dir_for_change(caller, dir)?;
+        let c = new_name(name)?;
+        cred::with_creds(&caller.creds, || {
+            sys::mkdirat(dir.fd(), &c, s.mode.unwrap_or(0o755) & 0o7777)
+        })?;
+        self.finish_create(caller, dir, &c, s)
+    }
+
+    /// SYMLINK.
+    pub fn symlink(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        target: &[u8],
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        self.check_dir_for_change(caller, dir)?;
+        let c = new_name(name)?;
+        if target.is_empty() {
+            return Err(VfsError::Errno(libc::ENOENT));
+        }
+        let t = CString::new(target).map_err(|_| VfsError::Errno(libc::EINVAL))?;
+        cred::with_creds(&caller.creds, || sys::symlinkat(&t, dir.fd(), &c))?;
+        let rest = SetAttrs {
+            mode: None,
+            size: None,
+            ..s.clone()
+        };
+        self.finish_create(caller, dir, &c, &rest)
+    }
+
+    /// MKNOD: a device, socket or pipe.
+    pub fn mknod(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        kind: SpecialFile,
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        self.check_dir_for_change(caller, dir)?;
+        let c = new_name(name)?;
+        let perm = s.mode.unwrap_or(0o644) & 0o7777;
+        let (fmt, dev) = match kind {
+            SpecialFile::Char(ma, mi) => (libc::S_IFCHR, libc::makedev(ma, mi)),
+            SpecialFile::Block(ma, mi) => (libc::S_IFBLK, libc::makedev(ma, mi)),
+            SpecialFile::Socket => (libc::S_IFSOCK, 0),
+            SpecialFile::Fifo => (libc::S_IFIFO, 0),
+        };
+        cred::with_creds(&caller.creds, || {
+            sys::mknodat(dir.fd(), &c, fmt | perm, dev)
+        })?;
+        let rest = SetAttrs {
+            mode: None,
+            size: None,
+            ..s.clone()
+        };
+        self.finish_create(caller, dir, &c, &rest)
+    }
+
+    /// REMOVE (non-directories) or RMDIR (`dir_only`).
+    pub fn remove(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        dir_only: bool,
+    ) -> VfsResult<()> {
+        self.check_dir_for_change(caller, dir)?;
+        if name == b"." {
+            return Err(VfsError::Errno(libc::EINVAL));
+        }
+        if name == b".." {
+            return Err(VfsError::Errno(libc::ENOTEMPTY));
+        }
+        let c = cname(name)?;
+        cred::with_creds(&caller.creds, || {
+            if !dir_only {
+                // unlink(2) gives EISDIR for directories; NFSv3 expects it too.
+                let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
+                if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                    return Err(VfsError::Errno(libc::EISDIR));
+                }
+            }
+            sys::unlinkat(dir.fd(), &c, if dir_only { libc::AT_REMOVEDIR } else { 0 })?;
+            Ok(())
+        })
+    }
+
+    /// RENAME `from_name` in `from` to `to_name` in `to` (same export only).
+    pub fn rename(
+        &self,
+        caller: &Caller,
+        from: &Node,
+        from_name: &[u8],
+        to: &Node,
+        to_name: &[u8],
+    ) -> VfsResult<()> {
+        self.check_dir_for_change(caller, from)?;
+        self.check_dir_for_change(caller, to)?;
+        let is_dot = |n: &[u8]| n == b"." || n == b"..";
+        if is_dot(from_name) || is_dot(to_name) {
+            return Err(VfsError::Errno(libc::EINVAL));
+        }
+        let f = cname(from_name)?;
+        let t = cname(to_name)?;
+        cred::with_creds(&caller.creds, || sys::renameat(from.fd(), &f, to.fd(), &t))?;
+        Ok(())
+    }
+
+    /// LINK: a new name `name` in `dir` for `node` (same export only).
+    pub fn link(&self, caller: &Caller, node: &Node, dir: &Node, name: &[u8]) -> VfsResult<Attr> {
+        self.same_export(caller, node)?;
+        self.check_dir_for_change(caller, dir)?;
+        if node.attr.ftype == FileType::Directory {
+            return Err(VfsError::Errno(libc::EISDIR));
+        }
+        let c = new_name(name)?;
+        let path = node.proc_path();
+        let cwd = std::fs::File::open("/")?;
+        cred::with_creds(&caller.creds, || {
+            sys::linkat_follow(cwd.as_fd(), &path, dir.fd(), &c)
+        })?;
+        self.attr(node.fd())
+    }
+
+    /// The cookie verifier of a directory: stable across restarts and directory changes,
+    /// since cookies are file-system directory offsets that stay valid.
+    pub fn cookie_verifier(&self, dir: &Node) -> [u8; 8] {
+        (dir.attr.fileid ^ 0x524e_4653_0000_0001).to_be_bytes()
+    }
+
+    /// READDIR / READDIRPLUS: calls `accept` for each entry after `cookie` until it returns
+    /// false; returns whether the end of the directory was reached.
+    pub fn readdir(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        cookie: u64,
+        verifier: [u8; 8],
+        plus: bool,
+        mut accept: impl FnMut(DirEntry) -> bool,
+    ) -> VfsResult<bool> {
+        self.same_export(caller, dir)?;
+        if dir.attr.ftype != FileType::Directory {
+            return Err(VfsError::Errno(libc::ENOTDIR));
+        }
+        if cookie != 0 && verifier != [0; 8] && verifier != self.cookie_verifier(dir) {
+            return Err(VfsError::BadCookie);
+        }
+        let path = dir.proc_path();
+        let cwd = std::fs::File::open("/")?;
+        let dfd = cred::with_creds(&caller.creds, || {
+            sys::openat(cwd.as_fd(), &path, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        })?;
+        if cookie != 0 {
+            sys::seek_dir(dfd.as_fd(), cookie)?;
+        }
+        let at_root = self.is_export_root(dir);
+        let mut buf = vec![0u8; 32 * 1024];
+        loop {
+            let n = sys::getdents64(dfd.as_fd(), &mut buf)?;
+            if n == 0 {
+                return Ok(true);
+            }
+            let mut off = 0;
+            while off + 19 <= n {
+                let rec = &buf[off..n];
+                let ino = u64::from_ne_bytes(rec[0..8].try_into().unwrap_or_default());
+                let next = u64::from_ne_bytes(rec[8..16].try_into().unwrap_or_default());
+                let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
+                if reclen < 19 || reclen > rec.len() {
+                    return Err(VfsError::Errno(libc::EIO));
+                }
+                let name_raw = &rec[19..reclen];
+                let nlen = name_raw
+                    .iter()
+                    .position(|b| *b == 0)
+                    .unwrap_or(name_raw.len());
+                let name = Bytes::copy_from_slice(&name_raw[..nlen]);
+                off += reclen;
+                let mut entry = DirEntry {
+                    fileid: ino,
+                    name,
+                    cookie: next,
+                    plus: None,
+                };
+                if name_raw[..nlen] == *b".." && at_root {
+                    entry.fileid = dir.attr.fileid;
+                }
+                if plus {
+                    entry.plus = self.entry_plus(caller, dir, &entry.name, at_root);
+                }
+                if !accept(entry) {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    fn entry_plus(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &Bytes,
+        at_root: bool,
+    ) -> Option<(Bytes, Attr)> {
+        if &name[..] == b"." || (&name[..] == b".." && at_root) {
+            return Some((dir.fh.clone(), dir.attr.clone()));
+        }
+        if &name[..] == b".." {
+            return self.lookup(caller, dir, name).ok();
+        }
+        let c = CString::new(&name[..]).ok()?;
+        self.lookup_c(caller, dir, &c).ok()
+    }
+
+    /// FSSTAT: usage of the export's file system.
+    pub fn fsstat(&self, node: &Node) -> VfsResult<FsStat> {
+        let s = sys::fstatvfs(node.fd())?;
+        let f = s.f_frsize.max(1);
+        Ok(FsStat {
+            total_bytes: s.f_blocks.saturating_mul(f),
+            free_bytes: s.f_bfree.saturating_mul(f),
+            avail_bytes: s.f_bavail.saturating_mul(f),
+            total_files: s.f_files,
+            free_files: s.f_ffree,
+            avail_files: s.f_favail,
+        })
+    }
+}
+
+/// Normalizes an absolute path lexically; `..` components are refused rather than resolved.
+fn normalize(p: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    if !p.is_absolute() {
+        return None;
+    }
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+fn exclusive_times(verf: [u8; 8]) -> (Time, Time) {
+    let a = u32::from_be_bytes([verf[0], verf[1], verf[2], verf[3]]) & 0x7fff_ffff;
+    let m = u32::from_be_bytes([verf[4], verf[5], verf[6], verf[7]]) & 0x7fff_ffff;
+    (
+        Time {
+            sec: a as i64,
+            nsec: 0,
+        },
+        Time {
+            sec: m as i64,
+            nsec: 0,
+        },
+    )
+}
+
+/// Applies root_squash / all_squash and the anonymous ids to a caller's identity.
+pub fn squash(opts: &ExportOptions, ident: Option<&Creds>) -> Creds {
+    let anon = Creds {
+        uid: opts.anonuid,
+        gid: opts.anongid,
+        groups: Vec::new(),
+    };
+    let Some(id) = ident else {
+        return anon;
+    };
+    match opts.squash {
+        Squash::All => anon,
+        Squash::None => id.clone(),
+        Squash::Root => Creds {
+            uid: if id.uid == 0 { opts.anonuid } else { id.uid },
+            gid: if id.gid == 0 { opts.anongid } else { id.gid },
+            groups: id
+                .groups
+                .iter()
+                .map(|g| if *g == 0 { opts.anongid } else { *g })
+                .collect(),
+        },
+    }
+}

@@ -1,0 +1,425 @@
+//! The system calls the backend needs that std does not wrap. All `unsafe` of the crate is here,
+//! behind safe functions that take owned or borrowed descriptors and byte-slice names.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use bytes::BytesMut;
+
+/// Largest kernel file handle we ask for; keeps our NFSv3 handle within 64 bytes.
+pub const MAX_KERNEL_HANDLE: usize = 38;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn cvt_long(r: libc::c_long) -> io::Result<libc::c_long> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Zero-initialised `stat` structure.
+fn empty_stat() -> libc::stat64 {
+    // SAFETY: stat64 is a plain C struct of integers, for which all-zero bytes are a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+/// `fstatat(dirfd, name, flags)`; an empty name with `AT_EMPTY_PATH` stats `dirfd` itself.
+pub fn fstatat(dirfd: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) -> io::Result<libc::stat64> {
+    let mut st = empty_stat();
+    // SAFETY: name is NUL-terminated, st is a valid out-pointer for the duration of the call.
+    cvt(unsafe { libc::fstatat64(dirfd.as_raw_fd(), name.as_ptr(), &mut st, flags) })?;
+    Ok(st)
+}
+
+/// `fstat` of a descriptor (O_PATH descriptors included).
+pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<libc::stat64> {
+    fstatat(fd, c"", libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW)
+}
+
+/// `openat(dirfd, name, flags, mode)`, always with O_CLOEXEC.
+pub fn openat(
+    dirfd: BorrowedFd<'_>,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
+    // SAFETY: name is NUL-terminated; the returned descriptor is new and owned by us.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dirfd.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    })?;
+    // SAFETY: fd was just returned by openat and is not owned elsewhere.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A kernel file handle: its type and opaque bytes (see name_to_handle_at(2)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelHandle {
+    /// `handle_type` chosen by the file system.
+    pub handle_type: i32,
+    /// Opaque handle bytes.
+    pub bytes: Vec<u8>,
+}
+
+#[repr(C)]
+struct FileHandleBuf {
+    handle_bytes: libc::c_uint,
+    handle_type: libc::c_int,
+    f_handle: [u8; MAX_KERNEL_HANDLE],
+}
+
+/// `name_to_handle_at(dirfd, name, flags)`: a persistent handle for the named object.
+pub fn name_to_handle_at(
+    dirfd: BorrowedFd<'_>,
+    name: &CStr,
+    flags: libc::c_int,
+) -> io::Result<KernelHandle> {
+    let mut fh = FileHandleBuf {
+        handle_bytes: MAX_KERNEL_HANDLE as libc::c_uint,
+        handle_type: 0,
+        f_handle: [0; MAX_KERNEL_HANDLE],
+    };
+    let mut mount_id: libc::c_int = 0;
+    // SAFETY: fh is a file_handle header followed by MAX_KERNEL_HANDLE bytes, as handle_bytes
+    // tells the kernel; name is NUL-terminated; mount_id is a valid out-pointer.
+    cvt(unsafe {
+        libc::syscall(
+            libc::SYS_name_to_handle_at,
+            dirfd.as_raw_fd(),
+            name.as_ptr(),
+            &mut fh as *mut FileHandleBuf,
+            &mut mount_id as *mut libc::c_int,
+            flags,
+        ) as libc::c_int
+    })?;
+    let n = (fh.handle_bytes as usize).min(MAX_KERNEL_HANDLE);
+    Ok(KernelHandle {
+        handle_type: fh.handle_type,
+        bytes: fh.f_handle[..n].to_vec(),
+    })
+}
+
+/// `open_by_handle_at(mount_fd, handle, flags)`; needs CAP_DAC_READ_SEARCH.
+pub fn open_by_handle_at(
+    mount_fd: BorrowedFd<'_>,
+    h: &KernelHandle,
+    flags: libc::c_int,
+) -> io::Result<OwnedFd> {
+    if h.bytes.len() > MAX_KERNEL_HANDLE {
+        return Err(io::Error::from_raw_os_error(libc::ESTALE));
+    }
+    let mut fh = FileHandleBuf {
+        handle_bytes: h.bytes.len() as libc::c_uint,
+        handle_type: h.handle_type,
+        f_handle: [0; MAX_KERNEL_HANDLE],
+    };
+    fh.f_handle[..h.bytes.len()].copy_from_slice(&h.bytes);
+    // SAFETY: fh is a valid file_handle whose handle_bytes does not exceed its buffer.
+    let fd = cvt(unsafe {
+        libc::syscall(
+            libc::SYS_open_by_handle_at,
+            mount_fd.as_raw_fd(),
+            &mut fh as *mut FileHandleBuf,
+            flags | libc::O_CLOEXEC,
+        ) as libc::c_int
+    })?;
+    // SAFETY: fd was just returned by the kernel and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sets this thread's file-system user id (not the process's: the raw syscall is per thread).
+pub fn set_thread_fsuid(uid: u32) {
+    // SAFETY: setfsuid takes an integer and cannot fail in a way that corrupts memory.
+    unsafe { libc::syscall(libc::SYS_setfsuid, uid as libc::c_long) };
+}
+
+/// Sets this thread's file-system group id.
+pub fn set_thread_fsgid(gid: u32) {
+    // SAFETY: as for setfsuid.
+    unsafe { libc::syscall(libc::SYS_setfsgid, gid as libc::c_long) };
+}
+
+/// Sets this thread's supplementary groups (the raw syscall, unlike glibc's, is per thread).
+pub fn set_thread_groups(groups: &[u32]) -> io::Result<()> {
+    // SAFETY: the pointer and length describe a valid slice of gid_t (u32) values.
+    cvt_long(unsafe {
+        libc::syscall(
+            libc::SYS_setgroups,
+            groups.len() as libc::c_long,
+            groups.as_ptr(),
+        )
+    })?;
+    Ok(())
+}
+
+/// `mkdirat(dirfd, name, mode)`.
+pub fn mkdirat(dirfd: BorrowedFd<'_>, name: &CStr, mode: libc::mode_t) -> io::Result<()> {
+    // SAFETY: name is NUL-terminated.
+    cvt(unsafe { libc::mkdirat(dirfd.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
+}
+
+/// `mknodat(dirfd, name, mode, dev)`.
+pub fn mknodat(
+    dirfd: BorrowedFd<'_>,
+    name: &CStr,
+    mode: libc::mode_t,
+    dev: libc::dev_t,
+) -> io::Result<()> {
+    // SAFETY: name is NUL-terminated.
+    cvt(unsafe { libc::mknodat(dirfd.as_raw_fd(), name.as_ptr(), mode, dev) }).map(drop)
+}
+
+/// `symlinkat(target, dirfd, name)`.
+pub fn symlinkat(target: &CStr, dirfd: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: both strings are NUL-terminated.
+    cvt(unsafe { libc::symlinkat(target.as_ptr(), dirfd.as_raw_fd(), name.as_ptr()) }).map(drop)
+}
+
+/// `unlinkat(dirfd, name, flags)`.
+pub fn unlinkat(dirfd: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: name is NUL-terminated.
+    cvt(unsafe { libc::unlinkat(dirfd.as_raw_fd(), name.as_ptr(), flags) }).map(drop)
+}
+
+/// `renameat(from_dir, from, to_dir, to)`.
+pub fn renameat(
+    from_dir: BorrowedFd<'_>,
+    from: &CStr,
+    to_dir: BorrowedFd<'_>,
+    to: &CStr,
+) -> io::Result<()> {
+    // SAFETY: both names are NUL-terminated.
+    cvt(unsafe {
+        libc::renameat(
+            from_dir.as_raw_fd(),
+            from.as_ptr(),
+            to_dir.as_raw_fd(),
+            to.as_ptr(),
+        )
+    })
+    .map(drop)
+}
+
+/// `readlinkat(fd, "")` of an O_PATH descriptor of a symbolic link.
+pub fn readlink_fd(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 4097];
+    // SAFETY: buf is valid for buf.len() bytes of writes.
+    let n = unsafe {
+        libc::readlinkat(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// `fchownat(fd, "", uid, gid, AT_EMPTY_PATH)`; `u32::MAX` leaves an id unchanged.
+pub fn fchown_fd(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: the empty name is NUL-terminated.
+    cvt(unsafe {
+        libc::fchownat(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            uid,
+            gid,
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })
+    .map(drop)
+}
+
+/// `utimensat(dirfd, name, times, flags)`.
+pub fn utimensat(
+    dirfd: RawFd,
+    name: &CStr,
+    times: &[libc::timespec; 2],
+    flags: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: name is NUL-terminated and times points to two timespecs.
+    cvt(unsafe { libc::utimensat(dirfd, name.as_ptr(), times.as_ptr(), flags) }).map(drop)
+}
+
+/// `fchmodat(AT_FDCWD, path, mode, 0)`.
+pub fn chmod_path(path: &CStr, mode: libc::mode_t) -> io::Result<()> {
+    // SAFETY: path is NUL-terminated.
+    cvt(unsafe { libc::fchmodat(libc::AT_FDCWD, path.as_ptr(), mode, 0) }).map(drop)
+}
+
+/// `truncate(path, size)`.
+pub fn truncate_path(path: &CStr, size: u64) -> io::Result<()> {
+    let size = i64::try_from(size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: path is NUL-terminated.
+    cvt(unsafe { libc::truncate64(path.as_ptr(), size) }).map(drop)
+}
+
+/// Reads up to `count` bytes at `offset` into the spare capacity of `buf`, without zeroing it
+/// first; returns the number of bytes read (0 at end of file).
+pub fn pread_into(
+    fd: BorrowedFd<'_>,
+    buf: &mut BytesMut,
+    count: usize,
+    offset: u64,
+) -> io::Result<usize> {
+    let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    buf.reserve(count);
+    let mut done = 0usize;
+    while done < count {
+        let spare = buf.spare_capacity_mut();
+        let want = (count - done).min(spare.len());
+        // SAFETY: spare points to at least `want` writable bytes owned by buf.
+        let n = unsafe {
+            libc::pread64(
+                fd.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                want,
+                offset + done as i64,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        // SAFETY: the kernel initialised exactly n bytes of the spare capacity.
+        unsafe { buf.set_len(buf.len() + n as usize) };
+        done += n as usize;
+    }
+    Ok(done)
+}
+
+/// `pwritev2(fd, [data], offset, flags)` until all of `data` is written.
+pub fn pwrite_all(
+    fd: BorrowedFd<'_>,
+    mut data: &[u8],
+    mut offset: u64,
+    flags: libc::c_int,
+) -> io::Result<()> {
+    while !data.is_empty() {
+        let off = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        let iov = libc::iovec {
+            iov_base: data.as_ptr() as *mut libc::c_void,
+            iov_len: data.len(),
+        };
+        // SAFETY: iov describes the readable slice `data` for the duration of the call.
+        let n = unsafe { libc::pwritev2(fd.as_raw_fd(), &iov, 1, off, flags) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        data = &data[n as usize..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// `fstatvfs(fd)`.
+pub fn fstatvfs(fd: BorrowedFd<'_>) -> io::Result<libc::statvfs64> {
+    // SAFETY: statvfs64 is plain data; zero is a valid value.
+    let mut s: libc::statvfs64 = unsafe { std::mem::zeroed() };
+    // SAFETY: s is a valid out-pointer.
+    cvt(unsafe { libc::fstatvfs64(fd.as_raw_fd(), &mut s) })?;
+    Ok(s)
+}
+
+/// `lseek(fd, offset, SEEK_SET)` on a directory (cookies are opaque directory offsets).
+pub fn seek_dir(fd: BorrowedFd<'_>, offset: u64) -> io::Result<()> {
+    // SAFETY: lseek takes integers only.
+    let r = unsafe { libc::lseek64(fd.as_raw_fd(), offset as i64, libc::SEEK_SET) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `getdents64(fd)` into `buf`; returns the number of bytes filled (0 at end of directory).
+pub fn getdents64(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes of writes.
+    let n = cvt_long(unsafe {
+        libc::syscall(
+            libc::SYS_getdents64,
+            fd.as_raw_fd(),
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    })?;
+    Ok(n as usize)
+}
+
+/// Raises the soft open-files limit to the hard limit (the backend caches descriptors).
+pub fn raise_nofile_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: r is a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 1024;
+    }
+    r.rlim_cur = r.rlim_max;
+    // SAFETY: r is a valid in-pointer.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) };
+    r.rlim_cur
+}
+
+/// The effective user id of the process.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// Sets the process umask (once, at start-up).
+pub fn set_umask(mask: libc::mode_t) {
+    // SAFETY: umask takes an integer and cannot fail.
+    unsafe { libc::umask(mask) };
+}
+
+/// `linkat(olddir, oldname, newdir, newname, AT_SYMLINK_FOLLOW)`; with a /proc/self/fd path
+/// this links an open object without needing CAP_DAC_READ_SEARCH.
+pub fn linkat_follow(
+    olddir: BorrowedFd<'_>,
+    oldname: &CStr,
+    newdir: BorrowedFd<'_>,
+    newname: &CStr,
+) -> io::Result<()> {
+    // SAFETY: both names are NUL-terminated.
+    cvt(unsafe {
+        libc::linkat(
+            olddir.as_raw_fd(),
+            oldname.as_ptr(),
+            newdir.as_raw_fd(),
+            newname.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    })
+    .map(drop)
+}
