@@ -28,8 +28,10 @@ fn main() {
             .with_writer(std::io::stderr)
             .init();
     } else {
+        use std::io::IsTerminal;
         tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(std::io::stderr().is_terminal())
             .with_writer(std::io::stderr)
             .init();
     }

@@ -201,3 +201,80 @@ pub async fn rpcbind_running(addr: SocketAddr) -> bool {
     };
     pmap_call(addr, 3, &probe).await.is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sunrpc::TransportKind;
+
+    fn ctx(proc_: u32, peer: &str) -> CallContext {
+        CallContext {
+            xid: 1,
+            vers: 2,
+            proc_,
+            cred: Credential::None,
+            peer: peer.parse().unwrap(),
+            transport: TransportKind::Udp,
+        }
+    }
+
+    fn call(pm: &Portmap, proc_: u32, peer: &str, args: &[u32]) -> Vec<u32> {
+        let mut e = Encoder::new();
+        for a in args {
+            e.u32(*a);
+        }
+        let mut out = Encoder::new();
+        pm.call(
+            &ctx(proc_, peer),
+            Decoder::new(e.finish().to_bytes()),
+            &mut out,
+        )
+        .unwrap();
+        out.finish()
+            .to_bytes()
+            .chunks(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    #[test]
+    fn getport_set_unset_dump() {
+        let pm = Portmap::new(vec![Mapping {
+            prog: 100003,
+            vers: 3,
+            prot: IPPROTO_TCP,
+            port: 2049,
+        }]);
+        let remote = "10.0.0.2:900";
+        let local = "127.0.0.1:900";
+        assert_eq!(call(&pm, 3, remote, &[100003, 3, IPPROTO_TCP, 0]), [2049]);
+        assert_eq!(call(&pm, 3, remote, &[100003, 4, IPPROTO_TCP, 0]), [0]);
+        assert_eq!(call(&pm, 3, remote, &[100003, 3, IPPROTO_UDP, 0]), [0]);
+        // Only loopback callers may change the table.
+        assert_eq!(call(&pm, 1, remote, &[100024, 1, IPPROTO_TCP, 700]), [0]);
+        assert_eq!(call(&pm, 1, local, &[100024, 1, IPPROTO_TCP, 700]), [1]);
+        assert_eq!(call(&pm, 1, local, &[100024, 1, IPPROTO_TCP, 701]), [0]);
+        assert_eq!(call(&pm, 3, remote, &[100024, 1, IPPROTO_TCP, 0]), [700]);
+        assert_eq!(
+            call(&pm, 4, remote, &[]),
+            [1, 100003, 3, 6, 2049, 1, 100024, 1, 6, 700, 0]
+        );
+        assert_eq!(call(&pm, 2, remote, &[100024, 1, 0, 0]), [0]);
+        assert_eq!(call(&pm, 2, local, &[100024, 1, 0, 0]), [1]);
+        assert_eq!(call(&pm, 3, remote, &[100024, 1, IPPROTO_TCP, 0]), [0]);
+    }
+
+    #[test]
+    fn truncated_args_are_garbage() {
+        let pm = Portmap::new(vec![]);
+        let mut out = Encoder::new();
+        assert_eq!(
+            pm.call(
+                &ctx(3, "127.0.0.1:1"),
+                Decoder::new(bytes::Bytes::from_static(&[0, 0, 0, 1])),
+                &mut out
+            ),
+            Err(ProcError::GarbageArgs)
+        );
+    }
+}

@@ -3,7 +3,8 @@
 //! Each worker thread switches its own fsuid, fsgid and supplementary groups (raw per-thread
 //! syscalls) to the caller's before touching the file system, so the kernel applies the same
 //! permission checks it would for a local user. The last identity is remembered per thread and
-//! only changed when a call's differs.
+//! only changed when a call's differs: a thread that calls the backend keeps the last caller's
+//! identity afterwards, so only dedicated worker threads should call it.
 
 use std::cell::RefCell;
 

@@ -134,6 +134,8 @@ pub struct Vfs {
     paths: FdCache<OwnedFd>,
     data: FdCache<OwnedFd>,
     write_verifier: [u8; 8],
+    /// Addresses of host names used in client rules, resolved once at start-up.
+    host_names: HashMap<IpAddr, String>,
 }
 
 impl std::fmt::Debug for Vfs {
@@ -269,6 +271,7 @@ impl Vfs {
                 root_ino: st.st_ino,
             });
         }
+        let host_names = resolve_host_rules(&exports);
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -280,6 +283,7 @@ impl Vfs {
             paths: FdCache::new(cfg.fd_cache),
             data: FdCache::new(cfg.fd_cache),
             write_verifier: verifier,
+            host_names,
         })
     }
 
@@ -310,7 +314,12 @@ impl Vfs {
         let e = &self.exports[export];
         let opts = e
             .entry
-            .options_for(client.addr, None)
+            .options_for(
+                client.addr,
+                self.host_names
+                    .get(&client.addr.to_canonical())
+                    .map(String::as_str),
+            )
             .ok_or(VfsError::ExportDenied)?;
         if opts.secure && client.port >= 1024 {
             return Err(VfsError::ExportDenied);
@@ -1012,6 +1021,40 @@ impl Vfs {
             avail_files: s.f_favail,
         })
     }
+}
+
+/// Resolves the host names of client rules (forward lookup at start-up). Wildcard host patterns
+/// would need a reverse lookup of every client, which rnfsd does not do: they never match.
+fn resolve_host_rules(exports: &[Export]) -> HashMap<IpAddr, String> {
+    use crate::exports::ClientMatch;
+    use std::net::ToSocketAddrs;
+    let mut out = HashMap::new();
+    for e in exports {
+        for rule in &e.entry.clients {
+            match &rule.client {
+                ClientMatch::Host(name) => match (name.as_str(), 0u16).to_socket_addrs() {
+                    Ok(addrs) => {
+                        for a in addrs {
+                            out.entry(a.ip().to_canonical())
+                                .or_insert_with(|| name.clone());
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!(host = %name, error = %err, "exports: host name does not resolve")
+                    }
+                },
+                ClientMatch::HostPattern(p) => tracing::warn!(
+                    pattern = %p,
+                    "exports: wildcard host names need reverse DNS, which rnfsd does not do; this rule never matches"
+                ),
+                ClientMatch::Netgroup(g) => {
+                    tracing::warn!(netgroup = %g, "exports: netgroups are not supported; this rule never matches")
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// Normalizes an absolute path lexically; `..` components are refused rather than resolved.

@@ -78,3 +78,86 @@ fn flipped_handle_is_bad() {
         Some(VfsError::BadHandle)
     );
 }
+
+#[test]
+fn host_name_rules_match_resolved_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let text = format!("{} localhost(rw) 10.9.9.9(ro)\n", dir.path().display());
+    let vfs = Vfs::new(VfsConfig {
+        exports: parse_exports(&text, "test").unwrap(),
+        state_dir: state.path().to_path_buf(),
+        fd_cache: 16,
+    })
+    .unwrap();
+    let fh = vfs
+        .mount(dir.path().as_os_str().as_encoded_bytes(), &client(0))
+        .unwrap();
+    let (c, _) = vfs.authorize(&fh, &client(0)).unwrap();
+    assert!(c.writable);
+    let stranger = Client {
+        addr: IpAddr::from([10, 1, 1, 1]),
+        ..client(0)
+    };
+    assert_eq!(
+        vfs.authorize(&fh, &stranger).err(),
+        Some(VfsError::ExportDenied)
+    );
+}
+
+#[test]
+fn root_squash_and_readdir_cookies() {
+    let (dir, _s, vfs) = setup("rw");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    assert_eq!(c.creds.uid, 65534, "root is squashed by default");
+    // The root-owned 0755 export refuses the squashed root.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (c, r2) = vfs.authorize(&root, &client(0)).unwrap();
+    assert_eq!(
+        vfs.create(&c, &r2, b"x", CreateMode::Guarded, &SetAttrs::default())
+            .err(),
+        Some(VfsError::Errno(libc::EACCES))
+    );
+    drop(r);
+    // Threads that call the backend keep the last caller's fs identity; become root again.
+    vfs::cred::as_root(|| {
+        for i in 0..300 {
+            std::fs::write(dir.path().join(format!("n{i:03}")), b"").unwrap();
+        }
+    });
+    // Page through the directory 7 entries at a time.
+    let verf = vfs.cookie_verifier(&r2);
+    let mut seen = Vec::new();
+    let mut cookie = 0;
+    loop {
+        let mut page = Vec::new();
+        let eof = vfs
+            .readdir(&c, &r2, cookie, verf, true, |e| {
+                if page.len() == 7 {
+                    return false;
+                }
+                assert!(e.plus.is_some());
+                page.push(e);
+                true
+            })
+            .unwrap();
+        cookie = page.last().map_or(cookie, |e| e.cookie);
+        seen.extend(page.into_iter().map(|e| e.name));
+        if eof {
+            break;
+        }
+    }
+    seen.retain(|n| &n[..] != b"." && &n[..] != b"..");
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 300);
+    assert_eq!(
+        vfs.readdir(&c, &r2, cookie, [1; 8], false, |_| true).err(),
+        Some(VfsError::BadCookie)
+    );
+}
