@@ -79,6 +79,7 @@ async fn run(args: Args) -> Result<(), String> {
     let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
     disp.register(Arc::new(nfs3::Nfs3::new(vfs.clone())));
     disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
+    disp.register(Arc::new(nfs4::Nfs4::new(vfs.clone())));
     let disp = Arc::new(disp);
     let tcp_cfg = TcpConfig {
         max_record: args.max_record,
@@ -107,6 +108,12 @@ async fn run(args: Args) -> Result<(), String> {
         Mapping {
             prog: nfs3::types::NFS_PROGRAM,
             vers: 3,
+            prot: IPPROTO_TCP,
+            port: nfs_addr.port() as u32,
+        },
+        Mapping {
+            prog: nfs3::types::NFS_PROGRAM,
+            vers: 4,
             prot: IPPROTO_TCP,
             port: nfs_addr.port() as u32,
         },

@@ -84,7 +84,8 @@ pub trait Program: Send + Sync + 'static {
 
 /// Routes calls to programs, applies the duplicate request cache and records metrics.
 pub struct Dispatcher {
-    programs: HashMap<u32, Arc<dyn Program>>,
+    /// Programs by number; one entry per implementation (e.g. NFSv3 and NFSv4 apart).
+    programs: HashMap<u32, Vec<Arc<dyn Program>>>,
     drc: DuplicateCache,
     metrics: Arc<RpcMetrics>,
 }
@@ -99,9 +100,9 @@ impl Dispatcher {
         }
     }
 
-    /// Serves `p` under its program number.
+    /// Serves `p` under its program number, beside other versions already registered.
     pub fn register(&mut self, p: Arc<dyn Program>) {
-        self.programs.insert(p.program(), p);
+        self.programs.entry(p.program()).or_default().push(p);
     }
 
     /// Program numbers and version ranges served, for the port mapper.
@@ -109,6 +110,7 @@ impl Dispatcher {
         let mut v: Vec<_> = self
             .programs
             .values()
+            .flatten()
             .map(|p| {
                 let (lo, hi) = p.versions();
                 (p.program(), lo, hi)
@@ -136,17 +138,21 @@ impl Dispatcher {
             Ok(x) => x,
             Err(e) => return self.header_error(e),
         };
-        let Some(prog) = self.programs.get(&hdr.prog) else {
+        let Some(impls) = self.programs.get(&hdr.prog) else {
             self.metrics.count_error("prog_unavail");
             return Some(accepted_only(hdr.xid, AcceptStat::ProgUnavail));
         };
-        let (lo, hi) = prog.versions();
-        if hdr.vers < lo || hdr.vers > hi {
+        let Some(prog) = impls.iter().find(|p| {
+            let (lo, hi) = p.versions();
+            (lo..=hi).contains(&hdr.vers)
+        }) else {
             self.metrics.count_error("prog_mismatch");
+            let lo = impls.iter().map(|p| p.versions().0).min().unwrap_or(0);
+            let hi = impls.iter().map(|p| p.versions().1).max().unwrap_or(0);
             let mut e = Encoder::with_capacity(40);
             msg::encode_prog_mismatch(&mut e, hdr.xid, lo, hi);
             return Some(e.finish());
-        }
+        };
         let Some(name) = prog.proc_name(hdr.vers, hdr.proc_) else {
             self.metrics.count_error("proc_unavail");
             return Some(accepted_only(hdr.xid, AcceptStat::ProcUnavail));

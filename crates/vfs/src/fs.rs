@@ -409,7 +409,8 @@ impl Vfs {
         })
     }
 
-    fn is_export_root(&self, node: &Node) -> bool {
+    /// Whether `node` is the root directory of its export.
+    pub fn is_export_root(&self, node: &Node) -> bool {
         let e = &self.exports[node.export];
         node.attr.fsid == e.root_dev && node.attr.fileid == e.root_ino
     }
@@ -1006,6 +1007,182 @@ impl Vfs {
         }
         let c = CString::new(&name[..]).ok()?;
         self.lookup_c(caller, dir, &c).ok()
+    }
+
+    /// Export paths with their root handles, for building the NFSv4 pseudo file system.
+    pub fn export_roots(&self) -> Vec<(PathBuf, Bytes)> {
+        self.exports
+            .iter()
+            .map(|e| (e.entry.path.clone(), e.root_fh.clone()))
+            .collect()
+    }
+
+    /// The path of the export `node` belongs to.
+    pub fn export_path(&self, node: &Node) -> &Path {
+        &self.exports[node.export].entry.path
+    }
+
+    /// SEEK: the next offset at or after `offset` that starts data (`data`) or a hole; `None`
+    /// when there is none before the end of the file.
+    pub fn seek(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        data: bool,
+    ) -> VfsResult<Option<u64>> {
+        self.same_export(caller, node)?;
+        Self::check_regular(node)?;
+        let fd = self.data_fd(node)?;
+        match sys::lseek(
+            fd.as_fd(),
+            offset,
+            if data {
+                libc::SEEK_DATA
+            } else {
+                libc::SEEK_HOLE
+            },
+        ) {
+            Ok(o) => Ok(Some(o)),
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// READ_PLUS: the byte range as data and hole extents (found with SEEK_DATA / SEEK_HOLE),
+    /// at most `count` bytes of it; returns the extents and whether the end of file was reached.
+    pub fn read_extents(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+    ) -> VfsResult<(Vec<Extent>, bool, Attr)> {
+        self.same_export(caller, node)?;
+        Self::check_regular(node)?;
+        if !mode_allows(&caller.creds, &node.attr, 4, true)
+            && !mode_allows(&caller.creds, &node.attr, 1, false)
+        {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        let fd = self.data_fd(node)?;
+        let size = self.attr(fd.as_fd())?.size;
+        let end = offset.saturating_add(count.min(MAX_IO) as u64).min(size);
+        let mut out = Vec::new();
+        let mut pos = offset;
+        while pos < end {
+            let data_at = match sys::lseek(fd.as_fd(), pos, libc::SEEK_DATA) {
+                Ok(o) => o,
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => end,
+                Err(e) => return Err(e.into()),
+            };
+            if data_at > pos {
+                let hole_end = data_at.min(end);
+                out.push(Extent::Hole {
+                    offset: pos,
+                    len: hole_end - pos,
+                });
+                pos = hole_end;
+                continue;
+            }
+            let hole_at = sys::lseek(fd.as_fd(), pos, libc::SEEK_HOLE)?.min(end);
+            let want = (hole_at - pos) as usize;
+            let mut buf = BytesMut::with_capacity(want);
+            let n = sys::pread_into(fd.as_fd(), &mut buf, want, pos)?;
+            if n == 0 {
+                break;
+            }
+            out.push(Extent::Data {
+                offset: pos,
+                data: buf.freeze(),
+            });
+            pos += n as u64;
+        }
+        let attr = self.attr(fd.as_fd())?;
+        Ok((out, pos >= attr.size, attr))
+    }
+
+    /// ALLOCATE (`punch` false) or DEALLOCATE (`punch` true) a byte range.
+    pub fn allocate(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        len: u64,
+        punch: bool,
+    ) -> VfsResult<Attr> {
+        self.same_export(caller, node)?;
+        self.writable(caller)?;
+        Self::check_regular(node)?;
+        if !mode_allows(&caller.creds, &node.attr, 2, true) {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        let fd = self.data_fd(node)?;
+        let mode = if punch {
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
+        } else {
+            0
+        };
+        sys::fallocate(fd.as_fd(), mode, offset, len)?;
+        self.attr(fd.as_fd())
+    }
+
+    /// COPY (`clone` false, with copy_file_range) or CLONE (reflink) a range between files of
+    /// one export; a `len` of 0 means to the end of the source. Returns bytes copied.
+    #[allow(clippy::too_many_arguments)]
+    pub fn copy_range(
+        &self,
+        caller: &Caller,
+        src: &Node,
+        dst: &Node,
+        src_off: u64,
+        dst_off: u64,
+        len: u64,
+        clone: bool,
+    ) -> VfsResult<u64> {
+        self.same_export(caller, src)?;
+        self.same_export(caller, dst)?;
+        self.writable(caller)?;
+        Self::check_regular(src)?;
+        Self::check_regular(dst)?;
+        if !mode_allows(&caller.creds, &src.attr, 4, true)
+            || !mode_allows(&caller.creds, &dst.attr, 2, true)
+        {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        let sfd = self.data_fd(src)?;
+        let dfd = self.data_fd(dst)?;
+        let size = self.attr(sfd.as_fd())?.size;
+        if src_off > size {
+            return Err(VfsError::Errno(libc::EINVAL));
+        }
+        let len = if len == 0 { size - src_off } else { len };
+        if clone {
+            sys::clone_range(sfd.as_fd(), dfd.as_fd(), src_off, dst_off, len).map_err(
+                |e| match e.raw_os_error() {
+                    Some(libc::EOPNOTSUPP) | Some(libc::EXDEV) | Some(libc::ENOTTY) => {
+                        VfsError::NotSupported
+                    }
+                    _ => VfsError::from(e),
+                },
+            )?;
+            return Ok(len);
+        }
+        let mut done = 0u64;
+        while done < len {
+            let n = sys::copy_file_range(
+                sfd.as_fd(),
+                src_off + done,
+                dfd.as_fd(),
+                dst_off + done,
+                (len - done) as usize,
+            )?;
+            if n == 0 {
+                break;
+            }
+            done += n as u64;
+        }
+        Ok(done)
     }
 
     /// FSSTAT: usage of the export's file system.

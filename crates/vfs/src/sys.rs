@@ -423,3 +423,68 @@ pub fn linkat_follow(
     })
     .map(drop)
 }
+
+/// `lseek(fd, offset, whence)` (SEEK_DATA / SEEK_HOLE); returns the new offset.
+pub fn lseek(fd: BorrowedFd<'_>, offset: u64, whence: libc::c_int) -> io::Result<u64> {
+    let off = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::ENXIO))?;
+    // SAFETY: lseek takes integers only.
+    let r = unsafe { libc::lseek64(fd.as_raw_fd(), off, whence) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as u64)
+}
+
+/// `fallocate(fd, mode, offset, len)`.
+pub fn fallocate(fd: BorrowedFd<'_>, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
+    let off = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    let len = i64::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: fallocate takes integers only.
+    cvt(unsafe { libc::fallocate64(fd.as_raw_fd(), mode, off, len) }).map(drop)
+}
+
+/// `copy_file_range` between two descriptors at explicit offsets; returns bytes copied.
+pub fn copy_file_range(
+    src: BorrowedFd<'_>,
+    src_off: u64,
+    dst: BorrowedFd<'_>,
+    dst_off: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let mut so = i64::try_from(src_off).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut dof = i64::try_from(dst_off).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: the offset pointers are valid for the call; the kernel updates them.
+    let n = unsafe {
+        libc::copy_file_range(src.as_raw_fd(), &mut so, dst.as_raw_fd(), &mut dof, len, 0)
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// FICLONERANGE: share the source range's blocks with the destination (reflink).
+pub fn clone_range(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    src_off: u64,
+    dst_off: u64,
+    len: u64,
+) -> io::Result<()> {
+    #[repr(C)]
+    struct FileCloneRange {
+        src_fd: i64,
+        src_offset: u64,
+        src_length: u64,
+        dest_offset: u64,
+    }
+    const FICLONERANGE: libc::c_ulong = 0x4020940d;
+    let arg = FileCloneRange {
+        src_fd: src.as_raw_fd() as i64,
+        src_offset: src_off,
+        src_length: len,
+        dest_offset: dst_off,
+    };
+    // SAFETY: arg is a valid file_clone_range for the duration of the ioctl.
+    cvt(unsafe { libc::ioctl(dst.as_raw_fd(), FICLONERANGE, &arg) }).map(drop)
+}

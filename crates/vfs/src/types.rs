@@ -202,3 +202,22 @@ pub struct DirEntry {
     /// Handle and attributes, when asked for (READDIRPLUS) and available.
     pub plus: Option<(bytes::Bytes, Attr)>,
 }
+
+/// A piece of a file as READ_PLUS returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extent {
+    /// Bytes read from the file.
+    Data {
+        /// Where they start.
+        offset: u64,
+        /// The bytes.
+        data: bytes::Bytes,
+    },
+    /// A range that reads as zeros and has no storage.
+    Hole {
+        /// Where it starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
+}

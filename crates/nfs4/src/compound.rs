@@ -1,0 +1,477 @@
+//! The NFSv4 program: COMPOUND decoding, the per-request context (current and saved file
+//! handles, session slot), and dispatch of each operation to its handler.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use sunrpc::{CallContext, Credential, ProcError, Program};
+use vfs::{Caller, Client, Creds, Node, Vfs, VfsError};
+use xdr::{Decoder, Encoder, Reply};
+
+use crate::proto::{op, st, MAX_MINOR, MAX_OPS, NFS_V4};
+use crate::pseudo::PseudoFs;
+use crate::state::{State, Stateid};
+
+/// NFS program number.
+pub const NFS_PROGRAM: u32 = 100003;
+
+/// A current or saved file handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fh {
+    /// A directory of the pseudo file system.
+    Pseudo(usize),
+    /// An object in an export (wire handle).
+    Real(Bytes),
+}
+
+/// Why an operation failed: its status and, for a few operations, a result body.
+#[derive(Debug)]
+pub struct OpFail {
+    /// nfsstat4.
+    pub status: u32,
+    /// Body encoded after the status (e.g. LOCK4denied).
+    pub body: Option<Encoder>,
+}
+
+impl From<u32> for OpFail {
+    fn from(status: u32) -> Self {
+        OpFail { status, body: None }
+    }
+}
+
+impl From<VfsError> for OpFail {
+    fn from(e: VfsError) -> Self {
+        OpFail::from(nfsstat4(e))
+    }
+}
+
+impl From<xdr::XdrError> for OpFail {
+    fn from(_: xdr::XdrError) -> Self {
+        OpFail::from(st::BADXDR)
+    }
+}
+
+/// Result of an operation: the body after an NFS4_OK status, or the failure.
+pub type OpResult = Result<Encoder, OpFail>;
+
+/// Maps a backend error to nfsstat4.
+pub fn nfsstat4(e: VfsError) -> u32 {
+    match e {
+        VfsError::Stale => st::STALE,
+        VfsError::BadHandle => st::BADHANDLE,
+        VfsError::ExportDenied => st::ACCESS,
+        VfsError::ReadOnly => st::ROFS,
+        VfsError::NotSync => st::NOT_SAME,
+        VfsError::BadCookie => st::BAD_COOKIE,
+        VfsError::TooSmall => st::TOOSMALL,
+        VfsError::BadName => st::BADNAME,
+        VfsError::NotSupported => st::NOTSUPP,
+        VfsError::Errno(n) => match n {
+            libc::EPERM => st::PERM,
+            libc::ENOENT => st::NOENT,
+            libc::ENXIO => st::NXIO,
+            libc::EACCES => st::ACCESS,
+            libc::EEXIST => st::EXIST,
+            libc::EXDEV => st::XDEV,
+            libc::ENOTDIR => st::NOTDIR,
+            libc::EISDIR => st::ISDIR,
+            libc::EINVAL => st::INVAL,
+            libc::ELOOP => st::SYMLINK,
+            libc::EFBIG | libc::EOVERFLOW => st::FBIG,
+            libc::ENOSPC => st::NOSPC,
+            libc::EROFS => st::ROFS,
+            libc::EMLINK => st::MLINK,
+            libc::ENAMETOOLONG => st::NAMETOOLONG,
+            libc::ENOTEMPTY => st::NOTEMPTY,
+            libc::EDQUOT => st::DQUOT,
+            libc::ESTALE => st::STALE,
+            libc::EOPNOTSUPP => st::NOTSUPP,
+            libc::EAGAIN | libc::ETXTBSY => st::DELAY,
+            _ => st::IO,
+        },
+    }
+}
+
+/// Per-COMPOUND context.
+pub struct Ctx<'a> {
+    /// The RPC call.
+    pub rpc: &'a CallContext,
+    /// The caller as the backend sees it.
+    pub client: Client,
+    /// Minor version of the COMPOUND.
+    pub minor: u32,
+    /// Current file handle.
+    pub cur: Option<Fh>,
+    /// Saved file handle.
+    pub saved: Option<Fh>,
+    /// NFSv4.1 current stateid.
+    pub cur_sid: Option<Stateid>,
+    /// NFSv4.1 saved stateid.
+    pub saved_sid: Option<Stateid>,
+    /// NFSv4.1 session and slot of this request.
+    pub session: Option<([u8; 16], usize, bool)>,
+    /// Client id of the session.
+    pub clientid: Option<u64>,
+}
+
+impl Ctx<'_> {
+    /// The current file handle, or NOFILEHANDLE.
+    pub fn cur(&self) -> Result<&Fh, OpFail> {
+        self.cur.as_ref().ok_or(OpFail::from(st::NOFILEHANDLE))
+    }
+}
+
+/// The NFSv4 server.
+pub struct Nfs4 {
+    /// Backend.
+    pub vfs: Arc<Vfs>,
+    /// Pseudo file system.
+    pub pseudo: PseudoFs,
+    /// All client state.
+    pub state: Mutex<State>,
+    /// Counter of READ_PLUS payload bytes sent as data (holes cost nothing).
+    pub read_plus_data_bytes: std::sync::atomic::AtomicU64,
+}
+
+/// What SEQUENCE decided.
+pub enum SeqOutcome {
+    /// Execute the request; the SEQUENCE result body.
+    Proceed(Encoder),
+    /// A retransmission: answer with the cached reply.
+    Replay(Reply),
+}
+
+impl Nfs4 {
+    /// The NFSv4 program over a backend.
+    pub fn new(vfs: Arc<Vfs>) -> Self {
+        let pseudo = PseudoFs::new(&vfs.export_roots());
+        Self {
+            vfs,
+            pseudo,
+            state: Mutex::new(State::new()),
+            read_plus_data_bytes: Default::default(),
+        }
+    }
+
+    /// Resolves the current file handle to a real object, admitting the caller.
+    pub fn real(&self, ctx: &Ctx<'_>) -> Result<(Caller, Node), OpFail> {
+        match ctx.cur()? {
+            Fh::Real(fh) => Ok(self.vfs.authorize(fh, &ctx.client)?),
+            Fh::Pseudo(_) => Err(OpFail::from(st::ISDIR)),
+        }
+    }
+
+    /// Resolves a handle given by PUTFH.
+    pub fn parse_fh(&self, fh: &[u8]) -> Result<Fh, u32> {
+        match self.pseudo.parse(fh) {
+            Some(Ok(i)) => Ok(Fh::Pseudo(i)),
+            Some(Err(())) => Err(st::BADHANDLE),
+            None => Ok(Fh::Real(Bytes::copy_from_slice(fh))),
+        }
+    }
+
+    fn compound(
+        &self,
+        rpc: &CallContext,
+        mut d: Decoder,
+        out: &mut Encoder,
+    ) -> Result<(), ProcError> {
+        let tag = d.opaque(1024).map_err(|_| ProcError::GarbageArgs)?;
+        let minor = d.u32().map_err(|_| ProcError::GarbageArgs)?;
+        let nops = d.u32().map_err(|_| ProcError::GarbageArgs)? as usize;
+        if minor > MAX_MINOR {
+            out.u32(st::MINOR_VERS_MISMATCH);
+            out.opaque(&tag);
+            out.u32(0);
+            return Ok(());
+        }
+        let client = Client {
+            addr: rpc.peer.ip(),
+            port: rpc.peer.port(),
+            ident: match &rpc.cred {
+                Credential::None => None,
+                Credential::Sys(s) => Some(Creds {
+                    uid: s.uid,
+                    gid: s.gid,
+                    groups: s.gids.clone(),
+                }),
+            },
+        };
+        let mut ctx = Ctx {
+            rpc,
+            client,
+            minor,
+            cur: None,
+            saved: None,
+            cur_sid: None,
+            saved_sid: None,
+            session: None,
+            clientid: None,
+        };
+        let mut body = Encoder::with_capacity(512);
+        let mut status = st::OK;
+        let mut count = 0u32;
+        if nops > MAX_OPS {
+            // Answer the first operation's slot with the error, as the RFCs describe.
+            status = if minor == 0 {
+                st::RESOURCE
+            } else {
+                st::TOO_MANY_OPS
+            };
+            if let Ok(opnum) = d.u32() {
+                body.u32(opnum);
+                body.u32(status);
+                count = 1;
+            }
+        }
+        for i in 0..nops.min(MAX_OPS) {
+            if status != st::OK {
+                break;
+            }
+            let opnum = match d.u32() {
+                Ok(n) => n,
+                Err(_) => {
+                    body.u32(op::ILLEGAL);
+                    body.u32(st::BADXDR);
+                    count += 1;
+                    status = st::BADXDR;
+                    break;
+                }
+            };
+            let res = if minor >= 1 && i == 0 && opnum == op::SEQUENCE {
+                match self.sequence(&mut ctx, &mut d, nops) {
+                    Ok(SeqOutcome::Replay(cached)) => {
+                        out.append(cached);
+                        return Ok(());
+                    }
+                    Ok(SeqOutcome::Proceed(e)) => Ok(e),
+                    Err(f) => Err(f),
+                }
+            } else if minor >= 1 && i == 0 && !sessionless(opnum, nops) {
+                Err(OpFail::from(if is_known(opnum) {
+                    st::OP_NOT_IN_SESSION
+                } else {
+                    st::OP_ILLEGAL
+                }))
+            } else if minor >= 1 && opnum == op::SEQUENCE {
+                Err(OpFail::from(st::SEQUENCE_POS))
+            } else {
+                self.op(&mut ctx, opnum, &mut d, i, nops)
+            };
+            let opnum = if is_known(opnum) { opnum } else { op::ILLEGAL };
+            body.u32(opnum);
+            count += 1;
+            match res {
+                Ok(e) => {
+                    body.u32(st::OK);
+                    body.append(e.finish());
+                }
+                Err(f) => {
+                    status = f.status;
+                    body.u32(f.status);
+                    if let Some(b) = f.body {
+                        body.append(b.finish());
+                    }
+                }
+            }
+        }
+        let mut head = Encoder::with_capacity(64);
+        head.u32(status);
+        head.opaque(&tag);
+        head.u32(count);
+        head.append(body.finish());
+        let reply = head.finish();
+        if let Some((sid, slot, cachethis)) = ctx.session {
+            let mut s = self.state.lock();
+            if let Some(sess) = s.sessions.get_mut(&sid) {
+                if let Some(sl) = sess.slots.get_mut(slot) {
+                    sl.busy = false;
+                    sl.reply = if cachethis { Some(reply.clone()) } else { None };
+                }
+            }
+        }
+        out.append(reply);
+        Ok(())
+    }
+
+    fn op(
+        &self,
+        ctx: &mut Ctx<'_>,
+        opnum: u32,
+        d: &mut Decoder,
+        idx: usize,
+        nops: usize,
+    ) -> OpResult {
+        let v40 = ctx.minor == 0;
+        match opnum {
+            op::ACCESS => self.access(ctx, d),
+            op::CLOSE => self.close(ctx, d),
+            op::COMMIT => self.commit(ctx, d),
+            op::CREATE => self.create(ctx, d),
+            op::DELEGPURGE => Err(st::NOTSUPP.into()),
+            op::DELEGRETURN => {
+                let sid = self.stateid_arg(ctx, d)?;
+                self.state.lock().check(&sid, ctx.minor)?;
+                Err(st::BAD_STATEID.into())
+            }
+            op::GETATTR => self.getattr(ctx, d),
+            op::GETFH => self.getfh(ctx),
+            op::LINK => self.link(ctx, d),
+            op::LOCK => self.lock(ctx, d),
+            op::LOCKT => self.lockt(ctx, d),
+            op::LOCKU => self.locku(ctx, d),
+            op::LOOKUP => self.lookup(ctx, d),
+            op::LOOKUPP => self.lookupp(ctx),
+            op::NVERIFY => self.verify(ctx, d, false),
+            op::OPEN => self.open(ctx, d),
+            op::OPENATTR => Err(st::NOTSUPP.into()),
+            op::OPEN_CONFIRM if v40 => self.open_confirm(ctx, d),
+            op::OPEN_DOWNGRADE => self.open_downgrade(ctx, d),
+            op::PUTFH => {
+                let fh = d.opaque(crate::proto::NFS4_FHSIZE)?;
+                ctx.cur = Some(self.parse_fh(&fh)?);
+                Ok(Encoder::new())
+            }
+            op::PUTPUBFH | op::PUTROOTFH => {
+                ctx.cur = Some(match &self.pseudo.root_export {
+                    Some(fh) => Fh::Real(fh.clone()),
+                    None => Fh::Pseudo(0),
+                });
+                Ok(Encoder::new())
+            }
+            op::READ => self.read(ctx, d),
+            op::READDIR => self.readdir(ctx, d),
+            op::READLINK => self.readlink(ctx),
+            op::REMOVE => self.remove(ctx, d),
+            op::RENAME => self.rename(ctx, d),
+            op::RENEW if v40 => {
+                let id = d.u64()?;
+                self.state.lock().renew(id)?;
+                Ok(Encoder::new())
+            }
+            op::RESTOREFH => {
+                ctx.cur = Some(ctx.saved.clone().ok_or(OpFail::from(st::RESTOREFH))?);
+                ctx.cur_sid = ctx.saved_sid;
+                Ok(Encoder::new())
+            }
+            op::SAVEFH => {
+                ctx.saved = Some(ctx.cur()?.clone());
+                ctx.saved_sid = ctx.cur_sid;
+                Ok(Encoder::new())
+            }
+            op::SECINFO => self.secinfo(ctx, d),
+            op::SETATTR => self.setattr(ctx, d),
+            op::SETCLIENTID if v40 => self.setclientid(ctx, d),
+            op::SETCLIENTID_CONFIRM if v40 => self.setclientid_confirm(ctx, d),
+            op::VERIFY => self.verify(ctx, d, true),
+            op::WRITE => self.write(ctx, d),
+            op::RELEASE_LOCKOWNER if v40 => self.release_lockowner(ctx, d),
+            op::OPEN_CONFIRM
+            | op::RENEW
+            | op::SETCLIENTID
+            | op::SETCLIENTID_CONFIRM
+            | op::RELEASE_LOCKOWNER => Err(st::NOTSUPP.into()),
+            _ if v40 => Err(st::OP_ILLEGAL.into()),
+            op::BIND_CONN_TO_SESSION => self.bind_conn(ctx, d),
+            op::EXCHANGE_ID => self.exchange_id(ctx, d),
+            op::CREATE_SESSION => self.create_session(ctx, d),
+            op::DESTROY_SESSION => self.destroy_session(ctx, d, idx, nops),
+            op::FREE_STATEID => self.free_stateid(ctx, d),
+            op::SECINFO_NO_NAME => self.secinfo_no_name(ctx, d),
+            op::TEST_STATEID => self.test_stateid(ctx, d),
+            op::DESTROY_CLIENTID => self.destroy_clientid(ctx, d),
+            op::RECLAIM_COMPLETE => self.reclaim_complete(ctx, d),
+            op::BACKCHANNEL_CTL => {
+                let _cb_program = d.u32()?;
+                let n = d.array_len(8, 4)?;
+                for _ in 0..n {
+                    skip_callback_sec(d)?;
+                }
+                Ok(Encoder::new())
+            }
+            op::GET_DIR_DELEGATION | op::WANT_DELEGATION => Err(st::NOTSUPP.into()),
+            op::GETDEVICEINFO
+            | op::GETDEVICELIST
+            | op::LAYOUTCOMMIT
+            | op::LAYOUTGET
+            | op::LAYOUTRETURN
+            | op::SET_SSV => Err(st::NOTSUPP.into()),
+            _ if ctx.minor == 1 => Err(st::OP_ILLEGAL.into()),
+            op::ALLOCATE => self.allocate(ctx, d, false),
+            op::DEALLOCATE => self.allocate(ctx, d, true),
+            op::COPY => self.copy(ctx, d),
+            op::CLONE => self.clone_op(ctx, d),
+            op::READ_PLUS => self.read_plus(ctx, d),
+            op::SEEK => self.seek(ctx, d),
+            op::COPY_NOTIFY
+            | op::IO_ADVISE
+            | op::LAYOUTERROR
+            | op::LAYOUTSTATS
+            | op::OFFLOAD_CANCEL
+            | op::OFFLOAD_STATUS
+            | op::WRITE_SAME
+            | op::GETXATTR
+            | op::SETXATTR
+            | op::LISTXATTRS
+            | op::REMOVEXATTR => Err(st::NOTSUPP.into()),
+            _ => Err(st::OP_ILLEGAL.into()),
+        }
+    }
+}
+
+/// Skips a callback_sec_parms4.
+pub fn skip_callback_sec(d: &mut Decoder) -> Result<(), OpFail> {
+    match d.u32()? {
+        0 => {}
+        1 => {
+            let _ = sunrpc::AuthSys::decode(d)?;
+        }
+        6 => {
+            d.u32()?;
+            d.opaque(1024)?;
+            d.opaque(1024)?;
+        }
+        _ => return Err(st::INVAL.into()),
+    }
+    Ok(())
+}
+
+fn is_known(opnum: u32) -> bool {
+    (op::ACCESS..=op::REMOVEXATTR).contains(&opnum)
+}
+
+/// Operations that may start a 4.1 COMPOUND without SEQUENCE.
+fn sessionless(opnum: u32, nops: usize) -> bool {
+    match opnum {
+        op::EXCHANGE_ID | op::CREATE_SESSION | op::BIND_CONN_TO_SESSION => true,
+        op::DESTROY_SESSION | op::DESTROY_CLIENTID => nops == 1 || opnum == op::DESTROY_SESSION,
+        _ => false,
+    }
+}
+
+impl Program for Nfs4 {
+    fn program(&self) -> u32 {
+        NFS_PROGRAM
+    }
+
+    fn versions(&self) -> (u32, u32) {
+        (NFS_V4, NFS_V4)
+    }
+
+    fn proc_name(&self, _vers: u32, p: u32) -> Option<&'static str> {
+        match p {
+            0 => Some("NULL"),
+            1 => Some("COMPOUND"),
+            _ => None,
+        }
+    }
+
+    fn call(&self, ctx: &CallContext, args: Decoder, reply: &mut Encoder) -> Result<(), ProcError> {
+        match ctx.proc_ {
+            0 => Ok(()),
+            1 => self.compound(ctx, args, reply),
+            _ => Err(ProcError::ProcUnavail),
+        }
+    }
+}

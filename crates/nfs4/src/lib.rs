@@ -1,0 +1,16 @@
+//! NFSv4.0, 4.1 and 4.2 (RFC 7530, RFC 8881, RFC 7862): COMPOUND processing over the shared
+//! backend, with a pseudo file system joining the exports, client and session state, opens,
+//! share reservations and byte-range locks.
+
+pub mod attr;
+pub mod compound;
+mod ops_client;
+mod ops_dir;
+mod ops_fh;
+mod ops_file;
+mod ops_lock;
+pub mod proto;
+pub mod pseudo;
+pub mod state;
+
+pub use compound::Nfs4;

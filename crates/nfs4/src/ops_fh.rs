@@ -1,0 +1,453 @@
+//! File-handle and namespace-reading operations: ACCESS, GETATTR, GETFH, LOOKUP, LOOKUPP,
+//! VERIFY/NVERIFY, SETATTR, SECINFO, READLINK, READDIR.
+
+use bytes::Bytes;
+use vfs::{Attr, FileType, Node};
+use xdr::{Decoder, Encoder};
+
+use crate::attr::{self, Bitmap, Object};
+use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
+use crate::proto::{fattr as fa, st, NFS4_VERIFIER_SIZE};
+use crate::pseudo::{PseudoFs, Target};
+
+/// Longest component name decoded (longer ones get NAMETOOLONG from the backend).
+pub const MAX_COMPONENT: usize = 4096;
+
+/// Decodes a component4 and checks it is a valid name.
+pub fn component(d: &mut Decoder) -> Result<Bytes, OpFail> {
+    let name = d.opaque(MAX_COMPONENT)?;
+    check_name(&name)
+}
+
+/// Checks a component4: non-empty UTF-8, not `.` or `..`, no `/` or NUL, not too long.
+pub fn check_name(name: &Bytes) -> Result<Bytes, OpFail> {
+    if name.is_empty() {
+        return Err(st::INVAL.into());
+    }
+    if std::str::from_utf8(name).is_err() {
+        return Err(st::INVAL.into());
+    }
+    if name.len() > vfs::fs::NAME_MAX {
+        return Err(st::NAMETOOLONG.into());
+    }
+    if &name[..] == b"." || &name[..] == b".." || name.contains(&b'/') || name.contains(&0) {
+        return Err(st::BADNAME.into());
+    }
+    Ok(name.clone())
+}
+
+impl Nfs4 {
+    /// Attributes and the object description of the current handle.
+    pub fn encode_attrs(
+        &self,
+        e: &mut Encoder,
+        fh: &Fh,
+        req: &Bitmap,
+        ctx: &Ctx<'_>,
+    ) -> Result<(), OpFail> {
+        match fh {
+            Fh::Pseudo(i) => {
+                let a = self.pseudo.attr(*i);
+                let fhb = PseudoFs::fh(*i);
+                let none = || None;
+                let o = Object {
+                    attr: &a,
+                    fh: &fhb,
+                    mounted_on_fileid: a.fileid,
+                    fsstat: &none,
+                };
+                attr::encode_fattr(e, req, &o, ctx.minor);
+            }
+            Fh::Real(fhb) => {
+                let (_, n) = self.vfs.authorize(fhb, &ctx.client)?;
+                self.encode_node_attrs(e, &n, req, ctx.minor);
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes fattr4 of a real object.
+    pub fn encode_node_attrs(&self, e: &mut Encoder, n: &Node, req: &Bitmap, minor: u32) {
+        let mounted_on = if self.vfs.is_export_root(n) {
+            self.pseudo
+                .parent_of_export(&n.fh)
+                .map_or(n.attr.fileid, |p| self.pseudo.attr(p).fileid)
+        } else {
+            n.attr.fileid
+        };
+        let fsstat = || self.vfs.fsstat(n).ok();
+        let o = Object {
+            attr: &n.attr,
+            fh: &n.fh,
+            mounted_on_fileid: mounted_on,
+            fsstat: &fsstat,
+        };
+        attr::encode_fattr(e, req, &o, minor);
+    }
+
+    pub(crate) fn getattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let req = Bitmap::decode(d)?;
+        let fh = ctx.cur()?.clone();
+        let mut e = Encoder::new();
+        self.encode_attrs(&mut e, &fh, &req, ctx)?;
+        Ok(e)
+    }
+
+    pub(crate) fn getfh(&self, ctx: &mut Ctx<'_>) -> OpResult {
+        let mut e = Encoder::new();
+        match ctx.cur()? {
+            Fh::Pseudo(i) => e.opaque(&PseudoFs::fh(*i)),
+            Fh::Real(fh) => {
+                self.vfs.authorize(fh, &ctx.client)?;
+                e.opaque(fh)
+            }
+        }
+        Ok(e)
+    }
+
+    pub(crate) fn access(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let mask = d.u32()?;
+        if mask & !0x3f != 0 {
+            return Err(st::INVAL.into());
+        }
+        let granted = match ctx.cur()? {
+            Fh::Pseudo(_) => mask & (vfs::access::READ | vfs::access::LOOKUP),
+            Fh::Real(_) => {
+                let (c, n) = self.real(ctx)?;
+                self.vfs.access(&c, &n, mask)
+            }
+        };
+        let mut e = Encoder::new();
+        e.u32(mask & 0x3f);
+        e.u32(granted);
+        Ok(e)
+    }
+
+    pub(crate) fn lookup(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let cur = ctx.cur()?.clone();
+        let name = d.opaque(MAX_COMPONENT)?;
+        match cur {
+            Fh::Pseudo(i) => {
+                let name = check_name(&name)?;
+                ctx.cur = Some(match self.pseudo.lookup(i, &name) {
+                    Some(Target::Pseudo(j)) => Fh::Pseudo(j),
+                    Some(Target::Export(fh)) => {
+                        // Crossing into an export needs the export's permission.
+                        self.vfs.authorize(&fh, &ctx.client)?;
+                        Fh::Real(fh)
+                    }
+                    None => return Err(st::NOENT.into()),
+                });
+            }
+            Fh::Real(_) => {
+                let (c, n) = self.real(ctx)?;
+                match n.attr.ftype {
+                    FileType::Directory => {}
+                    FileType::Symlink => return Err(st::SYMLINK.into()),
+                    _ => return Err(st::NOTDIR.into()),
+                }
+                let name = check_name(&name)?;
+                let (fh, _) = self.vfs.lookup(&c, &n, &name)?;
+                ctx.cur = Some(Fh::Real(fh));
+            }
+        }
+        Ok(Encoder::new())
+    }
+
+    pub(crate) fn lookupp(&self, ctx: &mut Ctx<'_>) -> OpResult {
+        match ctx.cur()?.clone() {
+            Fh::Pseudo(i) => {
+                if i == 0 {
+                    return Err(st::NOENT.into());
+                }
+                ctx.cur = Some(Fh::Pseudo(self.pseudo.dirs[i].parent));
+            }
+            Fh::Real(_) => {
+                let (c, n) = self.real(ctx)?;
+                match n.attr.ftype {
+                    FileType::Directory => {}
+                    FileType::Symlink => return Err(st::SYMLINK.into()),
+                    _ => return Err(st::NOTDIR.into()),
+                }
+                if self.vfs.is_export_root(&n) {
+                    match self.pseudo.parent_of_export(&n.fh) {
+                        Some(p) => ctx.cur = Some(Fh::Pseudo(p)),
+                        None => return Err(st::NOENT.into()),
+                    }
+                } else {
+                    let (fh, _) = self.vfs.lookup(&c, &n, b"..")?;
+                    ctx.cur = Some(Fh::Real(fh));
+                }
+            }
+        }
+        Ok(Encoder::new())
+    }
+
+    pub(crate) fn verify(&self, ctx: &mut Ctx<'_>, d: &mut Decoder, want_same: bool) -> OpResult {
+        let (bm, vals) = attr::decode_raw(d)?;
+        let fh = ctx.cur()?.clone();
+        let sup = attr::supported(ctx.minor);
+        for b in bm.bits() {
+            if !sup.has(b) {
+                return Err(st::ATTRNOTSUPP.into());
+            }
+            if b == fa::RDATTR_ERROR || b == fa::TIME_ACCESS_SET || b == fa::TIME_MODIFY_SET {
+                return Err(st::INVAL.into());
+            }
+        }
+        let mut e = Encoder::new();
+        self.encode_attrs(&mut e, &fh, &bm, ctx)?;
+        let ours = e.finish().to_bytes();
+        // Skip our bitmap: compare only the values.
+        let mut od = Decoder::new(ours);
+        Bitmap::decode(&mut od)?;
+        let our_vals = od.opaque(attr::MAX_ATTR_VALS * 4)?;
+        let same = our_vals == vals;
+        match (same, want_same) {
+            (true, true) | (false, false) => Ok(Encoder::new()),
+            (false, true) => Err(st::NOT_SAME.into()),
+            (true, false) => Err(st::SAME.into()),
+        }
+    }
+
+    pub(crate) fn setattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let sid = self.stateid_arg(ctx, d)?;
+        let attrsset_fail = |status: u32| {
+            let mut b = Encoder::new();
+            Bitmap::default().encode(&mut b);
+            OpFail {
+                status,
+                body: Some(b),
+            }
+        };
+        let (s, bm) = attr::decode_sattr(d, ctx.minor).map_err(attrsset_fail)?;
+        let (c, n) = match ctx.cur() {
+            Ok(Fh::Pseudo(_)) => return Err(attrsset_fail(st::ROFS)),
+            Ok(Fh::Real(_)) => self.real(ctx).map_err(|f| attrsset_fail(f.status))?,
+            Err(f) => return Err(attrsset_fail(f.status)),
+        };
+        if let Some(size) = s.size {
+            if n.attr.ftype == FileType::Directory {
+                return Err(attrsset_fail(st::ISDIR));
+            }
+            if n.attr.ftype != FileType::Regular {
+                return Err(attrsset_fail(st::INVAL));
+            }
+            self.check_io_stateid(ctx, &sid, &n, true, size.min(n.attr.size), u64::MAX)
+                .map_err(|f| attrsset_fail(f.status))?;
+        }
+        self.vfs
+            .setattr(&c, &n, &s, None)
+            .map_err(|e| attrsset_fail(crate::compound::nfsstat4(e)))?;
+        let mut e = Encoder::new();
+        bm.encode(&mut e);
+        Ok(e)
+    }
+
+    pub(crate) fn secinfo(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let name = d.opaque(MAX_COMPONENT)?;
+        let name = check_name(&name)?;
+        match ctx.cur()?.clone() {
+            Fh::Pseudo(i) => {
+                if self.pseudo.lookup(i, &name).is_none() {
+                    return Err(st::NOENT.into());
+                }
+            }
+            Fh::Real(_) => {
+                let (c, n) = self.real(ctx)?;
+                if n.attr.ftype != FileType::Directory {
+                    return Err(st::NOTDIR.into());
+                }
+                self.vfs.lookup(&c, &n, &name)?;
+            }
+        }
+        if ctx.minor >= 1 {
+            ctx.cur = None;
+        }
+        Ok(secinfo_sys())
+    }
+
+    pub(crate) fn secinfo_no_name(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let style = d.u32()?;
+        if style > 1 {
+            return Err(st::INVAL.into());
+        }
+        let cur = ctx.cur()?.clone();
+        if style == 1 {
+            // SECINFO_STYLE4_PARENT
+            match cur {
+                Fh::Pseudo(0) => return Err(st::NOENT.into()),
+                Fh::Real(_) => {
+                    let (_, n) = self.real(ctx)?;
+                    if n.attr.ftype != FileType::Directory {
+                        return Err(st::NOTDIR.into());
+                    }
+                }
+                Fh::Pseudo(_) => {}
+            }
+        }
+        ctx.cur = None;
+        Ok(secinfo_sys())
+    }
+
+    pub(crate) fn readlink(&self, ctx: &mut Ctx<'_>) -> OpResult {
+        let (c, n) = match ctx.cur()? {
+            Fh::Pseudo(_) => return Err(st::INVAL.into()),
+            Fh::Real(_) => self.real(ctx)?,
+        };
+        if n.attr.ftype != FileType::Symlink {
+            return Err(st::INVAL.into());
+        }
+        let t = self.vfs.readlink(&c, &n)?;
+        let mut e = Encoder::new();
+        e.opaque(&t);
+        Ok(e)
+    }
+
+    pub(crate) fn readdir(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let cookie = d.u64()?;
+        let verf: [u8; 8] = d.opaque_fixed(NFS4_VERIFIER_SIZE)?[..]
+            .try_into()
+            .unwrap_or_default();
+        let _dircount = d.u32()?;
+        let maxcount = (d.u32()? as usize).min(1 << 20);
+        let req = Bitmap::decode(d)?;
+        if cookie == 1 || cookie == 2 {
+            return Err(st::BAD_COOKIE.into());
+        }
+        // status already counted; verifier, end-of-list word and eof.
+        let mut used = 8 + 4 + 4 + 16;
+        let mut entries = Encoder::new();
+        let mut n_entries = 0usize;
+        let mut push = |e: &mut Encoder, cookie: u64, name: &[u8], attrs: Encoder| -> bool {
+            let a = attrs.finish();
+            let len = 4 + 8 + 4 + xdr::pad4(name.len()) + a.wire_len();
+            if used + len > maxcount {
+                return false;
+            }
+            used += len;
+            e.bool(true);
+            e.u64(cookie);
+            e.opaque(name);
+            e.append(a);
+            n_entries += 1;
+            true
+        };
+        let (eof, out_verf) = match ctx.cur()?.clone() {
+            Fh::Pseudo(i) => {
+                let dir = &self.pseudo.dirs[i];
+                let start = if cookie == 0 {
+                    0
+                } else {
+                    (cookie - 2) as usize
+                };
+                if cookie != 0 && verf != [0; 8] && verf != pseudo_verifier() {
+                    return Err(st::NOT_SAME.into());
+                }
+                let mut eof = true;
+                for (k, (name, t)) in dir.children.iter().enumerate().skip(start) {
+                    let mut a = Encoder::new();
+                    let fh = match t {
+                        Target::Pseudo(j) => Fh::Pseudo(*j),
+                        Target::Export(fh) => Fh::Real(fh.clone()),
+                    };
+                    if self.encode_attrs(&mut a, &fh, &req, ctx).is_err() {
+                        rdattr_error(&mut a, &req, st::ACCESS)?;
+                    }
+                    if !push(&mut entries, k as u64 + 3, name, a) {
+                        eof = false;
+                        break;
+                    }
+                }
+                (eof, pseudo_verifier())
+            }
+            Fh::Real(_) => {
+                let (c, n) = self.real(ctx)?;
+                match n.attr.ftype {
+                    FileType::Directory => {}
+                    FileType::Symlink => return Err(st::SYMLINK.into()),
+                    _ => return Err(st::NOTDIR.into()),
+                }
+                if cookie != 0 && verf != [0; 8] && verf != self.vfs.cookie_verifier(&n) {
+                    return Err(st::NOT_SAME.into());
+                }
+                let minor = ctx.minor;
+                let mut err = None;
+                let eof = self
+                    .vfs
+                    .readdir(&c, &n, cookie, [0; 8], true, |ent| {
+                        if &ent.name[..] == b"." || &ent.name[..] == b".." {
+                            return true;
+                        }
+                        let mut a = Encoder::new();
+                        match &ent.plus {
+                            Some((fh, attr)) => {
+                                let node = self.vfs.resolve(fh);
+                                match node {
+                                    Ok(node) => self.encode_node_attrs(&mut a, &node, &req, minor),
+                                    Err(_) => encode_plain(self, &mut a, fh, attr, &req, minor),
+                                }
+                            }
+                            None => {
+                                if let Err(f) = rdattr_error(&mut a, &req, st::ACCESS) {
+                                    err = Some(f);
+                                    return false;
+                                }
+                            }
+                        }
+                        push(&mut entries, ent.cookie, &ent.name, a)
+                    })
+                    .map_err(OpFail::from)?;
+                if let Some(f) = err {
+                    return Err(f);
+                }
+                (eof, self.vfs.cookie_verifier(&n))
+            }
+        };
+        if n_entries == 0 && !eof {
+            return Err(st::TOOSMALL.into());
+        }
+        let mut e = Encoder::new();
+        e.opaque_fixed(&out_verf);
+        e.append(entries.finish());
+        e.bool(false);
+        e.bool(eof);
+        Ok(e)
+    }
+}
+
+fn encode_plain(s: &Nfs4, e: &mut Encoder, fh: &Bytes, attr: &Attr, req: &Bitmap, minor: u32) {
+    let none = || None;
+    let _ = s;
+    let o = Object {
+        attr,
+        fh,
+        mounted_on_fileid: attr.fileid,
+        fsstat: &none,
+    };
+    attr::encode_fattr(e, req, &o, minor);
+}
+
+/// Encodes an entry whose attributes cannot be read: only rdattr_error, when asked for.
+fn rdattr_error(e: &mut Encoder, req: &Bitmap, status: u32) -> Result<(), OpFail> {
+    if !req.has(fa::RDATTR_ERROR) {
+        return Err(status.into());
+    }
+    Bitmap::of(&[fa::RDATTR_ERROR]).encode(e);
+    let mut v = Encoder::new();
+    v.u32(status);
+    e.opaque(&v.finish().to_bytes());
+    Ok(())
+}
+
+fn pseudo_verifier() -> [u8; 8] {
+    *b"rnfspsfs"
+}
+
+/// SECINFO result: AUTH_SYS only.
+fn secinfo_sys() -> Encoder {
+    let mut e = Encoder::new();
+    e.u32(1);
+    e.u32(1); // AUTH_SYS
+    e
+}

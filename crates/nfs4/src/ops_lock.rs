@@ -1,0 +1,347 @@
+//! Byte-range locks: LOCK, LOCKT, LOCKU, RELEASE_LOCKOWNER.
+
+use bytes::Bytes;
+use xdr::{Decoder, Encoder};
+
+use crate::compound::{Ctx, Nfs4, OpFail, OpResult};
+use crate::ops_file::{file_key, put_stateid};
+use crate::proto::{share, st, NFS4_OPAQUE_LIMIT};
+use crate::state::{Lock, LockState, State, StateObj, Stateid};
+
+/// READ_LT / READW_LT are shared locks; WRITE_LT / WRITEW_LT exclusive.
+fn is_write(locktype: u32) -> Result<bool, OpFail> {
+    match locktype {
+        1 | 3 => Ok(false),
+        2 | 4 => Ok(true),
+        _ => Err(st::INVAL.into()),
+    }
+}
+
+/// The end (exclusive) of a lock range, or INVAL for an empty or overflowing one.
+fn range_end(offset: u64, length: u64) -> Result<u64, OpFail> {
+    if length == 0 {
+        return Err(st::INVAL.into());
+    }
+    if length == u64::MAX {
+        return Ok(u64::MAX);
+    }
+    offset.checked_add(length).ok_or(OpFail::from(st::INVAL))
+}
+
+/// LOCK4denied for a conflicting lock.
+fn denied(s: &State, l: &Lock) -> OpFail {
+    let _ = s;
+    let mut e = Encoder::new();
+    e.u64(l.start);
+    e.u64(if l.end == u64::MAX {
+        u64::MAX
+    } else {
+        l.end - l.start
+    });
+    e.u32(if l.write { 2 } else { 1 });
+    e.u64(l.client);
+    e.opaque(&l.owner);
+    OpFail {
+        status: st::DENIED,
+        body: Some(e),
+    }
+}
+
+impl Nfs4 {
+    pub(crate) fn lock(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let write = is_write(d.u32()?)?;
+        let reclaim = d.bool()?;
+        let offset = d.u64()?;
+        let length = d.u64()?;
+        enum Locker {
+            New {
+                open_seqid: u32,
+                open_sid: Stateid,
+                lock_seqid: u32,
+                clientid: u64,
+                owner: Bytes,
+            },
+            Exist {
+                sid: Stateid,
+                seqid: u32,
+            },
+        }
+        let locker = if d.bool()? {
+            let open_seqid = d.u32()?;
+            let open_sid = self.stateid_arg(ctx, d)?;
+            let lock_seqid = d.u32()?;
+            let clientid = d.u64()?;
+            let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+            Locker::New {
+                open_seqid,
+                open_sid,
+                lock_seqid,
+                clientid,
+                owner,
+            }
+        } else {
+            Locker::Exist {
+                sid: self.stateid_arg(ctx, d)?,
+                seqid: d.u32()?,
+            }
+        };
+        let (_, n) = match ctx.cur()? {
+            crate::compound::Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            crate::compound::Fh::Real(_) => self.real(ctx)?,
+        };
+        if n.attr.ftype == vfs::FileType::Directory {
+            return Err(st::ISDIR.into());
+        }
+        if n.attr.ftype != vfs::FileType::Regular {
+            return Err(st::INVAL.into());
+        }
+        let end = range_end(offset, length)?;
+        if reclaim {
+            return Err(st::NO_GRACE.into());
+        }
+        let file = file_key(&n);
+        let minor = ctx.minor;
+        let (key, seqid) = match &locker {
+            Locker::New {
+                open_sid,
+                open_seqid,
+                ..
+            } => {
+                let s = self.state.lock();
+                let key = match s.states.get(&open_sid.other) {
+                    Some(StateObj::Open(o)) => Some((o.client, o.owner.clone(), false)),
+                    _ => None,
+                };
+                (key, *open_seqid)
+            }
+            Locker::Exist { sid, seqid } => {
+                let s = self.state.lock();
+                let key = match s.states.get(&sid.other) {
+                    Some(StateObj::Lock(l)) => Some((l.client, l.owner.clone(), true)),
+                    _ => None,
+                };
+                (key, *seqid)
+            }
+        };
+        let mut new_sid = None;
+        let r = self.sequenced(ctx, key, seqid, |s| {
+            let (other, client, owner) = match &locker {
+                Locker::New {
+                    open_sid,
+                    lock_seqid,
+                    clientid,
+                    owner,
+                    ..
+                } => {
+                    let Ok(StateObj::Open(o)) = s.check(open_sid, minor).cloned() else {
+                        return Err(s
+                            .check(open_sid, minor)
+                            .err()
+                            .unwrap_or(st::BAD_STATEID)
+                            .into());
+                    };
+                    if o.file != file {
+                        return Err(st::BAD_STATEID.into());
+                    }
+                    if minor == 0 && *clientid != o.client {
+                        return Err(st::INVAL.into());
+                    }
+                    let need = if write {
+                        share::ACCESS_WRITE
+                    } else {
+                        share::ACCESS_READ
+                    };
+                    if o.access & need == 0 {
+                        return Err(st::OPENMODE.into());
+                    }
+                    let existing = s.states.iter().find_map(|(k, v)| match v {
+                        StateObj::Lock(l)
+                            if l.client == o.client && l.owner == *owner && l.file == file =>
+                        {
+                            Some(*k)
+                        }
+                        _ => None,
+                    });
+                    let other = match existing {
+                        Some(k) => k,
+                        None => {
+                            let k = s.new_other();
+                            s.states.insert(
+                                k,
+                                StateObj::Lock(LockState {
+                                    client: o.client,
+                                    owner: owner.clone(),
+                                    file,
+                                    open: open_sid.other,
+                                    seqid: 0,
+                                }),
+                            );
+                            k
+                        }
+                    };
+                    if minor == 0 {
+                        let e = s.owners.entry((o.client, owner.clone(), true)).or_default();
+                        e.seqid = *lock_seqid;
+                        e.confirmed = true;
+                    }
+                    (other, o.client, owner.clone())
+                }
+                Locker::Exist { sid, .. } => {
+                    let Ok(StateObj::Lock(l)) = s.check(sid, minor).cloned() else {
+                        return Err(s.check(sid, minor).err().unwrap_or(st::BAD_STATEID).into());
+                    };
+                    if l.file != file {
+                        return Err(st::BAD_STATEID.into());
+                    }
+                    let access = match s.states.get(&l.open) {
+                        Some(StateObj::Open(o)) => o.access,
+                        _ => return Err(st::BAD_STATEID.into()),
+                    };
+                    let need = if write {
+                        share::ACCESS_WRITE
+                    } else {
+                        share::ACCESS_READ
+                    };
+                    if access & need == 0 {
+                        return Err(st::OPENMODE.into());
+                    }
+                    (sid.other, l.client, l.owner.clone())
+                }
+            };
+            s.release_courtesy(file);
+            if let Some(c) = s.lock_conflict(file, client, &owner, offset, end, write) {
+                return Err(denied(s, &c));
+            }
+            let _ = s.renew(client);
+            s.add_lock(
+                file,
+                Lock {
+                    client,
+                    owner,
+                    start: offset,
+                    end,
+                    write,
+                },
+            );
+            let Some(StateObj::Lock(l)) = s.states.get_mut(&other) else {
+                return Err(st::SERVERFAULT.into());
+            };
+            l.seqid += 1;
+            let sid = Stateid {
+                seqid: l.seqid,
+                other,
+            };
+            new_sid = Some(sid);
+            let mut e = Encoder::new();
+            put_stateid(&mut e, &sid);
+            Ok(e)
+        });
+        if let Some(sid) = new_sid {
+            ctx.cur_sid = Some(sid);
+        }
+        r
+    }
+
+    pub(crate) fn lockt(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let write = is_write(d.u32()?)?;
+        let offset = d.u64()?;
+        let length = d.u64()?;
+        let clientid = d.u64()?;
+        let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+        let (_, n) = match ctx.cur()? {
+            crate::compound::Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            crate::compound::Fh::Real(_) => self.real(ctx)?,
+        };
+        if n.attr.ftype == vfs::FileType::Directory {
+            return Err(st::ISDIR.into());
+        }
+        if n.attr.ftype != vfs::FileType::Regular {
+            return Err(st::INVAL.into());
+        }
+        let end = range_end(offset, length)?;
+        let mut s = self.state.lock();
+        let client = if ctx.minor >= 1 {
+            ctx.clientid.unwrap_or(clientid)
+        } else {
+            if s.is_stale_client(clientid) || !s.clients.contains_key(&clientid) {
+                return Err(st::STALE_CLIENTID.into());
+            }
+            let _ = s.renew(clientid);
+            clientid
+        };
+        let file = file_key(&n);
+        s.release_courtesy(file);
+        if let Some(c) = s.lock_conflict(file, client, &owner, offset, end, write) {
+            return Err(denied(&s, &c));
+        }
+        Ok(Encoder::new())
+    }
+
+    pub(crate) fn locku(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let _ = is_write(d.u32()?)?;
+        let seqid = d.u32()?;
+        let sid = self.stateid_arg(ctx, d)?;
+        let offset = d.u64()?;
+        let length = d.u64()?;
+        let (_, n) = match ctx.cur()? {
+            crate::compound::Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            crate::compound::Fh::Real(_) => self.real(ctx)?,
+        };
+        if n.attr.ftype == vfs::FileType::Directory {
+            return Err(st::ISDIR.into());
+        }
+        let end = range_end(offset, length)?;
+        let file = file_key(&n);
+        let minor = ctx.minor;
+        let key = {
+            let s = self.state.lock();
+            match s.states.get(&sid.other) {
+                Some(StateObj::Lock(l)) => Some((l.client, l.owner.clone(), true)),
+                _ => None,
+            }
+        };
+        self.sequenced(ctx, key, seqid, |s| {
+            let Ok(StateObj::Lock(l)) = s.check(&sid, minor).cloned() else {
+                return Err(s.check(&sid, minor).err().unwrap_or(st::BAD_STATEID).into());
+            };
+            if l.file != file {
+                return Err(st::BAD_STATEID.into());
+            }
+            s.remove_lock_range(file, l.client, &l.owner, offset, end);
+            let Some(StateObj::Lock(l)) = s.states.get_mut(&sid.other) else {
+                return Err(st::SERVERFAULT.into());
+            };
+            l.seqid += 1;
+            let mut e = Encoder::new();
+            put_stateid(
+                &mut e,
+                &Stateid {
+                    seqid: l.seqid,
+                    other: sid.other,
+                },
+            );
+            Ok(e)
+        })
+    }
+
+    pub(crate) fn release_lockowner(&self, _ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let clientid = d.u64()?;
+        let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+        let mut s = self.state.lock();
+        if s.is_stale_client(clientid) {
+            return Err(st::STALE_CLIENTID.into());
+        }
+        let held = s
+            .locks
+            .values()
+            .any(|v| v.iter().any(|l| l.client == clientid && l.owner == owner));
+        if held {
+            return Err(st::LOCKS_HELD.into());
+        }
+        s.states.retain(
+            |_, v| !matches!(v, StateObj::Lock(l) if l.client == clientid && l.owner == owner),
+        );
+        s.owners.remove(&(clientid, owner, true));
+        Ok(Encoder::new())
+    }
+}

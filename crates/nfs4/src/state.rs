@@ -1,0 +1,518 @@
+//! NFSv4 state: clients, sessions and their slot tables, open and lock stateids, share
+//! reservations and byte-range locks. All of it lives behind one mutex; operations are short.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use xdr::Reply;
+
+use crate::proto::{share, st, LEASE_SECONDS};
+
+/// A stateid: seqid and 12 opaque bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Stateid {
+    /// Version of the state, bumped on every change.
+    pub seqid: u32,
+    /// Identifies the state.
+    pub other: [u8; 12],
+}
+
+impl Stateid {
+    /// The anonymous stateid (all zeros).
+    pub const ANON: Stateid = Stateid {
+        seqid: 0,
+        other: [0; 12],
+    };
+    /// The READ bypass stateid (all ones).
+    pub const BYPASS: Stateid = Stateid {
+        seqid: u32::MAX,
+        other: [0xff; 12],
+    };
+    /// The "current stateid" of NFSv4.1 (seqid 1, other zero).
+    pub const CURRENT: Stateid = Stateid {
+        seqid: 1,
+        other: [0; 12],
+    };
+    /// Whether this is one of the special stateids that carry no state.
+    pub fn is_special(&self) -> bool {
+        self.other == [0; 12] || self.other == [0xff; 12]
+    }
+}
+
+/// Identifies a file across handles: file system and inode.
+pub type FileKey = (u64, u64);
+
+/// A client owner string and verifier (SETCLIENTID / EXCHANGE_ID).
+#[derive(Debug, Clone)]
+pub struct ClientRec {
+    /// Client id handed out.
+    pub id: u64,
+    /// The client's co_ownerid.
+    pub owner: Bytes,
+    /// The client's boot verifier.
+    pub verifier: [u8; 8],
+    /// uid that created the record (principal checks).
+    pub principal: u32,
+    /// Confirmed (SETCLIENTID_CONFIRM or CREATE_SESSION done).
+    pub confirmed: bool,
+    /// NFSv4.0 SETCLIENTID_CONFIRM verifier.
+    pub confirm: [u8; 8],
+    /// Minor version the client speaks.
+    pub minor: u32,
+    /// Last lease renewal.
+    pub renewed: Instant,
+    /// NFSv4.1: sequence id expected by the next CREATE_SESSION.
+    pub cs_seq: u32,
+    /// NFSv4.1: the last CREATE_SESSION reply, for replays.
+    pub cs_reply: Option<Bytes>,
+    /// NFSv4.1: RECLAIM_COMPLETE done.
+    pub reclaim_complete: bool,
+}
+
+/// One slot of a session's fore channel.
+#[derive(Debug, Clone, Default)]
+pub struct Slot {
+    /// Sequence id of the last request executed in the slot.
+    pub seqid: u32,
+    /// Reply of that request when the client asked for it to be cached.
+    pub reply: Option<Reply>,
+    /// A request is executing in the slot.
+    pub busy: bool,
+}
+
+/// An NFSv4.1 session.
+#[derive(Debug)]
+pub struct Session {
+    /// Owning client.
+    pub client: u64,
+    /// Fore-channel slots.
+    pub slots: Vec<Slot>,
+    /// Largest request accepted.
+    pub max_request: u32,
+    /// Largest reply allowed.
+    pub max_response: u32,
+    /// Largest reply that may be cached.
+    pub max_response_cached: u32,
+    /// Largest number of operations per COMPOUND.
+    pub max_ops: u32,
+    /// The client asked for a back channel over the session's connection.
+    pub back_channel: bool,
+}
+
+/// An open: one open-owner's share of a file.
+#[derive(Debug, Clone)]
+pub struct Open {
+    /// Owning client.
+    pub client: u64,
+    /// Open-owner.
+    pub owner: Bytes,
+    /// File.
+    pub file: FileKey,
+    /// Handle of the file.
+    pub fh: Bytes,
+    /// OPEN4_SHARE_ACCESS bits held.
+    pub access: u32,
+    /// OPEN4_SHARE_DENY bits held.
+    pub deny: u32,
+    /// Access bits ever granted by an OPEN (for OPEN_DOWNGRADE checks).
+    pub access_seen: u32,
+    /// Deny bits ever granted.
+    pub deny_seen: u32,
+    /// Stateid seqid.
+    pub seqid: u32,
+}
+
+/// A lock stateid: one lock-owner's locks on one file under one open.
+#[derive(Debug, Clone)]
+pub struct LockState {
+    /// Owning client.
+    pub client: u64,
+    /// Lock-owner.
+    pub owner: Bytes,
+    /// File.
+    pub file: FileKey,
+    /// The open stateid this lock state came from.
+    pub open: [u8; 12],
+    /// Stateid seqid.
+    pub seqid: u32,
+}
+
+/// What a stateid designates.
+#[derive(Debug, Clone)]
+pub enum StateObj {
+    /// An open.
+    Open(Open),
+    /// Byte-range locks.
+    Lock(LockState),
+}
+
+/// One byte-range lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lock {
+    /// Holder: client and lock-owner.
+    pub client: u64,
+    /// Lock-owner.
+    pub owner: Bytes,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte (u64::MAX for "to end of file").
+    pub end: u64,
+    /// Exclusive (write) lock.
+    pub write: bool,
+}
+
+/// An open- or lock-owner's NFSv4.0 sequencing state.
+#[derive(Debug, Clone, Default)]
+pub struct OwnerSeq {
+    /// Last seqid used.
+    pub seqid: u32,
+    /// Whether the open-owner is confirmed (OPEN_CONFIRM).
+    pub confirmed: bool,
+    /// The last reply (status and body) for replays.
+    pub last: Option<(u32, Reply)>,
+}
+
+/// All NFSv4 state of the server.
+#[derive(Debug)]
+pub struct State {
+    /// Distinguishes this server instance in client ids and stateids.
+    pub boot: u32,
+    next_id: u64,
+    /// Clients by id.
+    pub clients: HashMap<u64, ClientRec>,
+    /// Sessions by id.
+    pub sessions: HashMap<[u8; 16], Session>,
+    /// Stateids by their `other` field.
+    pub states: HashMap<[u8; 12], StateObj>,
+    /// Locks by file.
+    pub locks: HashMap<FileKey, Vec<Lock>>,
+    /// NFSv4.0 owner sequencing, by (client, owner, is_lock_owner).
+    pub owners: HashMap<(u64, Bytes, bool), OwnerSeq>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Whether two byte ranges [a0,a1) and [b0,b1) overlap.
+fn overlaps(a0: u64, a1: u64, b0: u64, b1: u64) -> bool {
+    a0 < b1 && b0 < a1
+}
+
+impl State {
+    /// Empty state for a new server instance.
+    pub fn new() -> Self {
+        let boot = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs() as u32;
+        Self {
+            boot,
+            next_id: 1,
+            clients: HashMap::new(),
+            sessions: HashMap::new(),
+            states: HashMap::new(),
+            locks: HashMap::new(),
+            owners: HashMap::new(),
+        }
+    }
+
+    /// A new client id (boot time in the high half, so old ids are recognisably stale).
+    pub fn new_client_id(&mut self) -> u64 {
+        self.next_id += 1;
+        (self.boot as u64) << 32 | (self.next_id & 0xffff_ffff)
+    }
+
+    /// Whether a client id was issued by an earlier server instance.
+    pub fn is_stale_client(&self, id: u64) -> bool {
+        (id >> 32) as u32 != self.boot
+    }
+
+    /// A fresh `other` for a stateid.
+    pub fn new_other(&mut self) -> [u8; 12] {
+        self.next_id += 1;
+        let mut o = [0u8; 12];
+        o[..4].copy_from_slice(&self.boot.to_be_bytes());
+        o[4..].copy_from_slice(&self.next_id.to_be_bytes());
+        o
+    }
+
+    /// A fresh session id for `client`.
+    pub fn new_session_id(&mut self, client: u64) -> [u8; 16] {
+        self.next_id += 1;
+        let mut s = [0u8; 16];
+        s[..8].copy_from_slice(&client.to_be_bytes());
+        s[8..].copy_from_slice(&self.next_id.to_be_bytes());
+        s
+    }
+
+    /// Renews a client's lease.
+    pub fn renew(&mut self, client: u64) -> Result<(), u32> {
+        if self.is_stale_client(client) {
+            return Err(st::STALE_CLIENTID);
+        }
+        match self.clients.get_mut(&client) {
+            Some(c) => {
+                c.renewed = Instant::now();
+                Ok(())
+            }
+            None => Err(st::STALE_CLIENTID),
+        }
+    }
+
+    /// Removes clients whose lease expired long ago and that hold nothing others want.
+    /// Expired clients stay (courtesy) until a conflicting request calls [`State::expire`].
+    pub fn expired_clients(&self) -> Vec<u64> {
+        let lease = Duration::from_secs(LEASE_SECONDS as u64);
+        self.clients
+            .values()
+            .filter(|c| c.renewed.elapsed() > lease)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// Drops a client and everything it holds.
+    pub fn expire(&mut self, client: u64) {
+        self.clients.remove(&client);
+        self.sessions.retain(|_, s| s.client != client);
+        self.states.retain(|_, s| match s {
+            StateObj::Open(o) => o.client != client,
+            StateObj::Lock(l) => l.client != client,
+        });
+        for v in self.locks.values_mut() {
+            v.retain(|l| l.client != client);
+        }
+        self.locks.retain(|_, v| !v.is_empty());
+        self.owners.retain(|k, _| k.0 != client);
+    }
+
+    /// Expires clients whose lease ran out, if they hold state conflicting with `file`
+    /// (courtesy release: expired clients keep their state until someone needs it).
+    pub fn release_courtesy(&mut self, file: FileKey) {
+        let expired = self.expired_clients();
+        for c in expired {
+            let holds = self.states.values().any(|s| match s {
+                StateObj::Open(o) => o.client == c && o.file == file,
+                StateObj::Lock(l) => l.client == c && l.file == file,
+            });
+            if holds {
+                tracing::info!(
+                    client = c,
+                    "lease expired; releasing its state for a conflicting request"
+                );
+                self.expire(c);
+            }
+        }
+    }
+
+    /// Checks a new share (access, deny) against the other opens of `file`.
+    pub fn share_conflict(
+        &self,
+        file: FileKey,
+        client: u64,
+        owner: &Bytes,
+        access: u32,
+        deny: u32,
+    ) -> bool {
+        self.states.values().any(|s| match s {
+            StateObj::Open(o) if o.file == file && !(o.client == client && o.owner == *owner) => {
+                (o.deny & access) != 0 || (o.access & deny) != 0
+            }
+            _ => false,
+        })
+    }
+
+    /// The open of (client, owner) on `file`, if any.
+    pub fn find_open(&self, client: u64, owner: &Bytes, file: FileKey) -> Option<[u8; 12]> {
+        self.states.iter().find_map(|(k, s)| match s {
+            StateObj::Open(o) if o.client == client && o.owner == *owner && o.file == file => {
+                Some(*k)
+            }
+            _ => None,
+        })
+    }
+
+    /// Looks a stateid up, checking its seqid (0 means "the current one" in NFSv4.1).
+    pub fn check(&self, sid: &Stateid, minor: u32) -> Result<&StateObj, u32> {
+        if u32::from_be_bytes([sid.other[0], sid.other[1], sid.other[2], sid.other[3]]) != self.boot
+        {
+            return Err(if minor == 0 {
+                st::STALE_STATEID
+            } else {
+                st::BAD_STATEID
+            });
+        }
+        let s = self.states.get(&sid.other).ok_or(st::BAD_STATEID)?;
+        let cur = match s {
+            StateObj::Open(o) => o.seqid,
+            StateObj::Lock(l) => l.seqid,
+        };
+        if sid.seqid == 0 && minor > 0 {
+            return Ok(s);
+        }
+        if sid.seqid > cur {
+            return Err(st::BAD_STATEID);
+        }
+        if sid.seqid < cur {
+            return Err(st::OLD_STATEID);
+        }
+        Ok(s)
+    }
+
+    /// The first lock of another owner conflicting with the range, if any.
+    pub fn lock_conflict(
+        &self,
+        file: FileKey,
+        client: u64,
+        owner: &Bytes,
+        start: u64,
+        end: u64,
+        write: bool,
+    ) -> Option<Lock> {
+        self.locks
+            .get(&file)?
+            .iter()
+            .find(|l| {
+                !(l.client == client && l.owner == *owner)
+                    && overlaps(l.start, l.end, start, end)
+                    && (write || l.write)
+            })
+            .cloned()
+    }
+
+    /// Adds a lock, merging with the owner's own locks (POSIX semantics: the new type wins
+    /// over the range).
+    pub fn add_lock(&mut self, file: FileKey, lock: Lock) {
+        self.remove_lock_range(file, lock.client, &lock.owner, lock.start, lock.end);
+        self.locks.entry(file).or_default().push(lock);
+    }
+
+    /// Unlocks a range of an owner's locks, splitting locks that straddle it.
+    pub fn remove_lock_range(
+        &mut self,
+        file: FileKey,
+        client: u64,
+        owner: &Bytes,
+        start: u64,
+        end: u64,
+    ) {
+        let Some(v) = self.locks.get_mut(&file) else {
+            return;
+        };
+        let mut out = Vec::with_capacity(v.len());
+        for l in v.drain(..) {
+            if l.client != client || l.owner != *owner || !overlaps(l.start, l.end, start, end) {
+                out.push(l);
+                continue;
+            }
+            if l.start < start {
+                out.push(Lock {
+                    end: start,
+                    ..l.clone()
+                });
+            }
+            if l.end > end {
+                out.push(Lock {
+                    start: end,
+                    ..l.clone()
+                });
+            }
+        }
+        *v = out;
+        if v.is_empty() {
+            self.locks.remove(&file);
+        }
+    }
+
+    /// Whether an owner holds any lock on the file.
+    pub fn owner_has_locks(&self, file: FileKey, client: u64, owner: &Bytes) -> bool {
+        self.locks
+            .get(&file)
+            .is_some_and(|v| v.iter().any(|l| l.client == client && l.owner == *owner))
+    }
+}
+
+/// The share bits of an OPEN without the NFSv4.1 "want" flags.
+pub fn access_bits(a: u32) -> u32 {
+    a & !share::WANT_MASK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock(owner: &'static [u8], s: u64, e: u64, w: bool) -> Lock {
+        Lock {
+            client: 1,
+            owner: Bytes::from_static(owner),
+            start: s,
+            end: e,
+            write: w,
+        }
+    }
+
+    #[test]
+    fn lock_conflicts_and_split() {
+        let mut st = State::new();
+        let f = (1, 2);
+        st.add_lock(f, lock(b"a", 0, 100, true));
+        assert!(st
+            .lock_conflict(f, 1, &Bytes::from_static(b"b"), 50, 60, false)
+            .is_some());
+        assert!(st
+            .lock_conflict(f, 1, &Bytes::from_static(b"b"), 100, 200, true)
+            .is_none());
+        assert!(st
+            .lock_conflict(f, 1, &Bytes::from_static(b"a"), 0, 10, true)
+            .is_none());
+        st.remove_lock_range(f, 1, &Bytes::from_static(b"a"), 40, 60);
+        let v = &st.locks[&f];
+        assert_eq!(v.len(), 2);
+        assert!(st
+            .lock_conflict(f, 1, &Bytes::from_static(b"b"), 45, 55, true)
+            .is_none());
+        assert!(st
+            .lock_conflict(f, 1, &Bytes::from_static(b"b"), 59, 61, true)
+            .is_some());
+    }
+
+    #[test]
+    fn read_locks_share() {
+        let mut st = State::new();
+        let f = (1, 2);
+        st.add_lock(f, lock(b"a", 0, u64::MAX, false));
+        assert!(st
+            .lock_conflict(f, 1, &Bytes::from_static(b"b"), 0, 10, false)
+            .is_none());
+        assert!(st
+            .lock_conflict(f, 1, &Bytes::from_static(b"b"), 0, 10, true)
+            .is_some());
+    }
+
+    #[test]
+    fn stateid_seqid_rules() {
+        let mut st = State::new();
+        let other = st.new_other();
+        st.states.insert(
+            other,
+            StateObj::Lock(LockState {
+                client: 1,
+                owner: Bytes::new(),
+                file: (1, 1),
+                open: [0; 12],
+                seqid: 3,
+            }),
+        );
+        let sid = |seqid| Stateid { seqid, other };
+        assert!(st.check(&sid(3), 1).is_ok());
+        assert!(st.check(&sid(0), 1).is_ok());
+        assert_eq!(st.check(&sid(2), 1).err(), Some(st::OLD_STATEID));
+        assert_eq!(st.check(&sid(4), 1).err(), Some(st::BAD_STATEID));
+        let mut stale = sid(3);
+        stale.other[0] ^= 1;
+        assert_eq!(st.check(&stale, 0).err(), Some(st::STALE_STATEID));
+    }
+}

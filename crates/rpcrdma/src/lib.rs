@@ -1,0 +1,35 @@
+//! RPC-over-RDMA version 1 (RFC 8166), the transport-independent half: everything that can be
+//! tested without an RDMA device.
+//!
+//! * [`header`]: the transport header codec (RDMA_MSG, RDMA_NOMSG, RDMA_ERROR; Read list,
+//!   Write list, Reply chunk), bounded while decoding.
+//! * [`limits`]: receive limits, validation of call headers, credit grants, and the
+//!   [`Disposition`] of each failure (RDMA_ERROR, silent discard, or close).
+//! * [`private_data`]: RFC 8797 CM private data and inline threshold negotiation.
+//! * [`ddp`]: how a reply is conveyed (inline, Write chunk, Reply chunk) under RFC 8267's
+//!   DDP-eligibility rules, as a [`SendPlan`] of RDMA Writes plus one gathered Send.
+//! * [`read_plan`]: the RDMA Reads a call's Read chunks need and how their data is spliced back
+//!   into the RPC call, as zero-copy pieces.
+//!
+//! The verbs (queue pairs, memory registration, posting) live in another crate; this one only
+//! computes what to post.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod ddp;
+pub mod header;
+pub mod limits;
+pub mod private_data;
+pub mod read_plan;
+
+pub use ddp::{
+    plan_reply, remote_invalidate_rkey, write_chunk_capacity, PlanError, RdmaWrite, SendPlan,
+};
+pub use header::{ErrorKind, Header, Proc, RdmaSegment, ReadChunk, ReadSegment, WriteChunk};
+pub use limits::{Call, Disposition, Limits, ValidationError};
+pub use private_data::{negotiate, InlineConfig, Negotiated, PrivateData};
+pub use read_plan::{assemble_contiguous, PlacedChunk, RdmaRead, ReadPlan};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,269 @@
+#!/bin/bash
+# Runs inside the QEMU guest as PID 1 (after the initramfs switch_roots into the host's root,
+# read-only over 9p with a tmpfs overlay). Argument: the plan file written by tests/vm/run.
+# Starts each server under test in turn, mounts it with the kernel client for every requested
+# version and transport, runs tests/vm/workload.py on each mount and prints one
+#   RESULT server=S vers=V transport=T case=C status=PASS|FAIL|SKIP time=SECS reason=TEXT
+# line per case on the console, then powers the guest off.
+PLAN=$1
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb
+set -u
+
+say() { echo "RNFS-VM: $*"; }
+power_off() {
+	trap - EXIT
+	sync
+	say "powering off"
+	echo o >/proc/sysrq-trigger
+	sleep 60
+}
+trap power_off EXIT
+
+# ---------------------------------------------------------------------------------------------
+# the root: fresh tmpfs where the host's state would leak in
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+for d in /tmp /run /var/tmp /var/lib/nfs /etc/exports.d /etc/nfs.conf.d /srv /mnt; do
+	mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d"
+done
+chmod 1777 /tmp /var/tmp
+mount -t configfs configfs /sys/kernel/config 2>/dev/null
+# artifacts (workload logs, server logs, dmesg, captures) go to the host's run directory
+OUT=/run/out
+mkdir -p "$OUT"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "$OUT" 2>/dev/null || OUT=
+hostname rnfs-vm
+echo "127.0.0.1 localhost rnfs-vm" >/etc/hosts
+[ -f "$PLAN" ] || { say "plan $PLAN missing"; exit 1; }
+# shellcheck disable=SC1090
+. "$PLAN"
+say "booted: kernel $(uname -r), $(nproc) cpus, plan $PLAN"
+echo 4 >/proc/sys/kernel/printk # keep the console for errors (and our lines)
+
+result() { # server vers transport case status time reason
+	echo "RESULT server=$1 vers=$2 transport=$3 case=$4 status=$5 time=$6 reason=${7:--}"
+}
+all_cases() { # server vers transport status reason: one line for mount, every case, umount
+	local c
+	for c in mount ${CASES//,/ } umount; do result "$1" "$2" "$3" "$c" "$4" 0 "$5"; done
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+dump() { # prefix file lines: show the tail of a log on the console as evidence
+	[ -s "$2" ] && tail -n "${3:-40}" "$2" | sed "s/^/$1| /"
+}
+dmesg_tail() { dmesg | grep -v "drop_caches" | tail -n "$1" | sed "s/^/dmesg| /"; }
+save() { # files...: copy to the host's run directory
+	[ -n "$OUT" ] && cp -f "$@" "$OUT/" 2>/dev/null
+	return 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# modules, network, RDMA
+for m in nfsv3 nfsv4 veth; do
+	modprobe "$m" || say "modprobe $m failed"
+done
+RDMA_OK=1 RDMA_WHY=
+for m in rdma_rxe rdma_ucm rpcrdma; do
+	if ! out=$(modprobe "$m" 2>&1); then RDMA_OK=0 RDMA_WHY="modprobe $m failed: $out"; fi
+done
+
+ip link set lo up
+ip link add veth0 type veth peer name veth1
+ip addr add "$ADDR/24" dev veth0
+ip addr add "$PEER_ADDR/24" dev veth1
+ip link set veth0 up
+ip link set veth1 up
+if [ "$RDMA_OK" = 1 ]; then
+	if ! out=$(rdma link add rxe0 type rxe netdev veth0 2>&1); then
+		RDMA_OK=0 RDMA_WHY="rdma link add rxe0 failed: $out"
+	fi
+fi
+[ "$RDMA_OK" = 1 ] && say "rdma: $(rdma link show 2>&1 | tr '\n' ' ')"
+[ "$RDMA_OK" = 1 ] || say "no RDMA: $RDMA_WHY"
+
+SUBNET=${ADDR%.*}.0/24
+MNT=/mnt/nfs
+mkdir -p "$MNT"
+rpcbind -w || say "rpcbind failed to start"
+
+# ---------------------------------------------------------------------------------------------
+# servers: start/stop; each exports a fresh tmpfs at /srv/NAME
+KNFSD_T0=0
+start_knfsd() {
+	modprobe nfsd || return 1
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || return 1
+	# v4 OPENs wait out the grace period: keep it short (10 s is the smallest nfsd takes)
+	echo 10 >/proc/fs/nfsd/nfsv4gracetime
+	echo 10 >/proc/fs/nfsd/nfsv4leasetime
+	mkdir -p /var/lib/nfs/v4recovery /var/lib/nfs/sm /var/lib/nfs/sm.bak
+	: >/var/lib/nfs/etab
+	: >/var/lib/nfs/rmtab
+	: >/etc/nfs.conf # the host's settings stay out of the test
+	mkdir -p /srv/knfsd && mount -t tmpfs -o mode=0777 tmpfs /srv/knfsd
+	# fsid=0: /srv/knfsd is the NFSv4 pseudo root (the guest's / is an overlay, which knfsd
+	# cannot export as the usual pseudo-file-system root), so v4 mounts name it "/"
+	echo "/srv/knfsd $SUBNET(rw,no_root_squash,insecure,no_subtree_check,fsid=0)" >/etc/exports
+	exportfs -ra || return 1
+	rpc.mountd || return 1
+	rpc.nfsd 8 || return 1
+	if [ "$RDMA_OK" = 1 ]; then
+		echo "rdma 20049" >/proc/fs/nfsd/portlist || say "knfsd: cannot listen on rdma 20049"
+	fi
+	KNFSD_T0=$(date +%s)
+	say "knfsd: versions $(cat /proc/fs/nfsd/versions), ports $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
+}
+stop_knfsd() {
+	rpc.nfsd 0
+	exportfs -ua
+	pkill -x rpc.mountd
+	for _ in $(seq 50); do pgrep -x rpc.mountd >/dev/null || break; sleep 0.2; done
+	pkill -9 -x rpc.mountd
+	: >/etc/exports
+	# registrations of a killed daemon would shadow the next server's
+	for p in 100003 100005 100021 100227; do
+		for v in 1 2 3 4; do rpcinfo -d "$p" "$v" 2>/dev/null; done
+	done
+	umount /srv/knfsd
+}
+
+RNFSD_PID=
+start_rnfsd() {
+	[ -x "$RNFSD" ] || { say "rnfsd: $RNFSD is not an executable"; return 1; }
+	mkdir -p /srv/rnfsd /run/rnfsd-state && mount -t tmpfs -o mode=0777 tmpfs /srv/rnfsd
+	echo "/srv/rnfsd $SUBNET(rw,no_root_squash,insecure)" >/run/rnfsd.exports
+	# shellcheck disable=SC2086
+	env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports --state-dir /run/rnfsd-state \
+		--listen 0.0.0.0:2049 $RNFSD_ARGS >/run/rnfsd.log 2>&1 &
+	RNFSD_PID=$!
+	local i
+	for i in $(seq 600); do
+		grep -q "rnfsd ready:" /run/rnfsd.log && break
+		kill -0 "$RNFSD_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	if ! grep -q "rnfsd ready:" /run/rnfsd.log; then
+		say "rnfsd did not get ready"
+		dump "rnfsd.log" /run/rnfsd.log
+		return 1
+	fi
+	say "$(grep -o 'rnfsd ready:.*' /run/rnfsd.log | head -1)"
+}
+stop_rnfsd() {
+	[ -n "$RNFSD_PID" ] || return 0
+	kill "$RNFSD_PID" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$RNFSD_PID" 2>/dev/null || break; sleep 0.2; done
+	kill -9 "$RNFSD_PID" 2>/dev/null
+	wait "$RNFSD_PID" 2>/dev/null
+	RNFSD_PID=
+	save /run/rnfsd.log
+	umount /srv/rnfsd
+}
+
+server_supports() { # server transport vers -> 0 when the server claims the combination
+	[ "$1" = knfsd ] && return 0
+	case " $RNFSD_SUPPORTS " in *" $2:$3 "*) return 0 ;; esac
+	return 1
+}
+
+unmount() {
+	local t0 out
+	t0=$(now)
+	if out=$(timeout 120 umount "$MNT" 2>&1); then
+		echo "PASS $(elapsed "$t0") -"
+		return
+	fi
+	timeout 60 umount -f "$MNT" >/dev/null 2>&1 || umount -l "$MNT" >/dev/null 2>&1
+	echo "FAIL $(elapsed "$t0") umount failed: $(echo "$out" | tr '\n' ' ')"
+}
+
+run_combo() { # server vers transport
+	local s=$1 v=$2 t=$3 opts out t0 claimed=1 wl rc c st path
+	if [ "$t" = rdma ] && [ "$RDMA_OK" != 1 ]; then
+		all_cases "$s" "$v" "$t" SKIP "RDMA unavailable in the guest: $RDMA_WHY"
+		return
+	fi
+	server_supports "$s" "$t" "$v" || claimed=0
+	opts="vers=$v,proto=$t"
+	[ "$t" = rdma ] && opts="$opts,port=20049"
+	[ "$v" = 3 ] && opts="$opts,nolock"
+	if [ "$s" = knfsd ] && [ "$v" != 3 ]; then # wait out knfsd's v4 grace period
+		while [ "$(date +%s)" -lt $((KNFSD_T0 + 12)) ]; do sleep 1; done
+	fi
+	rm -rf "/srv/$s/work"
+	path=/srv/$s
+	[ "$s" = knfsd ] && [ "$v" != 3 ] && path=/
+	say "mount $s vers=$v transport=$t: -o $opts $ADDR:$path"
+	t0=$(now)
+	if [ "$claimed" = 0 ]; then
+		# not claimed by rnfsd (RNFSD_SUPPORTS): try once, briefly; a refusal is a SKIP
+		if ! out=$(timeout 60 mount -t nfs -o "$opts,retry=0" "$ADDR:$path" "$MNT" 2>&1); then
+			say "rnfsd refused vers=$v transport=$t: $(echo "$out" | tr '\n' ' ')"
+			all_cases "$s" "$v" "$t" SKIP "not implemented in rnfsd"
+			return
+		fi
+		say "rnfsd answered vers=$v transport=$t though RNFSD_SUPPORTS omits it: running the cases"
+	elif ! out=$(timeout 180 mount -t nfs -o "$opts" "$ADDR:$path" "$MNT" 2>&1); then
+		all_cases "$s" "$v" "$t" FAIL "mount failed: $(echo "$out" | tr '\n' ' ')"
+		dmesg_tail 20
+		[ "$s" = rnfsd ] && dump "rnfsd.log" /run/rnfsd.log 20
+		return
+	fi
+	result "$s" "$v" "$t" mount PASS "$(elapsed "$t0")" "$(grep " $MNT " /proc/mounts | cut -d' ' -f4)"
+	wl=/tmp/wl-$s-$v-$t
+	CAP_PID=
+	if [ "${CAPTURE:-0}" = 1 ] && [ -n "$OUT" ] && command -v tcpdump >/dev/null; then
+		tcpdump -i lo -s "${CAPTURE_SNAPLEN:-512}" -U -w "$OUT/$s-$v-$t.pcap" port 2049 2>/dev/null &
+		CAP_PID=$!
+		sleep 1
+	fi
+	timeout -k 10 "$WORKLOAD_TIMEOUT" python3 "$REPO/tests/vm/workload.py" --dir "$MNT/work" \
+		--label "server=$s vers=$v transport=$t" --cases "$CASES" --seed "$SEED" \
+		--tarball "$TARBALL" --log "$wl.log" $WORKLOAD_ARGS | tee "$wl.out"
+	rc=${PIPESTATUS[0]}
+	[ -n "$CAP_PID" ] && { kill "$CAP_PID"; wait "$CAP_PID"; } 2>/dev/null
+	save "$wl.log" "$wl.out"
+	for c in ${CASES//,/ }; do # a case that printed nothing died with the workload
+		grep -q " case=$c status=" "$wl.out" ||
+			result "$s" "$v" "$t" "$c" FAIL 0 "no result: workload exited $rc ($([ "$rc" = 124 ] && echo "timed out after ${WORKLOAD_TIMEOUT}s" || echo crashed))"
+	done
+	if grep -q "status=FAIL" "$wl.out" || [ "$rc" != 0 ]; then
+		dump "wl $s $v $t" "$wl.log" 60
+		dmesg_tail 30
+		[ "$s" = rnfsd ] && dump "rnfsd.log" /run/rnfsd.log 30
+	fi
+	if [ "$s" = rnfsd ] && [ -n "$RNFSD_PID" ]; then
+		say "rnfsd: $(ls "/proc/$RNFSD_PID/fd" 2>/dev/null | wc -l) open descriptors," \
+			"$(grep 'Max open files' "/proc/$RNFSD_PID/limits" | tr -s ' ')," \
+			"$(grep VmRSS "/proc/$RNFSD_PID/status" | tr -s ' \t' ' ')"
+	fi
+	read -r st c out <<<"$(unmount)"
+	result "$s" "$v" "$t" umount "$st" "$c" "$out"
+}
+
+# ---------------------------------------------------------------------------------------------
+for s in $SERVERS; do
+	say "=== server $s"
+	if ! "start_$s"; then
+		for t in $TRANSPORTS; do for v in $VERSIONS; do
+			all_cases "$s" "$v" "$t" FAIL "$s failed to start"
+		done; done
+		"stop_$s" >/dev/null 2>&1
+		continue
+	fi
+	for t in $TRANSPORTS; do
+		for v in $VERSIONS; do
+			run_combo "$s" "$v" "$t"
+		done
+	done
+	"stop_$s"
+	say "=== server $s done"
+done
+dmesg >/tmp/dmesg.txt
+save /tmp/dmesg.txt
+say "DONE"

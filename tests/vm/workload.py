@@ -1,0 +1,671 @@
+#!/usr/bin/env python3
+"""File-system workload run by the interop harness on one NFS mount (inside the QEMU guest).
+
+Each case runs in its own directory under --dir and prints one line
+    RESULT <label> case=NAME status=PASS|FAIL|SKIP time=SECONDS reason=TEXT
+on stdout. Details (and the reason of a failure) go to --log. A case that cannot run is SKIP,
+never PASS. The workload is deterministic for a given --seed.
+
+Usable on any mounted directory, e.g. by hand:
+    python3 tests/vm/workload.py --dir /mnt/nfs/work --label "server=x vers=3 transport=tcp"
+"""
+
+import argparse
+import errno
+import hashlib
+import mmap
+import os
+import random
+import shutil
+import stat
+import struct
+import subprocess
+import sys
+import time
+import traceback
+
+MiB = 1 << 20
+LOG = None
+
+
+class Skip(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+def log(msg):
+    if LOG:
+        LOG.write(msg + "\n")
+        LOG.flush()
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def drop_caches():
+    """Writes back and forgets the client's cached pages and inodes, so reads go to the server."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError as e:  # not root or not Linux: reads may then come from the page cache
+        log(f"drop_caches: {e}")
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        check(n > 0, "write returned 0")
+        view = view[n:]
+
+
+def pwrite_all(fd, data, off):
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, off)
+        check(n > 0, "pwrite returned 0")
+        view = view[n:]
+        off += n
+
+
+def pread_all(fd, n, off):
+    out = bytearray()
+    while len(out) < n:
+        b = os.pread(fd, n - len(out), off + len(out))
+        if not b:
+            break
+        out += b
+    return bytes(out)
+
+
+def read_file(path, flags=0, chunk=MiB):
+    fd = os.open(path, os.O_RDONLY | flags)
+    try:
+        out = bytearray()
+        while True:
+            b = os.read(fd, chunk)
+            if not b:
+                return bytes(out)
+            out += b
+    finally:
+        os.close(fd)
+
+
+def read_direct(path, chunk=MiB):
+    """Whole file through O_DIRECT (page-aligned buffer and offsets, so local file systems accept
+    it too): the data comes from the server, not from the client's page cache."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, chunk)
+    try:
+        out = bytearray()
+        while True:
+            n = os.preadv(fd, [buf], len(out))
+            out += buf[:n]
+            if n < chunk:
+                return bytes(out)
+    finally:
+        buf.close()
+        os.close(fd)
+
+
+def write_file(path, data, mode=0o644):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def first_diff(a, b):
+    for i in range(min(len(a), len(b))):
+        if a[i] != b[i]:
+            return i
+    return min(len(a), len(b))
+
+
+def expect_errno(fn, codes, what):
+    try:
+        fn()
+    except OSError as e:
+        check(e.errno in codes, f"{what}: got {errno.errorcode.get(e.errno, e.errno)}, "
+                                f"want {'/'.join(errno.errorcode[c] for c in codes)}")
+        return
+    raise Fail(f"{what}: succeeded, want {'/'.join(errno.errorcode[c] for c in codes)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# cases: each gets its own empty directory d and the parsed arguments
+
+
+def case_smoke(d, a):
+    """statfs, mkdir/rmdir, a small file written and read back."""
+    st = os.statvfs(d)
+    log(f"statvfs: bsize={st.f_bsize} blocks={st.f_blocks} bfree={st.f_bfree} files={st.f_files}")
+    check(st.f_blocks > 0, "statvfs reports 0 blocks")
+    os.mkdir(os.path.join(d, "sub"))
+    p = os.path.join(d, "sub", "hello")
+    write_file(p, b"hello, nfs\n")
+    check(read_file(p) == b"hello, nfs\n", "small file reads back wrong")
+    expect_errno(lambda: os.mkdir(os.path.join(d, "sub")), {errno.EEXIST}, "mkdir of existing dir")
+    expect_errno(lambda: os.rmdir(os.path.join(d, "sub")), {errno.ENOTEMPTY, errno.EEXIST},
+                 "rmdir of non-empty dir")
+    expect_errno(lambda: os.stat(os.path.join(d, "nope")), {errno.ENOENT}, "stat of missing name")
+    os.unlink(p)
+    os.rmdir(os.path.join(d, "sub"))
+    check(os.listdir(d) == [], "directory not empty after cleanup")
+
+
+def case_bigfile(d, a):
+    """64 MiB written sequentially, checksummed, read back after dropping caches (buffered and
+    O_DIRECT, with odd read sizes) and compared."""
+    size = a.big_mib * MiB
+    rnd = random.Random(a.seed)
+    base = rnd.randbytes(MiB)
+    p = os.path.join(d, "big")
+    h = hashlib.sha256()
+    t0 = time.monotonic()
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for i in range(size // MiB):
+            blk = struct.pack("<QQ", i, a.seed) + base[16:]  # every block distinct
+            h.update(blk)
+            write_all(fd, blk)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    tw = time.monotonic() - t0
+    want = h.hexdigest()
+    check(os.stat(p).st_size == size, f"size {os.stat(p).st_size} after writing {size}")
+    drop_caches()
+    t0 = time.monotonic()
+    h2 = hashlib.sha256()
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        while True:
+            b = os.read(fd, 777_777)  # odd size: reads straddle the writer's block boundaries
+            if not b:
+                break
+            h2.update(b)
+    finally:
+        os.close(fd)
+    tr = time.monotonic() - t0
+    check(h2.hexdigest() == want, f"buffered read-back sha256 {h2.hexdigest()} != written {want}")
+    t0 = time.monotonic()
+    h3 = hashlib.sha256(read_direct(p))
+    td = time.monotonic() - t0
+    check(h3.hexdigest() == want, f"O_DIRECT read-back sha256 {h3.hexdigest()} != written {want}")
+    log(f"write {size / MiB / tw:.1f} MiB/s, read {size / MiB / tr:.1f} MiB/s, "
+        f"direct read {size / MiB / td:.1f} MiB/s, sha256 {want}")
+    os.unlink(p)
+
+
+def case_files1000(d, a):
+    """1,000 files created exclusively, listed, spot-checked after dropping caches, removed."""
+    n = a.nfiles
+    sub = os.path.join(d, "many")
+    os.mkdir(sub)
+    for i in range(n):
+        fd = os.open(os.path.join(sub, f"f{i:05d}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        write_all(fd, f"file {i}\n".encode() * (i % 5))
+        os.close(fd)
+    names = os.listdir(sub)
+    check(len(names) == n, f"listdir returned {len(names)} names, want {n}")
+    check(set(names) == {f"f{i:05d}" for i in range(n)}, "listdir names differ from created")
+    expect_errno(lambda: os.open(os.path.join(sub, "f00007"), os.O_CREAT | os.O_EXCL | os.O_WRONLY),
+                 {errno.EEXIST}, "O_EXCL create of existing file")
+    drop_caches()
+    rnd = random.Random(a.seed)
+    for i in rnd.sample(range(n), min(50, n)):
+        got = read_file(os.path.join(sub, f"f{i:05d}"))
+        check(got == f"file {i}\n".encode() * (i % 5), f"f{i:05d} content wrong: {got[:40]!r}")
+    for i in range(n):
+        os.unlink(os.path.join(sub, f"f{i:05d}"))
+    left = os.listdir(sub)
+    check(left == [], f"{len(left)} names left after removing all")
+    os.rmdir(sub)
+
+
+def case_rename(d, a):
+    """Renames within and across directories, over an existing file, of a directory, and the
+    error cases; contents and file ids survive."""
+    A, B = os.path.join(d, "a"), os.path.join(d, "b")
+    os.mkdir(A)
+    os.mkdir(B)
+    write_file(os.path.join(A, "x"), b"x-content")
+    ino = os.stat(os.path.join(A, "x")).st_ino
+    os.rename(os.path.join(A, "x"), os.path.join(A, "y"))
+    check(not os.path.exists(os.path.join(A, "x")), "old name still exists after rename")
+    check(os.stat(os.path.join(A, "y")).st_ino == ino, "file id changed by rename")
+    os.rename(os.path.join(A, "y"), os.path.join(B, "y"))
+    write_file(os.path.join(B, "z"), b"z-content-to-be-replaced")
+    os.rename(os.path.join(B, "y"), os.path.join(B, "z"))
+    check(sorted(os.listdir(B)) == ["z"], f"b/ holds {sorted(os.listdir(B))} after rename-over")
+    drop_caches()
+    check(read_file(os.path.join(B, "z")) == b"x-content", "rename over existing: wrong content")
+    check(os.stat(os.path.join(B, "z")).st_ino == ino, "file id changed by rename over")
+    for i in range(20):
+        write_file(os.path.join(A, f"k{i}"), str(i).encode())
+    C = os.path.join(d, "c")
+    os.rename(A, C)
+    check(not os.path.exists(A), "old directory name still exists")
+    check(len(os.listdir(C)) == 20, "renamed directory lost entries")
+    check(read_file(os.path.join(C, "k7")) == b"7", "file in renamed directory: wrong content")
+    os.mkdir(os.path.join(d, "empty"))
+    os.rename(os.path.join(d, "empty"), os.path.join(d, "empty2"))
+    os.mkdir(os.path.join(d, "target"))
+    os.rename(os.path.join(d, "empty2"), os.path.join(d, "target"))  # onto an empty directory
+    check(os.path.isdir(os.path.join(d, "target")), "rename onto empty directory failed")
+    expect_errno(lambda: os.rename(os.path.join(d, "missing"), os.path.join(d, "m2")),
+                 {errno.ENOENT}, "rename of missing name")
+    expect_errno(lambda: os.rename(os.path.join(d, "target"), C),
+                 {errno.ENOTEMPTY, errno.EEXIST}, "rename of directory onto non-empty directory")
+    expect_errno(lambda: os.rename(os.path.join(B, "z"), C), {errno.EISDIR},
+                 "rename of file onto directory")
+    expect_errno(lambda: os.rename(C, os.path.join(C, "inside")), {errno.EINVAL},
+                 "rename of directory into itself")
+    # same-name rename is a no-op
+    os.rename(os.path.join(B, "z"), os.path.join(B, "z"))
+    check(read_file(os.path.join(B, "z")) == b"x-content", "rename to itself changed the file")
+    shutil.rmtree(C)
+    shutil.rmtree(B)
+    os.rmdir(os.path.join(d, "target"))
+
+
+def case_lsdir(d, a):
+    """`ls -l` of a directory of 2,000 long names (several READDIR(PLUS) round trips)."""
+    n = a.ndir
+    sub = os.path.join(d, "big-dir")
+    os.mkdir(sub)
+    names = [f"entry-{i:05d}-" + "abcdefghijklmnopqrstuvwxyz"[: 10 + i % 17] for i in range(n)]
+    for i, nm in enumerate(names):
+        fd = os.open(os.path.join(sub, nm), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+        if i % 10 == 0:
+            write_all(fd, b"z" * i)
+        os.close(fd)
+    drop_caches()
+    r = subprocess.run(["ls", "-l", "--color=never", "--time-style=+%s", sub],
+                       capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, f"ls -l exited {r.returncode}: {r.stderr.strip()[:200]}")
+    lines = r.stdout.splitlines()
+    check(lines and lines[0].startswith("total "), f"ls -l first line {lines[:1]!r}")
+    rows = lines[1:]
+    check(len(rows) == n, f"ls -l listed {len(rows)} entries, want {n}")
+    seen = {}
+    for row in rows:
+        f = row.split()
+        check(len(f) == 7, f"ls -l row not understood: {row!r}")
+        seen[f[6]] = (f[0], int(f[4]))
+    for i, nm in enumerate(names):
+        check(nm in seen, f"{nm} missing from ls -l")
+        mode, size = seen[nm]
+        check(mode.startswith("-rw-r-----"), f"{nm}: mode {mode}, want -rw-r-----")
+        want = i if i % 10 == 0 else 0
+        check(size == want, f"{nm}: size {size}, want {want}")
+    # a second, independent listing with telldir-style restarts through os.scandir
+    with os.scandir(sub) as it:
+        got = sorted(e.name for e in it)
+    check(got == sorted(names), "scandir listing differs from created names")
+    shutil.rmtree(sub)
+
+
+def case_symlink(d, a):
+    """Symlinks: readlink, lstat, following, dangling, long targets, to a directory."""
+    tgt = os.path.join(d, "target")
+    write_file(tgt, b"through the link")
+    ln = os.path.join(d, "link")
+    os.symlink("target", ln)
+    check(os.readlink(ln) == "target", f"readlink {os.readlink(ln)!r}")
+    check(stat.S_ISLNK(os.lstat(ln).st_mode), "lstat of symlink is not a link")
+    check(os.lstat(ln).st_size == len("target"), f"symlink size {os.lstat(ln).st_size}")
+    check(read_file(ln) == b"through the link", "reading through symlink: wrong content")
+    long_target = "/".join(["d" * 200] * 4)  # 803 bytes
+    os.symlink(long_target, os.path.join(d, "long"))
+    drop_caches()
+    check(os.readlink(os.path.join(d, "long")) == long_target, "long symlink target mangled")
+    os.symlink("does-not-exist", os.path.join(d, "dangling"))
+    check(os.path.islink(os.path.join(d, "dangling")), "dangling symlink missing")
+    expect_errno(lambda: os.stat(os.path.join(d, "dangling")), {errno.ENOENT},
+                 "stat through dangling symlink")
+    os.mkdir(os.path.join(d, "dir"))
+    write_file(os.path.join(d, "dir", "inner"), b"inner")
+    os.symlink("dir", os.path.join(d, "dirlink"))
+    check(os.listdir(os.path.join(d, "dirlink")) == ["inner"], "listing through dir symlink")
+    expect_errno(lambda: os.symlink("x", ln), {errno.EEXIST}, "symlink over existing name")
+    os.unlink(ln)
+    check(os.path.exists(tgt), "unlinking the symlink removed its target")
+    shutil.rmtree(os.path.join(d, "dir"))
+    for nm in ("long", "dangling", "dirlink", "target"):
+        os.unlink(os.path.join(d, nm))
+
+
+def case_hardlink(d, a):
+    """Hard links: link counts, shared content and id, unlink of one name, cross-directory."""
+    p = os.path.join(d, "orig")
+    write_file(p, b"A" * 5000)
+    q = os.path.join(d, "alias")
+    os.link(p, q)
+    sp, sq = os.stat(p), os.stat(q)
+    check(sp.st_ino == sq.st_ino, "hard link has a different file id")
+    check(sp.st_nlink == 2 and sq.st_nlink == 2, f"nlink {sp.st_nlink}/{sq.st_nlink}, want 2")
+    fd = os.open(q, os.O_WRONLY)
+    os.pwrite(fd, b"BBBB", 100)
+    os.close(fd)
+    drop_caches()
+    got = read_file(p)
+    check(got[100:104] == b"BBBB" and len(got) == 5000, "write through one link not seen via other")
+    os.mkdir(os.path.join(d, "other"))
+    r = os.path.join(d, "other", "third")
+    os.link(q, r)
+    check(os.stat(p).st_nlink == 3, f"nlink {os.stat(p).st_nlink} after third link, want 3")
+    os.unlink(p)
+    check(os.stat(q).st_nlink == 2, f"nlink {os.stat(q).st_nlink} after unlink, want 2")
+    check(read_file(r)[100:104] == b"BBBB", "content lost after unlinking a name")
+    expect_errno(lambda: os.link(os.path.join(d, "other"), os.path.join(d, "dirlink")),
+                 {errno.EPERM, errno.EISDIR}, "hard link to a directory")
+    expect_errno(lambda: os.link(q, r), {errno.EEXIST}, "link over existing name")
+    os.unlink(q)
+    os.unlink(r)
+    os.rmdir(os.path.join(d, "other"))
+
+
+def case_attrs(d, a):
+    """chmod (incl. setuid/sticky), chown as root, truncate up/down, utimes; each seen in stat
+    after dropping caches."""
+    p = os.path.join(d, "f")
+    write_file(p, bytes(range(256)) * 40)  # 10240 bytes
+    for mode in (0o640, 0o600, 0o4755, 0o2750, 0o777, 0o444):
+        os.chmod(p, mode)
+        check(stat.S_IMODE(os.stat(p).st_mode) == mode,
+              f"chmod {mode:o}: mode {stat.S_IMODE(os.stat(p).st_mode):o}")
+    os.chmod(p, 0o644)
+    sd = os.path.join(d, "sticky")
+    os.mkdir(sd)
+    os.chmod(sd, 0o1777)
+    check(stat.S_IMODE(os.stat(sd).st_mode) == 0o1777, "sticky directory mode")
+    os.chown(p, 1234, 5678)
+    drop_caches()
+    st = os.stat(p)
+    check((st.st_uid, st.st_gid) == (1234, 5678), f"chown: {st.st_uid}:{st.st_gid}, want 1234:5678")
+    os.chown(p, -1, 42)
+    st = os.stat(p)
+    check((st.st_uid, st.st_gid) == (1234, 42), f"chgrp: {st.st_uid}:{st.st_gid}, want 1234:42")
+    os.chown(p, 0, 0)
+    os.truncate(p, 10 * MiB)
+    drop_caches()
+    check(os.stat(p).st_size == 10 * MiB, f"truncate up: size {os.stat(p).st_size}")
+    fd = os.open(p, os.O_RDONLY)
+    tail = pread_all(fd, 4096, 10 * MiB - 4096)
+    head = pread_all(fd, 256, 0)
+    os.close(fd)
+    check(tail == bytes(4096), "extended region does not read as zeros")
+    check(head == bytes(range(256)), "data before the old EOF changed by truncate up")
+    os.truncate(p, 100)
+    drop_caches()
+    check(os.stat(p).st_size == 100, f"truncate down: size {os.stat(p).st_size}")
+    check(read_file(p) == bytes(range(100)), "truncate down: wrong remaining content")
+    fd = os.open(p, os.O_RDWR)
+    os.ftruncate(fd, 0)
+    write_all(fd, b"after ftruncate")
+    os.close(fd)
+    check(read_file(p) == b"after ftruncate", "ftruncate + write: wrong content")
+    atime_ns, mtime_ns = 1_000_000_000 * 1_234_567_890 + 123_456_789, 1_000_000_000 * 987_654_321
+    os.utime(p, ns=(atime_ns, mtime_ns))
+    drop_caches()
+    st = os.stat(p)
+    check(st.st_mtime_ns == mtime_ns, f"utime: mtime {st.st_mtime_ns}, want {mtime_ns}")
+    check(st.st_atime_ns == atime_ns, f"utime: atime {st.st_atime_ns}, want {atime_ns}")
+    before = os.stat(p).st_mtime_ns
+    time.sleep(0.05)
+    with open(p, "ab") as f:
+        f.write(b"!")
+    check(os.stat(p).st_mtime_ns != before, "write did not change mtime")
+    os.unlink(p)
+    os.rmdir(sd)
+
+
+def case_fsync(d, a):
+    """fsync/fdatasync after writes, O_SYNC and O_DSYNC writes; data read back with O_DIRECT."""
+    rnd = random.Random(a.seed + 1)
+    p = os.path.join(d, "synced")
+    chunks = [rnd.randbytes(rnd.randrange(1, 300_000)) for _ in range(12)]
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for i, c in enumerate(chunks):
+        write_all(fd, c)
+        (os.fsync if i % 2 else os.fdatasync)(fd)
+    os.close(fd)
+    want = b"".join(chunks)
+    got = read_direct(p)
+    check(got == want, f"fsync'ed data reads back wrong at byte {first_diff(got, want)}")
+    for flag, name in ((os.O_SYNC, "O_SYNC"), (os.O_DSYNC, "O_DSYNC")):
+        q = os.path.join(d, name)
+        fd = os.open(q, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | flag, 0o644)
+        for c in chunks[:6]:
+            write_all(fd, c)
+        os.close(fd)
+        got = read_direct(q)
+        want = b"".join(chunks[:6])
+        check(got == want, f"{name} data reads back wrong at byte {first_diff(got, want)}")
+        os.unlink(q)
+    # fsync of a directory and of a read-only descriptor
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(dfd)
+    os.close(dfd)
+    fd = os.open(p, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    os.unlink(p)
+
+
+def case_fsx(d, a):
+    """Seeded fsx-style run: random writes, reads, truncates, mmap reads/writes, fsyncs and
+    close/drop-caches/reopen cycles on one file, checked against an in-memory model."""
+    rnd = random.Random(a.seed + 2)
+    maxlen = 1 << 20
+    p = os.path.join(d, "fsx")
+    model = bytearray()
+    fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    hist = []
+
+    def verify(where, off=0, n=None):
+        n = len(model) - off if n is None else n
+        got = pread_all(fd, n, off)
+        want = bytes(model[off:off + n])
+        if got != want:
+            i = first_diff(got, want)
+            for h in hist[-30:]:
+                log("  op " + h)
+            raise Fail(f"fsx op {len(hist)} ({where}): {n} bytes at {off}: first difference at "
+                       f"file offset {off + i} (got {got[i:i + 8].hex()} want {want[i:i + 8].hex()}, "
+                       f"read {len(got)} bytes)")
+
+    try:
+        for opno in range(a.fsx_ops):
+            op = rnd.choices(["write", "read", "truncate", "mapread", "mapwrite", "fsync", "reopen",
+                              "direct"], [30, 25, 8, 8, 8, 6, 3, 4])[0]
+            if op == "write":
+                off = rnd.randrange(0, maxlen)
+                n = rnd.randrange(1, min(65536, maxlen - off) + 1)
+                data = rnd.randbytes(n)
+                pwrite_all(fd, data, off)
+                if off > len(model):
+                    model.extend(bytes(off - len(model)))
+                model[off:off + n] = data
+                hist.append(f"{opno} write {off} {n}")
+            elif op == "read":
+                if not model:
+                    continue
+                off = rnd.randrange(0, len(model))
+                n = rnd.randrange(1, min(65536, len(model) - off) + 1)
+                hist.append(f"{opno} read {off} {n}")
+                verify("read", off, n)
+                extra = pread_all(fd, 10, len(model))
+                check(extra == b"", f"fsx op {opno}: {len(extra)} bytes read past EOF {len(model)}")
+            elif op == "truncate":
+                n = rnd.randrange(0, maxlen)
+                os.ftruncate(fd, n)
+                if n < len(model):
+                    del model[n:]
+                else:
+                    model.extend(bytes(n - len(model)))
+                hist.append(f"{opno} truncate {n}")
+                st = os.fstat(fd)
+                check(st.st_size == n, f"fsx op {opno}: size {st.st_size} after truncate to {n}")
+            elif op in ("mapread", "mapwrite"):
+                if not model:
+                    continue
+                off = rnd.randrange(0, len(model))
+                n = rnd.randrange(1, min(65536, len(model) - off) + 1)
+                pg = off & ~(mmap.PAGESIZE - 1)
+                m = mmap.mmap(fd, off + n - pg, mmap.MAP_SHARED,
+                              mmap.PROT_READ | (mmap.PROT_WRITE if op == "mapwrite" else 0),
+                              offset=pg)
+                try:
+                    if op == "mapwrite":
+                        data = rnd.randbytes(n)
+                        m[off - pg:off - pg + n] = data
+                        m.flush()
+                        model[off:off + n] = data
+                        hist.append(f"{opno} mapwrite {off} {n}")
+                    else:
+                        hist.append(f"{opno} mapread {off} {n}")
+                        got = m[off - pg:off - pg + n]
+                        if got != bytes(model[off:off + n]):
+                            i = first_diff(got, model[off:off + n])
+                            raise Fail(f"fsx op {opno} mapread {n} at {off}: first difference at "
+                                       f"file offset {off + i}")
+                finally:
+                    m.close()
+            elif op == "fsync":
+                os.fsync(fd)
+                hist.append(f"{opno} fsync")
+            elif op == "reopen":
+                os.close(fd)
+                fd = -1
+                drop_caches()
+                fd = os.open(p, os.O_RDWR)
+                hist.append(f"{opno} reopen (caches dropped), size {len(model)}")
+                check(os.fstat(fd).st_size == len(model),
+                      f"fsx op {opno}: size {os.fstat(fd).st_size} after reopen, want {len(model)}")
+                verify("full verify after reopen")
+            elif op == "direct":
+                os.fsync(fd)
+                got = read_direct(p)
+                hist.append(f"{opno} direct read of {len(model)}")
+                if got != bytes(model):
+                    i = first_diff(got, model)
+                    raise Fail(f"fsx op {opno} O_DIRECT read: got {len(got)} bytes, model "
+                               f"{len(model)}, first difference at {i}")
+        os.fsync(fd)
+        verify("final")
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    drop_caches()
+    got = read_file(p)
+    check(got == bytes(model), f"fsx final re-read after drop_caches differs at {first_diff(got, model)}")
+    log(f"fsx: {a.fsx_ops} ops, final size {len(model)}")
+    os.unlink(p)
+
+
+def case_tar(d, a):
+    """Extracts a tar of a source tree (modes, mtimes, nested directories), compares every member
+    with `tar -d` after dropping caches, and removes the tree."""
+    if not a.tarball or not os.path.exists(a.tarball):
+        raise Skip(f"no tarball ({a.tarball})")
+    dst = os.path.join(d, "tree")
+    os.mkdir(dst)
+    r = subprocess.run(["tar", "-x", "-p", "-f", a.tarball, "-C", dst], capture_output=True,
+                       text=True, timeout=900)
+    check(r.returncode == 0, f"tar -x exited {r.returncode}: {r.stderr.strip()[:300]}")
+    drop_caches()
+    r = subprocess.run(["tar", "-d", "-f", a.tarball, "-C", dst], capture_output=True, text=True,
+                       timeout=900)
+    out = (r.stdout + r.stderr).strip()
+    log("tar -d output:\n" + out[:4000])
+    check(r.returncode == 0 and not out, f"tar -d exited {r.returncode}: {out[:300]}")
+    r = subprocess.run(["tar", "-t", "-f", a.tarball], capture_output=True, text=True, timeout=300)
+    members = [m.rstrip("/") for m in r.stdout.splitlines()]
+    n = 0
+    for root, dirs, files in os.walk(dst):
+        n += len(dirs) + len(files)
+    check(n == len(members), f"tree has {n} entries, tar lists {len(members)}")
+    shutil.rmtree(dst)
+    check(not os.path.exists(dst), "tree still exists after rm -r")
+
+
+CASES = {
+    "smoke": case_smoke,
+    "bigfile": case_bigfile,
+    "files1000": case_files1000,
+    "rename": case_rename,
+    "lsdir": case_lsdir,
+    "symlink": case_symlink,
+    "hardlink": case_hardlink,
+    "attrs": case_attrs,
+    "fsync": case_fsync,
+    "fsx": case_fsx,
+    "tar": case_tar,
+}
+
+
+def one_line(s):
+    return " ".join(str(s).split())[:400] or "-"
+
+
+def main():
+    global LOG
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--dir", required=True, help="work directory on the mount (created)")
+    ap.add_argument("--label", default="server=? vers=? transport=?")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tarball")
+    ap.add_argument("--log")
+    ap.add_argument("--big-mib", type=int, default=64)
+    ap.add_argument("--nfiles", type=int, default=1000)
+    ap.add_argument("--ndir", type=int, default=2000)
+    ap.add_argument("--fsx-ops", type=int, default=2000)
+    a = ap.parse_args()
+    LOG = open(a.log, "a") if a.log else sys.stderr
+    os.makedirs(a.dir, exist_ok=True)
+    failed = 0
+    for name in a.cases.split(","):
+        fn = CASES.get(name)
+        d = os.path.join(a.dir, name)
+        log(f"=== {a.label} case={name}")
+        t0 = time.monotonic()
+        status, reason = "PASS", "-"
+        if fn is None:
+            status, reason = "FAIL", f"unknown case {name}"
+        else:
+            try:
+                if os.path.lexists(d):
+                    shutil.rmtree(d)
+                os.mkdir(d)
+                fn(d, a)
+                if os.listdir(d):
+                    raise Fail(f"case left {sorted(os.listdir(d))[:5]} behind")
+                os.rmdir(d)
+            except Skip as e:
+                status, reason = "SKIP", one_line(e)
+            except Fail as e:
+                status, reason = "FAIL", one_line(e)
+            except Exception as e:  # an unexpected errno is a failure of the case too
+                status, reason = "FAIL", one_line(f"{type(e).__name__}: {e}")
+                log(traceback.format_exc())
+        dt = time.monotonic() - t0
+        log(f"=== {a.label} case={name} status={status} time={dt:.2f} reason={reason}")
+        print(f"RESULT {a.label} case={name} status={status} time={dt:.2f} reason={reason}",
+              flush=True)
+        failed += status == "FAIL"
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
