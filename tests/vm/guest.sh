@@ -133,14 +133,24 @@ stop_knfsd() {
 }
 
 RNFSD_PID=
+RNFSD_CLAIMS=$RNFSD_SUPPORTS
 start_rnfsd() {
 	[ -x "$RNFSD" ] || { say "rnfsd: $RNFSD is not an executable"; return 1; }
 	mkdir -p /srv/rnfsd /run/rnfsd-state && mount -t tmpfs -o mode=0777 tmpfs /srv/rnfsd
 	echo "/srv/rnfsd $SUBNET(rw,no_root_squash,insecure)" >/run/rnfsd.exports
+	# descriptor limits: the kernel's defaults for a process outside systemd (soft 1024, hard
+	# 4096) unless RNFSD_NOFILE=SOFT:HARD (systemd services get 1024:524288)
+	local lim_s=$(ulimit -S -n) lim_h=$(ulimit -H -n)
+	if [ -n "$RNFSD_NOFILE" ]; then
+		ulimit -H -n "${RNFSD_NOFILE#*:}" && ulimit -S -n "${RNFSD_NOFILE%%:*}" ||
+			say "rnfsd: cannot set ulimit -n $RNFSD_NOFILE"
+	fi
 	# shellcheck disable=SC2086
 	env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports --state-dir /run/rnfsd-state \
 		--listen 0.0.0.0:2049 $RNFSD_ARGS >/run/rnfsd.log 2>&1 &
 	RNFSD_PID=$!
+	ulimit -H -n "$lim_h" 2>/dev/null
+	ulimit -S -n "$lim_s" 2>/dev/null
 	local i
 	for i in $(seq 600); do
 		grep -q "rnfsd ready:" /run/rnfsd.log && break
@@ -153,6 +163,17 @@ start_rnfsd() {
 		return 1
 	fi
 	say "$(grep -o 'rnfsd ready:.*' /run/rnfsd.log | head -1)"
+	# what rnfsd registered with rpcbind counts as claimed, like RNFSD_SUPPORTS
+	local regs
+	regs=$(rpcinfo -p 127.0.0.1 2>/dev/null | awk '$1 == 100003 && $3 == "tcp" {print $2}' | sort -u)
+	say "rnfsd registered NFS versions over tcp: $(echo $regs)"
+	RNFSD_CLAIMS=$RNFSD_SUPPORTS
+	for v in $regs; do
+		case "$v" in
+		3) RNFSD_CLAIMS="$RNFSD_CLAIMS tcp:3" ;;
+		4) RNFSD_CLAIMS="$RNFSD_CLAIMS tcp:4.0 tcp:4.1 tcp:4.2" ;;
+		esac
+	done
 }
 stop_rnfsd() {
 	[ -n "$RNFSD_PID" ] || return 0
@@ -167,7 +188,7 @@ stop_rnfsd() {
 
 server_supports() { # server transport vers -> 0 when the server claims the combination
 	[ "$1" = knfsd ] && return 0
-	case " $RNFSD_SUPPORTS " in *" $2:$3 "*) return 0 ;; esac
+	case " $RNFSD_CLAIMS " in *" $2:$3 "*) return 0 ;; esac
 	return 1
 }
 
@@ -196,6 +217,12 @@ run_combo() { # server vers transport
 		while [ "$(date +%s)" -lt $((KNFSD_T0 + 12)) ]; do sleep 1; done
 	fi
 	rm -rf "/srv/$s/work"
+	CAP_PID= # CAPTURE=1: tcpdump of the combination (tcp) into the host's run directory
+	if [ "${CAPTURE:-0}" = 1 ] && [ -n "$OUT" ] && command -v tcpdump >/dev/null; then
+		tcpdump -i lo -s "${CAPTURE_SNAPLEN:-512}" -U -w "$OUT/$s-$v-$t.pcap" port 2049 2>/dev/null &
+		CAP_PID=$!
+		sleep 1
+	fi
 	path=/srv/$s
 	[ "$s" = knfsd ] && [ "$v" != 3 ] && path=/
 	say "mount $s vers=$v transport=$t: -o $opts $ADDR:$path"
@@ -205,28 +232,23 @@ run_combo() { # server vers transport
 		if ! out=$(timeout 60 mount -t nfs -o "$opts,retry=0" "$ADDR:$path" "$MNT" 2>&1); then
 			say "rnfsd refused vers=$v transport=$t: $(echo "$out" | tr '\n' ' ')"
 			all_cases "$s" "$v" "$t" SKIP "not implemented in rnfsd"
+			stop_capture
 			return
 		fi
-		say "rnfsd answered vers=$v transport=$t though RNFSD_SUPPORTS omits it: running the cases"
+		say "rnfsd answered vers=$v transport=$t though it does not claim it: running the cases"
 	elif ! out=$(timeout 180 mount -t nfs -o "$opts" "$ADDR:$path" "$MNT" 2>&1); then
 		all_cases "$s" "$v" "$t" FAIL "mount failed: $(echo "$out" | tr '\n' ' ')"
 		dmesg_tail 20
 		[ "$s" = rnfsd ] && dump "rnfsd.log" /run/rnfsd.log 20
+		stop_capture
 		return
 	fi
 	result "$s" "$v" "$t" mount PASS "$(elapsed "$t0")" "$(grep " $MNT " /proc/mounts | cut -d' ' -f4)"
 	wl=/tmp/wl-$s-$v-$t
-	CAP_PID=
-	if [ "${CAPTURE:-0}" = 1 ] && [ -n "$OUT" ] && command -v tcpdump >/dev/null; then
-		tcpdump -i lo -s "${CAPTURE_SNAPLEN:-512}" -U -w "$OUT/$s-$v-$t.pcap" port 2049 2>/dev/null &
-		CAP_PID=$!
-		sleep 1
-	fi
 	timeout -k 10 "$WORKLOAD_TIMEOUT" python3 "$REPO/tests/vm/workload.py" --dir "$MNT/work" \
 		--label "server=$s vers=$v transport=$t" --cases "$CASES" --seed "$SEED" \
 		--tarball "$TARBALL" --log "$wl.log" $WORKLOAD_ARGS | tee "$wl.out"
 	rc=${PIPESTATUS[0]}
-	[ -n "$CAP_PID" ] && { kill "$CAP_PID"; wait "$CAP_PID"; } 2>/dev/null
 	save "$wl.log" "$wl.out"
 	for c in ${CASES//,/ }; do # a case that printed nothing died with the workload
 		grep -q " case=$c status=" "$wl.out" ||
@@ -244,6 +266,12 @@ run_combo() { # server vers transport
 	fi
 	read -r st c out <<<"$(unmount)"
 	result "$s" "$v" "$t" umount "$st" "$c" "$out"
+	stop_capture
+}
+stop_capture() {
+	[ -n "$CAP_PID" ] && { kill "$CAP_PID"; wait "$CAP_PID"; } 2>/dev/null
+	CAP_PID=
+	return 0
 }
 
 # ---------------------------------------------------------------------------------------------

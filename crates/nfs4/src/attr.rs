@@ -130,6 +130,7 @@ pub fn supported(minor: u32) -> Bitmap {
     if minor >= 2 {
         b.set(fa::CLONE_BLKSIZE);
         b.set(fa::CHANGE_ATTR_TYPE);
+        b.set(fa::XATTR_SUPPORT);
     }
     b
 }
@@ -279,6 +280,7 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
             fa::SUPPATTR_EXCLCREAT => exclcreat().encode(&mut v),
             fa::CLONE_BLKSIZE => v.u32(4096),
             fa::CHANGE_ATTR_TYPE => v.u32(2), // NFS4_CHANGE_TYPE_IS_TIME_METADATA
+            fa::XATTR_SUPPORT => v.bool(true),
             _ => continue,
         }
         got.set(n);

@@ -113,6 +113,10 @@ pub struct Ctx<'a> {
     pub session: Option<([u8; 16], usize, bool)>,
     /// Client id of the session.
     pub clientid: Option<u64>,
+    /// Size of the COMPOUND arguments (for the session's request limit).
+    pub request_len: usize,
+    /// Reply limits of the session: (max reply, max cached reply).
+    pub reply_limits: Option<(usize, usize)>,
 }
 
 impl Ctx<'_> {
@@ -208,6 +212,8 @@ impl Nfs4 {
             saved_sid: None,
             session: None,
             clientid: None,
+            request_len: d.remaining() + 40,
+            reply_limits: None,
         };
         let mut body = Encoder::with_capacity(512);
         let mut status = st::OK;
@@ -248,18 +254,44 @@ impl Nfs4 {
                     Ok(SeqOutcome::Proceed(e)) => Ok(e),
                     Err(f) => Err(f),
                 }
-            } else if minor >= 1 && i == 0 && !sessionless(opnum, nops) {
+            } else if minor >= 1 && i == 0 && !sessionless(opnum) {
                 Err(OpFail::from(if is_known(opnum) {
                     st::OP_NOT_IN_SESSION
                 } else {
                     st::OP_ILLEGAL
                 }))
+            } else if minor >= 1 && i == 0 && opnum == op::DESTROY_CLIENTID && nops > 1 {
+                Err(OpFail::from(st::NOT_ONLY_OP))
+            } else if minor >= 1 && i > 0 && ctx.session.is_none() {
+                // EXCHANGE_ID, CREATE_SESSION, ... outside a session must be alone.
+                Err(OpFail::from(st::NOT_ONLY_OP))
             } else if minor >= 1 && opnum == op::SEQUENCE {
                 Err(OpFail::from(st::SEQUENCE_POS))
             } else {
                 self.op(&mut ctx, opnum, &mut d, i, nops)
             };
             let opnum = if is_known(opnum) { opnum } else { op::ILLEGAL };
+            let res = match (res, ctx.reply_limits, ctx.session) {
+                (Ok(e), Some((max, max_cached)), Some((_, _, cachethis))) => {
+                    let total = body.len() + e.len() + 64;
+                    if total > max {
+                        Err(OpFail::from(st::REP_TOO_BIG))
+                    } else if cachethis && total > max_cached {
+                        Err(OpFail::from(st::REP_TOO_BIG_TO_CACHE))
+                    } else {
+                        Ok(e)
+                    }
+                }
+                (r, _, _) => r,
+            };
+            // An operation that changes the current file handle without returning a stateid
+            // makes the current stateid invalid (RFC 8881 section 16.2.3.1.2).
+            if matches!(
+                opnum,
+                op::PUTFH | op::PUTROOTFH | op::PUTPUBFH | op::LOOKUP | op::LOOKUPP | op::CREATE
+            ) {
+                ctx.cur_sid = None;
+            }
             body.u32(opnum);
             count += 1;
             match res {
@@ -330,7 +362,11 @@ impl Nfs4 {
             op::OPEN_DOWNGRADE => self.open_downgrade(ctx, d),
             op::PUTFH => {
                 let fh = d.opaque(crate::proto::NFS4_FHSIZE)?;
-                ctx.cur = Some(self.parse_fh(&fh)?);
+                let fh = self.parse_fh(&fh)?;
+                if let Fh::Real(b) = &fh {
+                    self.vfs.check_handle(b)?;
+                }
+                ctx.cur = Some(fh);
                 Ok(Encoder::new())
             }
             op::PUTPUBFH | op::PUTROOTFH => {
@@ -410,11 +446,11 @@ impl Nfs4 {
             | op::LAYOUTSTATS
             | op::OFFLOAD_CANCEL
             | op::OFFLOAD_STATUS
-            | op::WRITE_SAME
-            | op::GETXATTR
-            | op::SETXATTR
-            | op::LISTXATTRS
-            | op::REMOVEXATTR => Err(st::NOTSUPP.into()),
+            | op::WRITE_SAME => Err(st::NOTSUPP.into()),
+            op::GETXATTR => self.getxattr(ctx, d),
+            op::SETXATTR => self.setxattr(ctx, d),
+            op::LISTXATTRS => self.listxattrs(ctx, d),
+            op::REMOVEXATTR => self.removexattr(ctx, d),
             _ => Err(st::OP_ILLEGAL.into()),
         }
     }
@@ -442,12 +478,15 @@ fn is_known(opnum: u32) -> bool {
 }
 
 /// Operations that may start a 4.1 COMPOUND without SEQUENCE.
-fn sessionless(opnum: u32, nops: usize) -> bool {
-    match opnum {
-        op::EXCHANGE_ID | op::CREATE_SESSION | op::BIND_CONN_TO_SESSION => true,
-        op::DESTROY_SESSION | op::DESTROY_CLIENTID => nops == 1 || opnum == op::DESTROY_SESSION,
-        _ => false,
-    }
+fn sessionless(opnum: u32) -> bool {
+    matches!(
+        opnum,
+        op::EXCHANGE_ID
+            | op::CREATE_SESSION
+            | op::BIND_CONN_TO_SESSION
+            | op::DESTROY_SESSION
+            | op::DESTROY_CLIENTID
+    )
 }
 
 impl Program for Nfs4 {

@@ -9,6 +9,7 @@ mod ops_dir;
 mod ops_fh;
 mod ops_file;
 mod ops_lock;
+mod ops_xattr;
 pub mod proto;
 pub mod pseudo;
 pub mod state;

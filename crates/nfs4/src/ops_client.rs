@@ -243,6 +243,19 @@ impl Nfs4 {
         } else {
             match confirmed {
                 Some(c) if c.verifier == verf && c.principal == who => c.id,
+                Some(c) if c.verifier != verf && c.principal != who => {
+                    // A different client took this owner name: the old record goes unless it
+                    // still holds state under a live lease.
+                    let has_state = s.states.values().any(|x| match x {
+                        StateObj::Open(o) => o.client == c.id,
+                        StateObj::Lock(l) => l.client == c.id,
+                    });
+                    if has_state && !s.expired_clients().contains(&c.id) {
+                        return Err(st::CLID_INUSE.into());
+                    }
+                    s.expire(c.id);
+                    self.new_client(&mut s, owner, verf, who, ctx.minor)
+                }
                 Some(c) if c.verifier == verf && !s.expired_clients().contains(&c.id) => {
                     let has_state = s.states.values().any(|x| match x {
                         StateObj::Open(o) => o.client == c.id,
@@ -308,11 +321,23 @@ impl Nfs4 {
                 return Ok(out);
             }
         }
+        if !c.confirmed && c.renewed.elapsed().as_secs() > crate::proto::LEASE_SECONDS as u64 {
+            // An unconfirmed record not confirmed within a lease is gone.
+            s.expire(id);
+            return Err(st::STALE_CLIENTID.into());
+        }
         if seq != c.cs_seq {
             return Err(st::SEQ_MISORDERED.into());
         }
-        if fore.maxreq < 512 || fore.maxresp < 512 {
+        if flags & !7 != 0 {
+            return Err(st::INVAL.into());
+        }
+        // Too small to carry even a SEQUENCE and one operation.
+        if fore.maxreq < 256 || fore.maxresp < 256 || back.maxreq < 256 || back.maxresp < 128 {
             return Err(st::TOOSMALL.into());
+        }
+        if !c.confirmed && c.principal != principal(_ctx) {
+            return Err(st::CLID_INUSE.into());
         }
         let nego = ChannelAttrs {
             maxreq: fore.maxreq.min(MAX_MSG),
@@ -410,8 +435,17 @@ impl Nfs4 {
         slot.busy = true;
         slot.reply = None;
         let client = sess.client;
+        let limits = (
+            sess.max_response as usize,
+            sess.max_response_cached as usize,
+        );
+        let too_big = ctx.request_len > sess.max_request as usize;
         let _ = s.renew(client);
         ctx.session = Some((sid, slotid, cachethis));
+        ctx.reply_limits = Some(limits);
+        if too_big {
+            return Err(st::REQ_TOO_BIG.into());
+        }
         ctx.clientid = Some(client);
         let mut e = Encoder::new();
         e.opaque_fixed(&sid);

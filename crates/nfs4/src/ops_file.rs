@@ -278,6 +278,10 @@ impl Nfs4 {
         let mut new_fh = None;
         let r = self.sequenced(ctx, key, seqid, |s| {
             let client = self.check_client(ctx, s, clientid)?;
+            if ctx.minor >= 1 && !s.clients.get(&client).is_some_and(|c| c.reclaim_complete) {
+                // Non-reclaim opens wait for RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
+                return Err(st::GRACE.into());
+            }
             let new_owner = ctx.minor == 0
                 && !s
                     .owners
@@ -432,7 +436,18 @@ impl Nfs4 {
             }
             e.u32(rflags);
             attrset.encode(&mut e);
-            e.u32(0); // OPEN_DELEGATE_NONE
+            match share_access & share::WANT_MASK {
+                0 => e.u32(0), // OPEN_DELEGATE_NONE
+                share::WANT_NO_DELEG => {
+                    e.u32(3); // OPEN_DELEGATE_NONE_EXT
+                    e.u32(0); // WND4_NOT_WANTED
+                }
+                _ => {
+                    e.u32(3);
+                    e.u32(2); // WND4_RESOURCE: we hand out no delegations
+                    e.bool(false);
+                }
+            }
             Ok(e)
         });
         if let (Ok(_), Some((fh, sid))) = (&r, new_fh) {
@@ -534,7 +549,11 @@ impl Nfs4 {
     pub(crate) fn close(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let seqid = d.u32()?;
         let sid = self.stateid_arg(ctx, d)?;
-        let (_, n) = self.real(ctx)?;
+        // The file may be gone (removed while open): match the open by handle.
+        let fh = match ctx.cur()? {
+            Fh::Real(fh) => fh.clone(),
+            Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+        };
         let key = self.owner_of(&sid);
         let minor = ctx.minor;
         self.sequenced(ctx, key, seqid, |s| {
@@ -542,7 +561,7 @@ impl Nfs4 {
             let Some(StateObj::Open(o)) = s.states.get(&sid.other).cloned() else {
                 return Err(st::BAD_STATEID.into());
             };
-            if o.file != file_key(&n) {
+            if o.fh != fh {
                 return Err(st::BAD_STATEID.into());
             }
             let lock_states: Vec<([u8; 12], Bytes)> = s

@@ -28,6 +28,10 @@ use crate::types::*;
 pub const MAX_IO: u32 = 1 << 20;
 /// Longest name component.
 pub const NAME_MAX: usize = 255;
+/// Largest extended attribute value (Linux XATTR_SIZE_MAX).
+pub const XATTR_SIZE_MAX: usize = 65536;
+/// Largest extended attribute name list (Linux XATTR_LIST_MAX).
+const XATTR_LIST_MAX: usize = 65536;
 
 /// Who is calling, before export rules are applied.
 #[derive(Debug, Clone)]
@@ -373,6 +377,13 @@ impl Vfs {
             .iter()
             .position(|e| e.id == id)
             .ok_or(VfsError::Stale)
+    }
+
+    /// Checks a handle's integrity and export without opening it (a removed file's handle
+    /// passes: it is STALE only when used).
+    pub fn check_handle(&self, fh: &[u8]) -> VfsResult<()> {
+        let (id, _) = self.key.open(fh)?;
+        self.export_index(id).map(drop)
     }
 
     /// Resolves a handle to an object (no client check: use [`Vfs::authorize`] for calls).
@@ -1183,6 +1194,64 @@ impl Vfs {
             done += n as u64;
         }
         Ok(done)
+    }
+
+    fn xattr_name(name: &[u8]) -> VfsResult<CString> {
+        if name.is_empty() || name.len() > NAME_MAX {
+            return Err(VfsError::Errno(libc::ENAMETOOLONG));
+        }
+        let mut full = b"user.".to_vec();
+        full.extend_from_slice(name);
+        CString::new(full).map_err(|_| VfsError::BadName)
+    }
+
+    /// GETXATTR: the value of user extended attribute `name`.
+    pub fn getxattr(&self, caller: &Caller, node: &Node, name: &[u8]) -> VfsResult<Bytes> {
+        self.same_export(caller, node)?;
+        let n = Self::xattr_name(name)?;
+        let path = node.proc_path();
+        let v = cred::with_creds(&caller.creds, || sys::getxattr(&path, &n, XATTR_SIZE_MAX))?;
+        Ok(Bytes::from(v))
+    }
+
+    /// SETXATTR: sets user extended attribute `name` (`flags`: XATTR_CREATE / XATTR_REPLACE).
+    pub fn setxattr(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+    ) -> VfsResult<()> {
+        self.same_export(caller, node)?;
+        self.writable(caller)?;
+        let n = Self::xattr_name(name)?;
+        let path = node.proc_path();
+        cred::with_creds(&caller.creds, || sys::setxattr(&path, &n, value, flags))?;
+        Ok(())
+    }
+
+    /// LISTXATTRS: names of the user extended attributes, without the `user.` prefix.
+    pub fn listxattrs(&self, caller: &Caller, node: &Node) -> VfsResult<Vec<Bytes>> {
+        self.same_export(caller, node)?;
+        let path = node.proc_path();
+        let raw = cred::with_creds(&caller.creds, || sys::listxattr(&path, XATTR_LIST_MAX))?;
+        Ok(raw
+            .split(|b| *b == 0)
+            .filter_map(|n| n.strip_prefix(b"user."))
+            .filter(|n| !n.is_empty())
+            .map(Bytes::copy_from_slice)
+            .collect())
+    }
+
+    /// REMOVEXATTR: removes user extended attribute `name`.
+    pub fn removexattr(&self, caller: &Caller, node: &Node, name: &[u8]) -> VfsResult<()> {
+        self.same_export(caller, node)?;
+        self.writable(caller)?;
+        let n = Self::xattr_name(name)?;
+        let path = node.proc_path();
+        cred::with_creds(&caller.creds, || sys::removexattr(&path, &n))?;
+        Ok(())
     }
 
     /// FSSTAT: usage of the export's file system.

@@ -488,3 +488,55 @@ pub fn clone_range(
     // SAFETY: arg is a valid file_clone_range for the duration of the ioctl.
     cvt(unsafe { libc::ioctl(dst.as_raw_fd(), FICLONERANGE, &arg) }).map(drop)
 }
+
+/// `getxattr(path, name)` into a buffer of at most `max` bytes.
+pub fn getxattr(path: &CStr, name: &CStr, max: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; max];
+    // SAFETY: path and name are NUL-terminated; buf is valid for buf.len() bytes.
+    let n = unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// `setxattr(path, name, value, flags)`.
+pub fn setxattr(path: &CStr, name: &CStr, value: &[u8], flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: path and name are NUL-terminated; value is valid for its length.
+    cvt(unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            flags,
+        )
+    })
+    .map(drop)
+}
+
+/// `listxattr(path)`: NUL-separated names, at most `max` bytes.
+pub fn listxattr(path: &CStr, max: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; max];
+    // SAFETY: path is NUL-terminated; buf is valid for buf.len() bytes.
+    let n = unsafe { libc::listxattr(path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// `removexattr(path, name)`.
+pub fn removexattr(path: &CStr, name: &CStr) -> io::Result<()> {
+    // SAFETY: path and name are NUL-terminated.
+    cvt(unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) }).map(drop)
+}
