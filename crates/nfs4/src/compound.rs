@@ -147,13 +147,24 @@ pub enum SeqOutcome {
 }
 
 impl Nfs4 {
-    /// The NFSv4 program over a backend.
+    /// The NFSv4 program over a backend, with state in memory only (no reclaim after restart).
     pub fn new(vfs: Arc<Vfs>) -> Self {
+        Self::with_state(vfs, State::new())
+    }
+
+    /// The NFSv4 program with client records kept in `state_dir`, so that clients reclaim
+    /// their opens and locks during a grace period after a restart.
+    pub fn with_state_dir(vfs: Arc<Vfs>, state_dir: &std::path::Path) -> Result<Self, crate::db::DbError> {
+        let db = crate::db::ClientDb::open(&state_dir.join("nfs4-clients.redb"))?;
+        Ok(Self::with_state(vfs, State::with_db(db)))
+    }
+
+    fn with_state(vfs: Arc<Vfs>, state: State) -> Self {
         let pseudo = PseudoFs::new(&vfs.export_roots());
         Self {
             vfs,
             pseudo,
-            state: Mutex::new(State::new()),
+            state: Mutex::new(state),
             read_plus_data_bytes: Default::default(),
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod attr;
 pub mod compound;
+pub mod db;
 mod ops_client;
 mod ops_dir;
 mod ops_fh;

@@ -192,6 +192,7 @@ impl Nfs4 {
             c.confirmed = true;
             c.renewed = Instant::now();
         }
+        s.record_confirmed(&c.owner, 0);
         Ok(Encoder::new())
     }
 
@@ -384,6 +385,9 @@ impl Nfs4 {
         put_channel_attrs(&mut e, &nego);
         put_channel_attrs(&mut e, &back_nego);
         let reply = e.finish().to_bytes();
+        if !c.confirmed {
+            s.record_confirmed(&c.owner, c.minor);
+        }
         if let Some(c) = s.clients.get_mut(&id) {
             c.confirmed = true;
             c.renewed = Instant::now();
@@ -536,6 +540,7 @@ impl Nfs4 {
             return Err(st::COMPLETE_ALREADY.into());
         }
         c.reclaim_complete = true;
+        s.reclaim_complete(id);
         Ok(Encoder::new())
     }
 

@@ -245,12 +245,14 @@ impl Nfs4 {
         enum Claim {
             Null(Bytes),
             Fh,
+            Previous,
         }
         let claim = match d.u32()? {
             0 => Claim::Null(d.opaque(crate::ops_fh::MAX_COMPONENT)?),
             1 => {
+                // The delegation type held before the restart; we grant none.
                 d.u32()?;
-                return Err(st::NO_GRACE.into());
+                Claim::Previous
             }
             2 => {
                 get_stateid(d)?;
@@ -278,8 +280,13 @@ impl Nfs4 {
         let mut new_fh = None;
         let r = self.sequenced(ctx, key, seqid, |s| {
             let client = self.check_client(ctx, s, clientid)?;
-            if ctx.minor >= 1 && !s.clients.get(&client).is_some_and(|c| c.reclaim_complete) {
-                // Non-reclaim opens wait for RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
+            if let Claim::Previous = claim {
+                s.may_reclaim(client)?;
+            } else if s.in_grace()
+                || (ctx.minor >= 1 && !s.clients.get(&client).is_some_and(|c| c.reclaim_complete))
+            {
+                // Non-reclaim opens wait for the grace period, and in 4.1 for the client's
+                // RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
                 return Err(st::GRACE.into());
             }
             let new_owner = ctx.minor == 0
@@ -288,7 +295,7 @@ impl Nfs4 {
                     .get(&(clientid, owner.clone(), false))
                     .is_some_and(|o| o.confirmed);
             let (file_node, dir_before, dir_after, attrset, created) = match &claim {
-                Claim::Fh => {
+                Claim::Fh | Claim::Previous => {
                     if create.is_some() {
                         return Err(st::INVAL.into());
                     }

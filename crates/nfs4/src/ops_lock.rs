@@ -96,9 +96,6 @@ impl Nfs4 {
             return Err(st::INVAL.into());
         }
         let end = range_end(offset, length)?;
-        if reclaim {
-            return Err(st::NO_GRACE.into());
-        }
         let file = file_key(&n);
         let minor = ctx.minor;
         let (key, seqid) = match &locker {
@@ -208,6 +205,11 @@ impl Nfs4 {
                     (sid.other, l.client, l.owner.clone())
                 }
             };
+            if reclaim {
+                s.may_reclaim(client)?;
+            } else if s.in_grace() {
+                return Err(st::GRACE.into());
+            }
             s.release_courtesy(file);
             if let Some(c) = s.lock_conflict(file, client, &owner, offset, end, write) {
                 return Err(denied(s, &c));

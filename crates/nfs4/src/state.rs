@@ -1,12 +1,13 @@
 //! NFSv4 state: clients, sessions and their slot tables, open and lock stateids, share
 //! reservations and byte-range locks. All of it lives behind one mutex; operations are short.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use xdr::Reply;
 
+use crate::db::ClientDb;
 use crate::proto::{share, st, LEASE_SECONDS};
 
 /// A stateid: seqid and 12 opaque bytes.
@@ -189,6 +190,14 @@ pub struct State {
     pub locks: HashMap<FileKey, Vec<Lock>>,
     /// NFSv4.0 owner sequencing, by (client, owner, is_lock_owner).
     pub owners: HashMap<(u64, Bytes, bool), OwnerSeq>,
+    /// Confirmed client records on disk.
+    pub db: Option<ClientDb>,
+    /// Owners of clients confirmed before the restart, who may reclaim during grace.
+    pub reclaimable: HashSet<Bytes>,
+    /// Reclaimable owners that finished reclaiming (RECLAIM_COMPLETE).
+    pub reclaim_done: HashSet<Bytes>,
+    /// End of the grace period, while it lasts.
+    pub grace_until: Option<Instant>,
 }
 
 impl Default for State {
@@ -217,6 +226,85 @@ impl State {
             states: HashMap::new(),
             locks: HashMap::new(),
             owners: HashMap::new(),
+            db: None,
+            reclaimable: HashSet::new(),
+            reclaim_done: HashSet::new(),
+            grace_until: None,
+        }
+    }
+
+    /// State backed by a client database: clients recorded there may reclaim during a grace
+    /// period of one lease, which ends early once all of them sent RECLAIM_COMPLETE.
+    pub fn with_db(db: ClientDb) -> Self {
+        let mut s = Self::new();
+        match db.load() {
+            Ok(rows) => {
+                s.reclaimable = rows.into_iter().map(|(o, _)| Bytes::from(o)).collect();
+            }
+            Err(e) => tracing::error!(error = %e, "cannot read client records; no reclaim possible"),
+        }
+        if !s.reclaimable.is_empty() {
+            tracing::info!(
+                clients = s.reclaimable.len(),
+                seconds = LEASE_SECONDS,
+                "grace period: clients may reclaim their state"
+            );
+            s.grace_until = Some(Instant::now() + Duration::from_secs(LEASE_SECONDS as u64));
+        }
+        s.db = Some(db);
+        s
+    }
+
+    /// Whether the grace period is running (ending it when its time is up or all reclaimed).
+    pub fn in_grace(&mut self) -> bool {
+        let Some(until) = self.grace_until else {
+            return false;
+        };
+        let all_done = self.reclaimable.iter().all(|o| self.reclaim_done.contains(o));
+        if Instant::now() < until && !all_done {
+            return true;
+        }
+        self.grace_until = None;
+        // Records of clients that did not come back are dropped.
+        let live: HashSet<Bytes> = self.clients.values().map(|c| c.owner.clone()).collect();
+        for o in self.reclaimable.drain() {
+            if !live.contains(&o) {
+                if let Some(db) = &self.db {
+                    if let Err(e) = db.remove(&o) {
+                        tracing::warn!(error = %e, "client record removal failed");
+                    }
+                }
+            }
+        }
+        tracing::info!("grace period over");
+        false
+    }
+
+    /// Whether `client` may reclaim now: grace runs and it held state before the restart.
+    pub fn may_reclaim(&mut self, client: u64) -> Result<(), u32> {
+        if !self.in_grace() {
+            return Err(st::NO_GRACE);
+        }
+        let owner = self.clients.get(&client).map(|c| c.owner.clone());
+        match owner {
+            Some(o) if self.reclaimable.contains(&o) && !self.reclaim_done.contains(&o) => Ok(()),
+            _ => Err(st::RECLAIM_BAD),
+        }
+    }
+
+    /// Records a newly confirmed client on disk before the confirmation is answered.
+    pub fn record_confirmed(&mut self, owner: &Bytes, minor: u32) {
+        if let Some(db) = &self.db {
+            if let Err(e) = db.insert(owner, minor) {
+                tracing::error!(error = %e, "client record not saved: it cannot reclaim after a crash");
+            }
+        }
+    }
+
+    /// Notes that a client finished reclaiming.
+    pub fn reclaim_complete(&mut self, client: u64) {
+        if let Some(c) = self.clients.get(&client) {
+            self.reclaim_done.insert(c.owner.clone());
         }
     }
 
@@ -276,7 +364,14 @@ impl State {
 
     /// Drops a client and everything it holds.
     pub fn expire(&mut self, client: u64) {
-        self.clients.remove(&client);
+        if let Some(c) = self.clients.remove(&client) {
+            let others = self.clients.values().any(|o| o.owner == c.owner);
+            if let (Some(db), false) = (&self.db, others) {
+                if let Err(e) = db.remove(&c.owner) {
+                    tracing::warn!(error = %e, "client record removal failed");
+                }
+            }
+        }
         self.sessions.retain(|_, s| s.client != client);
         self.states.retain(|_, s| match s {
             StateObj::Open(o) => o.client != client,

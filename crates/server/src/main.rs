@@ -79,7 +79,8 @@ async fn run(args: Args) -> Result<(), String> {
     let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
     disp.register(Arc::new(nfs3::Nfs3::new(vfs.clone())));
     disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
-    disp.register(Arc::new(nfs4::Nfs4::new(vfs.clone())));
+    let v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir).map_err(|e| e.to_string())?;
+    disp.register(Arc::new(v4));
     let disp = Arc::new(disp);
     let tcp_cfg = TcpConfig {
         max_record: args.max_record,
