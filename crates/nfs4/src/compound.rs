@@ -154,7 +154,10 @@ impl Nfs4 {
 
     /// The NFSv4 program with client records kept in `state_dir`, so that clients reclaim
     /// their opens and locks during a grace period after a restart.
-    pub fn with_state_dir(vfs: Arc<Vfs>, state_dir: &std::path::Path) -> Result<Self, crate::db::DbError> {
+    pub fn with_state_dir(
+        vfs: Arc<Vfs>,
+        state_dir: &std::path::Path,
+    ) -> Result<Self, crate::db::DbError> {
         let db = crate::db::ClientDb::open(&state_dir.join("nfs4-clients.redb"))?;
         Ok(Self::with_state(vfs, State::with_db(db)))
     }

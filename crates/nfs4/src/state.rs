@@ -241,7 +241,9 @@ impl State {
             Ok(rows) => {
                 s.reclaimable = rows.into_iter().map(|(o, _)| Bytes::from(o)).collect();
             }
-            Err(e) => tracing::error!(error = %e, "cannot read client records; no reclaim possible"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read client records; no reclaim possible")
+            }
         }
         if !s.reclaimable.is_empty() {
             tracing::info!(
@@ -260,7 +262,10 @@ impl State {
         let Some(until) = self.grace_until else {
             return false;
         };
-        let all_done = self.reclaimable.iter().all(|o| self.reclaim_done.contains(o));
+        let all_done = self
+            .reclaimable
+            .iter()
+            .all(|o| self.reclaim_done.contains(o));
         if Instant::now() < until && !all_done {
             return true;
         }
