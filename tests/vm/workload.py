@@ -633,8 +633,14 @@ def main():
     ap.add_argument("--fsx-ops", type=int, default=2000)
     a = ap.parse_args()
     LOG = open(a.log, "a") if a.log else sys.stderr
-    os.makedirs(a.dir, exist_ok=True)
     failed = 0
+    try:
+        os.makedirs(a.dir, exist_ok=True)
+    except OSError as e:
+        for name in a.cases.split(","):
+            print(f"RESULT {a.label} case={name} status=FAIL time=0 "
+                  f"reason=cannot create the work directory {a.dir}: {one_line(e)}", flush=True)
+        return 1
     for name in a.cases.split(","):
         fn = CASES.get(name)
         d = os.path.join(a.dir, name)

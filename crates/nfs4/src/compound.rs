@@ -120,6 +120,15 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Shortens a READ-like count so the reply fits the session's reply limit (with room for
+    /// the other operations' results), as a short read is always legal.
+    pub fn cap_reply(&self, count: u32) -> u32 {
+        match self.reply_limits {
+            Some((max, _)) => count.min(max.saturating_sub(1024) as u32),
+            None => count,
+        }
+    }
+
     /// The current file handle, or NOFILEHANDLE.
     pub fn cur(&self) -> Result<&Fh, OpFail> {
         self.cur.as_ref().ok_or(OpFail::from(st::NOFILEHANDLE))
@@ -356,11 +365,7 @@ impl Nfs4 {
             op::COMMIT => self.commit(ctx, d),
             op::CREATE => self.create(ctx, d),
             op::DELEGPURGE => Err(st::NOTSUPP.into()),
-            op::DELEGRETURN => {
-                let sid = self.stateid_arg(ctx, d)?;
-                self.state.lock().check(&sid, ctx.minor)?;
-                Err(st::BAD_STATEID.into())
-            }
+            op::DELEGRETURN => self.delegreturn(ctx, d),
             op::GETATTR => self.getattr(ctx, d),
             op::GETFH => self.getfh(ctx),
             op::LINK => self.link(ctx, d),
@@ -432,14 +437,7 @@ impl Nfs4 {
             op::TEST_STATEID => self.test_stateid(ctx, d),
             op::DESTROY_CLIENTID => self.destroy_clientid(ctx, d),
             op::RECLAIM_COMPLETE => self.reclaim_complete(ctx, d),
-            op::BACKCHANNEL_CTL => {
-                let _cb_program = d.u32()?;
-                let n = d.array_len(8, 4)?;
-                for _ in 0..n {
-                    skip_callback_sec(d)?;
-                }
-                Ok(Encoder::new())
-            }
+            op::BACKCHANNEL_CTL => self.backchannel_ctl(ctx, d),
             op::GET_DIR_DELEGATION | op::WANT_DELEGATION => Err(st::NOTSUPP.into()),
             op::GETDEVICEINFO
             | op::GETDEVICELIST
@@ -470,21 +468,20 @@ impl Nfs4 {
     }
 }
 
-/// Skips a callback_sec_parms4.
-pub fn skip_callback_sec(d: &mut Decoder) -> Result<(), OpFail> {
-    match d.u32()? {
-        0 => {}
-        1 => {
-            let _ = sunrpc::AuthSys::decode(d)?;
-        }
+/// Decodes a callback_sec_parms4: the credential to use for callbacks (None for RPCSEC_GSS,
+/// which we cannot use).
+pub fn callback_sec(d: &mut Decoder) -> Result<Option<Credential>, OpFail> {
+    Ok(match d.u32()? {
+        0 => Some(Credential::None),
+        1 => Some(Credential::Sys(sunrpc::AuthSys::decode(d)?)),
         6 => {
             d.u32()?;
             d.opaque(1024)?;
             d.opaque(1024)?;
+            None
         }
         _ => return Err(st::INVAL.into()),
-    }
-    Ok(())
+    })
 }
 
 fn is_known(opnum: u32) -> bool {

@@ -6,6 +6,7 @@ pub mod attr;
 pub mod compound;
 pub mod db;
 mod ops_client;
+mod ops_deleg;
 mod ops_dir;
 mod ops_fh;
 mod ops_file;

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use sunrpc::Credential;
 use xdr::{Decoder, Encoder};
 
-use crate::compound::{skip_callback_sec, Ctx, Nfs4, OpFail, OpResult, SeqOutcome};
+use crate::compound::{callback_sec, Ctx, Nfs4, OpFail, OpResult, SeqOutcome};
 use crate::ops_file::get_stateid;
 use crate::proto::{st, NFS4_OPAQUE_LIMIT};
 use crate::state::{ClientRec, Session, Slot, StateObj};
@@ -247,10 +247,7 @@ impl Nfs4 {
                 Some(c) if c.verifier != verf && c.principal != who => {
                     // A different client took this owner name: the old record goes unless it
                     // still holds state under a live lease.
-                    let has_state = s.states.values().any(|x| match x {
-                        StateObj::Open(o) => o.client == c.id,
-                        StateObj::Lock(l) => l.client == c.id,
-                    });
+                    let has_state = s.states.values().any(|x| x.client() == c.id);
                     if has_state && !s.expired_clients().contains(&c.id) {
                         return Err(st::CLID_INUSE.into());
                     }
@@ -258,10 +255,7 @@ impl Nfs4 {
                     self.new_client(&mut s, owner, verf, who, ctx.minor)
                 }
                 Some(c) if c.verifier == verf && !s.expired_clients().contains(&c.id) => {
-                    let has_state = s.states.values().any(|x| match x {
-                        StateObj::Open(o) => o.client == c.id,
-                        StateObj::Lock(l) => l.client == c.id,
-                    });
+                    let has_state = s.states.values().any(|x| x.client() == c.id);
                     if has_state {
                         return Err(st::CLID_INUSE.into());
                     }
@@ -295,16 +289,20 @@ impl Nfs4 {
         Ok(e)
     }
 
-    pub(crate) fn create_session(&self, _ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+    pub(crate) fn create_session(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let id = d.u64()?;
         let seq = d.u32()?;
         let flags = d.u32()?;
         let fore = channel_attrs(d)?;
         let back = channel_attrs(d)?;
-        let _cb_program = d.u32()?;
+        let cb_program = d.u32()?;
         let nsec = d.array_len(16, 4)?;
+        let mut cb_cred = None;
         for _ in 0..nsec {
-            skip_callback_sec(d)?;
+            let c = callback_sec(d)?;
+            if cb_cred.is_none() {
+                cb_cred = c;
+            }
         }
         let mut s = self.state.lock();
         if s.is_stale_client(id) {
@@ -337,7 +335,7 @@ impl Nfs4 {
         if fore.maxreq < 256 || fore.maxresp < 256 || back.maxreq < 256 || back.maxresp < 128 {
             return Err(st::TOOSMALL.into());
         }
-        if !c.confirmed && c.principal != principal(_ctx) {
+        if !c.confirmed && c.principal != principal(ctx) {
             return Err(st::CLID_INUSE.into());
         }
         let nego = ChannelAttrs {
@@ -376,6 +374,15 @@ impl Nfs4 {
                 max_response_cached: nego.maxresp_cached,
                 max_ops: nego.maxops,
                 back_channel: flags & 2 != 0,
+                back: if flags & 2 != 0 {
+                    ctx.rpc.back.clone()
+                } else {
+                    None
+                },
+                cb_program,
+                cb_cred: cb_cred.unwrap_or(Credential::None),
+                cb_seq: 0,
+                minor: ctx.minor,
             },
         );
         let mut e = Encoder::new();
@@ -483,14 +490,17 @@ impl Nfs4 {
         Ok(Encoder::new())
     }
 
-    pub(crate) fn bind_conn(&self, _ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+    pub(crate) fn bind_conn(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let sid = session_id(d)?;
         let dir = d.u32()?;
         let _rdma = d.bool()?;
-        let s = self.state.lock();
-        let Some(sess) = s.sessions.get(&sid) else {
+        let mut s = self.state.lock();
+        let Some(sess) = s.sessions.get_mut(&sid) else {
             return Err(st::BADSESSION.into());
         };
+        if dir & 2 != 0 && sess.back_channel {
+            sess.back = ctx.rpc.back.clone();
+        }
         let out_dir = match dir {
             1 => 1,
             2 => 2,
@@ -549,7 +559,7 @@ impl Nfs4 {
         let mut s = self.state.lock();
         let obj = s.check(&sid, 1)?.clone();
         match obj {
-            StateObj::Open(_) => Err(st::LOCKS_HELD.into()),
+            StateObj::Open(_) | StateObj::Deleg(_) => Err(st::LOCKS_HELD.into()),
             StateObj::Lock(l) => {
                 if s.owner_has_locks(l.file, l.client, &l.owner) {
                     return Err(st::LOCKS_HELD.into());
@@ -574,8 +584,7 @@ impl Nfs4 {
                 st::BAD_STATEID
             } else {
                 match s.check(&sid, 1) {
-                    Ok(StateObj::Open(o)) if Some(o.client) == ctx.clientid => st::OK,
-                    Ok(StateObj::Lock(l)) if Some(l.client) == ctx.clientid => st::OK,
+                    Ok(o) if Some(o.client()) == ctx.clientid => st::OK,
                     Ok(_) => st::BAD_STATEID,
                     Err(e) => e,
                 }

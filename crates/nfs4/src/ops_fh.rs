@@ -69,9 +69,7 @@ impl Nfs4 {
     /// Encodes fattr4 of a real object.
     pub fn encode_node_attrs(&self, e: &mut Encoder, n: &Node, req: &Bitmap, minor: u32) {
         let mounted_on = if self.vfs.is_export_root(n) {
-            self.pseudo
-                .parent_of_export(&n.fh)
-                .map_or(n.attr.fileid, |p| self.pseudo.attr(p).fileid)
+            self.pseudo.junction_fileid(&n.fh).unwrap_or(n.attr.fileid)
         } else {
             n.attr.fileid
         };
@@ -310,7 +308,7 @@ impl Nfs4 {
             .try_into()
             .unwrap_or_default();
         let _dircount = d.u32()?;
-        let maxcount = (d.u32()? as usize).min(1 << 20);
+        let maxcount = (ctx.cap_reply(d.u32()?) as usize).min(1 << 20);
         let req = Bitmap::decode(d)?;
         if cookie == 1 || cookie == 2 {
             return Err(st::BAD_COOKIE.into());

@@ -113,6 +113,7 @@ impl Nfs4 {
                 seqid,
                 confirmed: false,
                 last: None,
+                last_open: None,
             });
             o.seqid = seqid;
             o.last = Some((status, body));
@@ -147,6 +148,9 @@ impl Nfs4 {
                 return Err(st::BAD_STATEID.into());
             }
             s.release_courtesy(file);
+            if write {
+                self.break_delegations(&mut s, file, ctx.clientid.unwrap_or(u64::MAX))?;
+            }
             let want = if write {
                 share::DENY_WRITE
             } else {
@@ -162,6 +166,9 @@ impl Nfs4 {
             return Ok(());
         }
         let obj = s.check(sid, ctx.minor)?.clone();
+        if write {
+            self.break_delegations(&mut s, file, obj.client())?;
+        }
         let (client, access) = match &obj {
             StateObj::Open(o) => (o.client, o.access),
             StateObj::Lock(l) => (
@@ -171,12 +178,10 @@ impl Nfs4 {
                     _ => return Err(st::BAD_STATEID.into()),
                 },
             ),
+            // A read delegation allows reading only.
+            StateObj::Deleg(d) => (d.client, share::ACCESS_READ),
         };
-        let of = match &obj {
-            StateObj::Open(o) => o.file,
-            StateObj::Lock(l) => l.file,
-        };
-        if of != file {
+        if obj.file() != file {
             return Err(st::BAD_STATEID.into());
         }
         let _ = s.renew(client);
@@ -374,6 +379,9 @@ impl Nfs4 {
             }
             let file = file_key(&file_node);
             s.release_courtesy(file);
+            if access & share::ACCESS_WRITE != 0 || share_deny & share::DENY_READ != 0 {
+                self.break_delegations(s, file, client)?;
+            }
             if s.share_conflict(file, client, &owner, access, share_deny) {
                 return Err(st::SHARE_DENIED.into());
             }
@@ -443,7 +451,15 @@ impl Nfs4 {
             }
             e.u32(rflags);
             attrset.encode(&mut e);
-            match share_access & share::WANT_MASK {
+            let want = share_access & share::WANT_MASK;
+            let deleg =
+                self.maybe_delegate(s, ctx.minor, client, file, &file_node.fh, access, want);
+            match want {
+                _ if deleg.is_some() => {
+                    if let Some(d) = &deleg {
+                        crate::ops_deleg::encode_read_deleg(&mut e, d);
+                    }
+                }
                 0 => e.u32(0), // OPEN_DELEGATE_NONE
                 share::WANT_NO_DELEG => {
                     e.u32(3); // OPEN_DELEGATE_NONE_EXT
@@ -451,19 +467,31 @@ impl Nfs4 {
                 }
                 _ => {
                     e.u32(3);
-                    e.u32(2); // WND4_RESOURCE: we hand out no delegations
+                    e.u32(1); // WND4_CONTENTION: a read delegation was not possible
                     e.bool(false);
                 }
             }
             Ok(e)
         });
-        if let (Ok(_), Some((fh, sid))) = (&r, new_fh) {
+        let key = (clientid, owner, false);
+        let mut s = self.state.lock();
+        let made_current = match new_fh {
+            Some(x) => {
+                if let Some(o) = s.owners.get_mut(&key) {
+                    o.last_open = Some(x.clone());
+                }
+                Some(x)
+            }
+            // A replayed OPEN makes the same file current as the original did.
+            None => s.owners.get(&key).and_then(|o| o.last_open.clone()),
+        };
+        if let (Ok(_), Some((fh, sid))) = (&r, made_current) {
             ctx.cur = Some(Fh::Real(fh));
             ctx.cur_sid = Some(sid);
-            if ctx.minor >= 1 {
-                // NFSv4.1 open-owners need no confirmation.
-                self.state.lock().owners.remove(&(clientid, owner, false));
-            }
+        }
+        if ctx.minor >= 1 {
+            // NFSv4.1 open-owners need no confirmation or sequencing.
+            s.owners.remove(&key);
         }
         r
     }
@@ -513,7 +541,8 @@ impl Nfs4 {
         match s.states.get(&sid.other) {
             Some(StateObj::Open(o)) => Some((o.client, o.owner.clone(), false)),
             Some(StateObj::Lock(l)) => Some((l.client, l.owner.clone(), true)),
-            None => None,
+            Some(StateObj::Deleg(_)) => None,
+            None => s.closed.get(&sid.other).cloned(),
         }
     }
 
@@ -589,6 +618,13 @@ impl Nfs4 {
                 s.states.remove(&k);
             }
             s.states.remove(&sid.other);
+            if minor == 0 {
+                if s.closed.len() >= 4096 {
+                    s.closed.clear();
+                }
+                s.closed
+                    .insert(sid.other, (o.client, o.owner.clone(), false));
+            }
             let out = if minor >= 1 {
                 Stateid {
                     seqid: u32::MAX,
@@ -622,7 +658,7 @@ impl Nfs4 {
     pub(crate) fn read(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let sid = self.stateid_arg(ctx, d)?;
         let offset = d.u64()?;
-        let count = d.u32()?;
+        let count = ctx.cap_reply(d.u32()?);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
         let (data, eof, _) = self.vfs.read(&c, &n, offset, count)?;
@@ -672,7 +708,7 @@ impl Nfs4 {
     pub(crate) fn read_plus(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let sid = self.stateid_arg(ctx, d)?;
         let offset = d.u64()?;
-        let count = d.u32()?;
+        let count = ctx.cap_reply(d.u32()?);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
         let (extents, eof, _) = self.vfs.read_extents(&c, &n, offset, count)?;

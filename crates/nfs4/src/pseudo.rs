@@ -128,6 +128,23 @@ impl PseudoFs {
         })
     }
 
+    /// The fileid of the pseudo-fs directory an export is mounted on (its junction): distinct
+    /// from every pseudo directory's fileid.
+    pub fn junction_fileid(&self, fh: &[u8]) -> Option<u64> {
+        let mut n = 0u64;
+        for d in &self.dirs {
+            for (_, t) in &d.children {
+                if let Target::Export(x) = t {
+                    n += 1;
+                    if &x[..] == fh {
+                        return Some(self.dirs.len() as u64 + n);
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// Attributes of a pseudo directory.
     pub fn attr(&self, idx: usize) -> Attr {
         let t = Time { sec: 0, nsec: 0 };

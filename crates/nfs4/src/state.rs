@@ -8,7 +8,7 @@ use bytes::Bytes;
 use xdr::Reply;
 
 use crate::db::ClientDb;
-use crate::proto::{share, st, LEASE_SECONDS};
+use crate::proto::{st, LEASE_SECONDS};
 
 /// A stateid: seqid and 12 opaque bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -99,6 +99,16 @@ pub struct Session {
     pub max_ops: u32,
     /// The client asked for a back channel over the session's connection.
     pub back_channel: bool,
+    /// The connection carrying the back channel.
+    pub back: Option<std::sync::Arc<dyn sunrpc::BackChannel>>,
+    /// Program number for callbacks.
+    pub cb_program: u32,
+    /// Credential for callbacks.
+    pub cb_cred: sunrpc::Credential,
+    /// Sequence id of the back channel's slot 0.
+    pub cb_seq: u32,
+    /// Minor version of the session (for CB_COMPOUND).
+    pub minor: u32,
 }
 
 /// An open: one open-owner's share of a file.
@@ -139,6 +149,21 @@ pub struct LockState {
     pub seqid: u32,
 }
 
+/// A read delegation.
+#[derive(Debug, Clone)]
+pub struct Deleg {
+    /// Holder.
+    pub client: u64,
+    /// File.
+    pub file: FileKey,
+    /// Handle of the file.
+    pub fh: Bytes,
+    /// Stateid seqid.
+    pub seqid: u32,
+    /// When CB_RECALL was sent, if it was.
+    pub recalled: Option<Instant>,
+}
+
 /// What a stateid designates.
 #[derive(Debug, Clone)]
 pub enum StateObj {
@@ -146,6 +171,35 @@ pub enum StateObj {
     Open(Open),
     /// Byte-range locks.
     Lock(LockState),
+    /// A delegation.
+    Deleg(Deleg),
+}
+
+impl StateObj {
+    /// The client holding the state.
+    pub fn client(&self) -> u64 {
+        match self {
+            StateObj::Open(o) => o.client,
+            StateObj::Lock(l) => l.client,
+            StateObj::Deleg(d) => d.client,
+        }
+    }
+    /// The file the state is about.
+    pub fn file(&self) -> FileKey {
+        match self {
+            StateObj::Open(o) => o.file,
+            StateObj::Lock(l) => l.file,
+            StateObj::Deleg(d) => d.file,
+        }
+    }
+    /// The stateid's current seqid.
+    pub fn seqid(&self) -> u32 {
+        match self {
+            StateObj::Open(o) => o.seqid,
+            StateObj::Lock(l) => l.seqid,
+            StateObj::Deleg(d) => d.seqid,
+        }
+    }
 }
 
 /// One byte-range lock.
@@ -172,6 +226,8 @@ pub struct OwnerSeq {
     pub confirmed: bool,
     /// The last reply (status and body) for replays.
     pub last: Option<(u32, Reply)>,
+    /// The file and stateid the last OPEN made current, restored when it is replayed.
+    pub last_open: Option<(Bytes, Stateid)>,
 }
 
 /// All NFSv4 state of the server.
@@ -190,6 +246,9 @@ pub struct State {
     pub locks: HashMap<FileKey, Vec<Lock>>,
     /// NFSv4.0 owner sequencing, by (client, owner, is_lock_owner).
     pub owners: HashMap<(u64, Bytes, bool), OwnerSeq>,
+    /// Owners of recently closed stateids, so a retransmitted NFSv4.0 CLOSE finds its
+    /// owner's cached reply (bounded).
+    pub closed: HashMap<[u8; 12], (u64, Bytes, bool)>,
     /// Confirmed client records on disk.
     pub db: Option<ClientDb>,
     /// Owners of clients confirmed before the restart, who may reclaim during grace.
@@ -212,6 +271,14 @@ fn overlaps(a0: u64, a1: u64, b0: u64, b1: u64) -> bool {
 }
 
 impl State {
+    /// A session of `client` with a back channel, for callbacks.
+    pub fn back_session(&self, client: u64) -> Option<[u8; 16]> {
+        self.sessions
+            .iter()
+            .find(|(_, s)| s.client == client && s.back.is_some())
+            .map(|(k, _)| *k)
+    }
+
     /// Empty state for a new server instance.
     pub fn new() -> Self {
         let boot = SystemTime::now()
@@ -226,6 +293,7 @@ impl State {
             states: HashMap::new(),
             locks: HashMap::new(),
             owners: HashMap::new(),
+            closed: HashMap::new(),
             db: None,
             reclaimable: HashSet::new(),
             reclaim_done: HashSet::new(),
@@ -378,10 +446,7 @@ impl State {
             }
         }
         self.sessions.retain(|_, s| s.client != client);
-        self.states.retain(|_, s| match s {
-            StateObj::Open(o) => o.client != client,
-            StateObj::Lock(l) => l.client != client,
-        });
+        self.states.retain(|_, s| s.client() != client);
         for v in self.locks.values_mut() {
             v.retain(|l| l.client != client);
         }
@@ -394,10 +459,10 @@ impl State {
     pub fn release_courtesy(&mut self, file: FileKey) {
         let expired = self.expired_clients();
         for c in expired {
-            let holds = self.states.values().any(|s| match s {
-                StateObj::Open(o) => o.client == c && o.file == file,
-                StateObj::Lock(l) => l.client == c && l.file == file,
-            });
+            let holds = self
+                .states
+                .values()
+                .any(|s| s.client() == c && s.file() == file);
             if holds {
                 tracing::info!(
                     client = c,
@@ -446,10 +511,7 @@ impl State {
             });
         }
         let s = self.states.get(&sid.other).ok_or(st::BAD_STATEID)?;
-        let cur = match s {
-            StateObj::Open(o) => o.seqid,
-            StateObj::Lock(l) => l.seqid,
-        };
+        let cur = s.seqid();
         if sid.seqid == 0 && minor > 0 {
             return Ok(s);
         }
@@ -537,7 +599,7 @@ impl State {
 
 /// The share bits of an OPEN without the NFSv4.1 "want" flags.
 pub fn access_bits(a: u32) -> u32 {
-    a & !share::WANT_MASK
+    a & 0xff
 }
 
 #[cfg(test)]

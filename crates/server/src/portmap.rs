@@ -215,6 +215,7 @@ mod tests {
             cred: Credential::None,
             peer: peer.parse().unwrap(),
             transport: TransportKind::Udp,
+            back: None,
         }
     }
 

@@ -26,6 +26,19 @@ pub enum TransportKind {
     Rdma,
 }
 
+/// Sends RPC calls back to a client over the connection its calls arrive on (the NFSv4.1
+/// back channel, RFC 8881 section 2.10.3.1).
+pub trait BackChannel: Send + Sync {
+    /// Queues a complete RPC call message; false when the connection is gone or congested.
+    fn send_call(&self, msg: Reply) -> bool;
+}
+
+impl std::fmt::Debug for dyn BackChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BackChannel")
+    }
+}
+
 /// Everything a procedure knows about its caller.
 #[derive(Debug, Clone)]
 pub struct CallContext {
@@ -41,6 +54,8 @@ pub struct CallContext {
     pub peer: SocketAddr,
     /// Transport the call came over.
     pub transport: TransportKind,
+    /// The connection, for calls back to the client, when the transport offers one.
+    pub back: Option<std::sync::Arc<dyn BackChannel>>,
 }
 
 /// Why a procedure produced no normal result.
@@ -133,6 +148,17 @@ impl Dispatcher {
         peer: SocketAddr,
         transport: TransportKind,
     ) -> Option<Reply> {
+        self.dispatch_with(msg, peer, transport, None)
+    }
+
+    /// [`Dispatcher::dispatch`] for a connection that can carry calls back to the client.
+    pub fn dispatch_with(
+        &self,
+        msg: Bytes,
+        peer: SocketAddr,
+        transport: TransportKind,
+        back: Option<Arc<dyn BackChannel>>,
+    ) -> Option<Reply> {
         let args_len = msg.len();
         let (hdr, args) = match msg::decode_call(msg) {
             Ok(x) => x,
@@ -182,7 +208,7 @@ impl Dispatcher {
             }
         }
         let start = Instant::now();
-        let reply = self.run(prog.as_ref(), hdr, args, peer, transport);
+        let reply = self.run(prog.as_ref(), hdr, args, peer, transport, back);
         self.metrics
             .observe(prog.program(), name, start.elapsed().as_secs_f64());
         if cached {
@@ -198,6 +224,7 @@ impl Dispatcher {
         args: Decoder,
         peer: SocketAddr,
         transport: TransportKind,
+        back: Option<Arc<dyn BackChannel>>,
     ) -> Reply {
         let ctx = CallContext {
             xid: hdr.xid,
@@ -206,6 +233,7 @@ impl Dispatcher {
             cred: hdr.cred,
             peer,
             transport,
+            back,
         };
         let mut e = Encoder::with_capacity(512);
         msg::encode_accepted(&mut e, hdr.xid, AcceptStat::Success);

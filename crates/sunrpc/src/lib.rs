@@ -13,5 +13,5 @@ pub mod msg;
 pub mod record;
 pub mod tcp;
 
-pub use dispatch::{CallContext, Dispatcher, ProcError, Program, TransportKind};
+pub use dispatch::{BackChannel, CallContext, Dispatcher, ProcError, Program, TransportKind};
 pub use msg::{AuthSys, Credential};

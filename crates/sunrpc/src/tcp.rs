@@ -16,7 +16,20 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, Semaphore};
 use xdr::{Reply, Segment};
 
-use crate::dispatch::{Dispatcher, TransportKind};
+use crate::dispatch::{BackChannel, Dispatcher, TransportKind};
+
+/// Calls to the client on a TCP connection share the reply queue with ordinary replies.
+/// It holds the queue weakly, so a session that outlives its connection does not keep the
+/// connection's writer (and socket) alive.
+struct TcpBackChannel {
+    tx: mpsc::WeakSender<Reply>,
+}
+
+impl BackChannel for TcpBackChannel {
+    fn send_call(&self, msg: Reply) -> bool {
+        self.tx.upgrade().is_some_and(|tx| tx.try_send(msg).is_ok())
+    }
+}
 use crate::record::{record_header, RecordReader};
 
 /// Limits of the TCP transport.
@@ -88,6 +101,7 @@ async fn serve_connection(
     let (tx, rx) = mpsc::channel::<Reply>(cfg.max_in_flight.max(1));
     let writer = tokio::spawn(write_replies(wr, rx));
     let in_flight = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
+    let back: Arc<dyn BackChannel> = Arc::new(TcpBackChannel { tx: tx.downgrade() });
     let mut rr = RecordReader::new(cfg.max_record);
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let result = loop {
@@ -108,13 +122,19 @@ async fn serve_connection(
                 break Err(io::Error::new(io::ErrorKind::InvalidData, e));
             }
         };
+        // Replies to our back-channel calls: nothing waits for them.
+        if rec.len() >= 8 && rec[4..8] == [0, 0, 0, 1] {
+            disp.metrics().count_error("backchannel_reply");
+            continue;
+        }
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
             break Ok(());
         };
         let disp = disp.clone();
         let tx = tx.clone();
+        let back = back.clone();
         tokio::task::spawn_blocking(move || {
-            if let Some(reply) = disp.dispatch(rec, peer, TransportKind::Tcp) {
+            if let Some(reply) = disp.dispatch_with(rec, peer, TransportKind::Tcp, Some(back)) {
                 let _ = tx.blocking_send(reply);
             }
             drop(permit);

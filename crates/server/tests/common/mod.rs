@@ -7,6 +7,8 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod nfs4_raw;
+
 use std::fmt::Debug;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

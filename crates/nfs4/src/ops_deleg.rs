@@ -1,0 +1,197 @@
+//! Read delegations and their recall over the NFSv4.1 back channel (CB_SEQUENCE + CB_RECALL),
+//! DELEGRETURN and BACKCHANNEL_CTL.
+//!
+//! A read delegation is granted on a read-only OPEN by a 4.1 client with a back channel when no
+//! other client has the file open for writing. A conflicting OPEN, WRITE or size change by
+//! another client sends CB_RECALL once and answers NFS4ERR_DELAY until the holder returns the
+//! delegation; a holder that does not return it within a lease loses it (revocation).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use sunrpc::{msg, Credential};
+use xdr::{Decoder, Encoder};
+
+use crate::compound::{callback_sec, Ctx, Nfs4, OpResult};
+use crate::ops_file::{file_key, put_stateid};
+use crate::proto::{share, st, LEASE_SECONDS};
+use crate::state::{Deleg, FileKey, State, StateObj, Stateid};
+
+/// CB_COMPOUND operation numbers.
+const OP_CB_RECALL: u32 = 4;
+const OP_CB_SEQUENCE: u32 = 11;
+
+static CB_XID: AtomicU32 = AtomicU32::new(0x6362_0000);
+
+impl Nfs4 {
+    /// Grants a read delegation for a read-only open when nothing conflicts; returns its stateid.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn maybe_delegate(
+        &self,
+        s: &mut State,
+        minor: u32,
+        client: u64,
+        file: FileKey,
+        fh: &Bytes,
+        access: u32,
+        want: u32,
+    ) -> Option<Stateid> {
+        if minor == 0 || access != share::ACCESS_READ || want == share::WANT_NO_DELEG {
+            return None;
+        }
+        s.back_session(client)?;
+        let conflict = s.states.values().any(|o| match o {
+            StateObj::Open(o) => {
+                o.file == file && o.client != client && o.access & share::ACCESS_WRITE != 0
+            }
+            StateObj::Deleg(d) => d.file == file,
+            StateObj::Lock(_) => false,
+        });
+        if conflict {
+            return None;
+        }
+        let other = s.new_other();
+        s.states.insert(
+            other,
+            StateObj::Deleg(Deleg {
+                client,
+                file,
+                fh: fh.clone(),
+                seqid: 1,
+                recalled: None,
+            }),
+        );
+        Some(Stateid { seqid: 1, other })
+    }
+
+    /// Recalls other clients' delegations on `file` that conflict with access by `client`;
+    /// Err(DELAY) while a recall is outstanding.
+    pub(crate) fn break_delegations(
+        &self,
+        s: &mut State,
+        file: FileKey,
+        client: u64,
+    ) -> Result<(), u32> {
+        let lease = Duration::from_secs(LEASE_SECONDS as u64);
+        let mut wait = false;
+        let held: Vec<([u8; 12], Deleg)> = s
+            .states
+            .iter()
+            .filter_map(|(k, v)| match v {
+                StateObj::Deleg(d) if d.file == file && d.client != client => Some((*k, d.clone())),
+                _ => None,
+            })
+            .collect();
+        for (other, d) in held {
+            match d.recalled {
+                Some(t) if t.elapsed() > lease => {
+                    tracing::info!(
+                        client = d.client,
+                        "delegation not returned within a lease: revoked"
+                    );
+                    s.states.remove(&other);
+                }
+                Some(_) => wait = true,
+                None => {
+                    self.send_recall(s, &other, &d);
+                    if let Some(StateObj::Deleg(x)) = s.states.get_mut(&other) {
+                        x.recalled = Some(Instant::now());
+                    }
+                    wait = true;
+                }
+            }
+        }
+        if wait {
+            Err(st::DELAY)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn send_recall(&self, s: &mut State, other: &[u8; 12], d: &Deleg) {
+        let Some(sid) = s.back_session(d.client) else {
+            return;
+        };
+        let Some(sess) = s.sessions.get_mut(&sid) else {
+            return;
+        };
+        sess.cb_seq = sess.cb_seq.wrapping_add(1);
+        let xid = CB_XID.fetch_add(1, Ordering::Relaxed);
+        let mut e = Encoder::with_capacity(256);
+        msg::encode_call(&mut e, xid, sess.cb_program, 1, 1, &sess.cb_cred);
+        e.opaque(b"");
+        e.u32(sess.minor);
+        e.u32(0); // callback_ident: unused in 4.1
+        e.u32(2);
+        e.u32(OP_CB_SEQUENCE);
+        e.opaque_fixed(&sid);
+        e.u32(sess.cb_seq);
+        e.u32(0); // slot
+        e.u32(0); // highest slot
+        e.bool(false);
+        e.u32(0); // referring call lists
+        e.u32(OP_CB_RECALL);
+        put_stateid(
+            &mut e,
+            &Stateid {
+                seqid: d.seqid,
+                other: *other,
+            },
+        );
+        e.bool(false);
+        e.opaque(&d.fh);
+        let msg = e.finish();
+        let body_len = msg.wire_len();
+        let sent = sess.back.as_ref().is_some_and(|b| b.send_call(msg));
+        tracing::debug!(client = d.client, sent, bytes = body_len, "CB_RECALL");
+    }
+
+    pub(crate) fn delegreturn(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let sid = self.stateid_arg(ctx, d)?;
+        let (_, n) = self.real(ctx)?;
+        let mut s = self.state.lock();
+        match s.check(&sid, ctx.minor)? {
+            StateObj::Deleg(x) if x.file == file_key(&n) => {}
+            StateObj::Deleg(_) => return Err(st::BAD_STATEID.into()),
+            _ => return Err(st::BAD_STATEID.into()),
+        }
+        s.states.remove(&sid.other);
+        Ok(Encoder::new())
+    }
+
+    pub(crate) fn backchannel_ctl(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let cb_program = d.u32()?;
+        let n = d.array_len(16, 4)?;
+        let mut cred: Option<Credential> = None;
+        for _ in 0..n {
+            let c = callback_sec(d)?;
+            if cred.is_none() {
+                cred = c;
+            }
+        }
+        let Some((sid, _, _)) = ctx.session else {
+            return Err(st::OP_NOT_IN_SESSION.into());
+        };
+        let mut s = self.state.lock();
+        if let Some(sess) = s.sessions.get_mut(&sid) {
+            sess.cb_program = cb_program;
+            if let Some(c) = cred {
+                sess.cb_cred = c;
+            }
+        }
+        Ok(Encoder::new())
+    }
+}
+
+/// Encodes open_delegation4 for a granted read delegation.
+pub fn encode_read_deleg(e: &mut Encoder, sid: &Stateid) {
+    e.u32(1); // OPEN_DELEGATE_READ
+    put_stateid(e, sid);
+    e.bool(false); // recall
+                   // nfsace4 permissions: allow nothing beyond what the mode says.
+    e.u32(0);
+    e.u32(0);
+    e.u32(0);
+    e.opaque(b"");
+}

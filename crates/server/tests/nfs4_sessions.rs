@@ -1,0 +1,648 @@
+//! NFSv4.1 with the raw COMPOUND client: session slots (replay cache, misordered and bad
+//! slots), share reservations and byte-range locks between two clients, and the pseudo file
+//! system that joins the exports.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path};
+
+use common::nfs4_raw::*;
+use common::*;
+
+fn components(p: &Path) -> Vec<Vec<u8>> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.as_encoded_bytes().to_vec()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A file under the export owned by the raw client's uid (so it may open it for writing).
+fn user_file(fx: &Fixture, name: &str, content: &[u8]) {
+    let p = fx.export.join(name);
+    std::fs::write(&p, content).unwrap();
+    std::os::unix::fs::chown(&p, Some(TEST_UID), Some(TEST_UID)).unwrap();
+}
+
+#[test]
+fn session_slot_replay_misordered_and_bad_slot() {
+    let fx = Fixture::new();
+    let mut c = V4::session(fx.server.port, 1, "slots");
+    assert!(c.slots.len() >= 2, "need two slots, got {}", c.slots.len());
+    let dir = c.path_fh(&fx.export);
+    let clientid = c.clientid;
+    // A request that cannot be executed twice with the same result: a GUARDED create.
+    let create = || {
+        Ops::new()
+            .putfh(&dir)
+            .open(
+                0,
+                share::ACCESS_BOTH,
+                share::DENY_NONE,
+                clientid,
+                b"owner",
+                &OpenHow::Guarded(Sattr::mode(0o640)),
+                &Claim::Null(b"once".to_vec()),
+            )
+            .getfh()
+    };
+    let first = c.call_slot(1, 1, true, create()).ok("first GUARDED OPEN");
+    assert!(fx.export.join("once").is_file());
+
+    // The retransmission (same slot, same seqid) is answered from the slot's reply cache,
+    // byte for byte, instead of failing with NFS4ERR_EXIST.
+    let again = c.call_slot(1, 1, true, create());
+    assert_eq!(
+        again.raw,
+        first.raw,
+        "replay differs: {} vs {}",
+        again.summary(),
+        first.summary()
+    );
+    // A new request (next seqid) really executes it again: EXIST.
+    let r = c.call_slot(1, 2, false, create());
+    assert_eq!(r.status, st::EXIST, "{}", r.summary());
+
+    // Sequence ids that are neither the last one nor the next one: misordered.
+    for bad in [4, 0, u32::MAX] {
+        let r = c.call_slot(1, bad, false, Ops::new().putrootfh());
+        assert_eq!(r.status, st::SEQ_MISORDERED, "seqid {bad}: {}", r.summary());
+        assert_eq!(r.results.len(), 1, "{}", r.summary());
+        assert_eq!(r.results[0].op, op::SEQUENCE);
+    }
+    // The slot is still usable with the expected next seqid.
+    c.call_slot(1, 3, false, Ops::new().putrootfh().getfh())
+        .ok("slot 1 seqid 3");
+
+    // A slot beyond the table.
+    let n = c.slots.len() as u32;
+    for slot in [n, n + 1, 1 << 20] {
+        let r = c.call_slot(slot, 1, false, Ops::new().putrootfh());
+        assert_eq!(r.status, st::BADSLOT, "slot {slot}: {}", r.summary());
+        assert_eq!(r.results.len(), 1);
+    }
+
+    // A reply that was not cached cannot be replayed.
+    c.call_slot(2, 1, false, Ops::new().putrootfh().getfh())
+        .ok("slot 2");
+    let r = c.call_slot(2, 1, false, Ops::new().putrootfh().getfh());
+    assert_eq!(r.status, st::RETRY_UNCACHED_REP, "{}", r.summary());
+
+    // Operations other than the session ones need SEQUENCE first.
+    let r = c.compound(Ops::new().putrootfh().getfh());
+    assert_eq!(r.status, st::OP_NOT_IN_SESSION, "{}", r.summary());
+
+    // After DESTROY_SESSION the session is gone.
+    let sid = c.sessionid;
+    c.compound(Ops::new().destroy_session(&sid))
+        .ok("DESTROY_SESSION");
+    let r = c.call_slot(0, 1, false, Ops::new().putrootfh());
+    assert_eq!(r.status, st::BADSESSION, "{}", r.summary());
+}
+
+#[test]
+fn create_session_sequence_replay_and_exchange_id_confirmed() {
+    let fx = Fixture::new();
+    let mut c = V4::connect(fx.server.port, 1, "cs-replay");
+    let verf = boot_verifier(b"cs-replay");
+    let r = c
+        .compound(Ops::new().exchange_id(verf, b"cs-replay", 0x1_0000))
+        .ok("EXCHANGE_ID");
+    let Res::ExchangeId {
+        clientid,
+        seqid,
+        flags,
+    } = r.get(op::EXCHANGE_ID).res
+    else {
+        unreachable!()
+    };
+    assert_eq!(flags & 0x8000_0000, 0, "new client reported as confirmed");
+    let first = c
+        .compound(Ops::new().create_session(clientid, seqid, 4))
+        .ok("CREATE_SESSION");
+    // A retransmitted CREATE_SESSION (same sequence id) gets the same session.
+    let again = c
+        .compound(Ops::new().create_session(clientid, seqid, 4))
+        .ok("CREATE_SESSION replay");
+    assert_eq!(again.raw, first.raw);
+    // One too far ahead is misordered.
+    let r = c.compound(Ops::new().create_session(clientid, seqid.wrapping_add(2), 4));
+    assert_eq!(r.status, st::SEQ_MISORDERED, "{}", r.summary());
+    // The same owner and verifier again: the record is now confirmed.
+    let r = c
+        .compound(Ops::new().exchange_id(verf, b"cs-replay", 0x1_0000))
+        .ok("EXCHANGE_ID again");
+    let Res::ExchangeId {
+        clientid: id2,
+        flags,
+        ..
+    } = r.get(op::EXCHANGE_ID).res
+    else {
+        unreachable!()
+    };
+    assert_eq!(id2, clientid);
+    assert_ne!(flags & 0x8000_0000, 0, "EXCHGID4_FLAG_CONFIRMED_R missing");
+    // An unknown client id.
+    let r = c.compound(Ops::new().create_session(clientid ^ 0xdead_0000_0000, 1, 4));
+    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+}
+
+#[test]
+fn open_create_modes_write_read_close() {
+    let fx = Fixture::new();
+    let mut c = V4::session(fx.server.port, 1, "opens");
+    let dir = c.path_fh(&fx.export);
+
+    // UNCHECKED create, twice: the second open finds the file and keeps its content.
+    let (fh, sid) = c.open_ok(
+        &dir,
+        "u",
+        "o1",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o600)),
+    );
+    let data = pattern(11, 300_000);
+    c.write_all(&fh, &sid, 0, &data);
+    c.close_ok(&fh, &sid);
+    let md = std::fs::metadata(fx.export.join("u")).unwrap();
+    assert_eq!(md.mode() & 0o7777, 0o600);
+    assert_eq!((md.uid(), md.len()), (TEST_UID, data.len() as u64));
+    let (fh2, sid) = c.open_ok(
+        &dir,
+        "u",
+        "o1",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    assert_eq!(fh2, fh);
+    let mut back = Vec::new();
+    loop {
+        let r = c
+            .call(
+                Ops::new()
+                    .putfh(&fh)
+                    .read(&sid, back.len() as u64, 128 * 1024),
+            )
+            .ok("READ");
+        let Res::Read { eof, data } = &r.get(op::READ).res else {
+            unreachable!()
+        };
+        back.extend_from_slice(data);
+        if *eof {
+            break;
+        }
+        assert!(!data.is_empty(), "empty READ before eof");
+    }
+    assert!(back == data, "data read back differs");
+    // Opened for reading only: WRITE is refused.
+    let r = c.call(Ops::new().putfh(&fh).write(&sid, 0, FILE_SYNC4, b"x"));
+    assert_eq!(r.status, st::OPENMODE, "{}", r.summary());
+    c.close_ok(&fh, &sid);
+    // The stateid is gone after CLOSE.
+    let r = c.call(Ops::new().putfh(&fh).read(&sid, 0, 10));
+    assert_eq!(r.status, st::BAD_STATEID, "{}", r.summary());
+
+    // GUARDED create of an existing name: EXIST.
+    let r = c.open(
+        &dir,
+        "u",
+        "o1",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::Guarded(Sattr::mode(0o644)),
+    );
+    assert_eq!(r.status, st::EXIST, "{}", r.summary());
+
+    // EXCLUSIVE4_1: the same verifier again is the same create (success, same file); another
+    // verifier is EXIST.
+    let v = *b"verifier";
+    let how = OpenHow::Exclusive41(v, Sattr::mode(0o604));
+    let (xfh, xsid) = c.open_ok(
+        &dir,
+        "x",
+        "o2",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        how.clone(),
+    );
+    c.close_ok(&xfh, &xsid);
+    assert_eq!(
+        std::fs::metadata(fx.export.join("x")).unwrap().mode() & 0o7777,
+        0o604
+    );
+    let (xfh2, xsid) = c.open_ok(&dir, "x", "o2", share::ACCESS_BOTH, share::DENY_NONE, how);
+    assert_eq!(xfh2, xfh);
+    c.close_ok(&xfh2, &xsid);
+    let r = c.open(
+        &dir,
+        "x",
+        "o2",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::Exclusive41(*b"otherver", Sattr::default()),
+    );
+    assert_eq!(r.status, st::EXIST, "{}", r.summary());
+
+    // NOCREATE of a missing name.
+    let r = c.open(
+        &dir,
+        "missing",
+        "o1",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    assert_eq!(r.status, st::NOENT, "{}", r.summary());
+    c.destroy();
+}
+
+#[test]
+fn share_reservations_between_two_clients() {
+    let fx = Fixture::new();
+    user_file(&fx, "shared", b"shared content");
+    let mut a = V4::session(fx.server.port, 1, "share-a");
+    let mut b = V4::session(fx.server.port, 1, "share-b");
+    let dir = a.path_fh(&fx.export);
+
+    let (fh, asid) = a.open_ok(
+        &dir,
+        "shared",
+        "a",
+        share::ACCESS_READ,
+        share::DENY_WRITE,
+        OpenHow::NoCreate,
+    );
+    // B may not open for writing while A denies writes.
+    for access in [share::ACCESS_WRITE, share::ACCESS_BOTH] {
+        let r = b.open(
+            &dir,
+            "shared",
+            "b",
+            access,
+            share::DENY_NONE,
+            OpenHow::NoCreate,
+        );
+        assert_eq!(
+            r.status,
+            st::SHARE_DENIED,
+            "access {access}: {}",
+            r.summary()
+        );
+    }
+    // Nor deny reads that A holds.
+    let r = b.open(
+        &dir,
+        "shared",
+        "b",
+        share::ACCESS_READ,
+        share::DENY_READ,
+        OpenHow::NoCreate,
+    );
+    assert_eq!(r.status, st::SHARE_DENIED, "{}", r.summary());
+    // Reading is fine.
+    let (_, bsid) = b.open_ok(
+        &dir,
+        "shared",
+        "b",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    let r = b
+        .call(Ops::new().putfh(&fh).read(&bsid, 0, 100))
+        .ok("READ by B");
+    assert_eq!(
+        r.get(op::READ).res,
+        Res::Read {
+            eof: true,
+            data: bytes::Bytes::from_static(b"shared content")
+        }
+    );
+    // Anonymous writes are refused under DENY_WRITE too (RFC 8881 section 9.7).
+    let r = b.call(
+        Ops::new()
+            .putfh(&fh)
+            .write(&Stateid::ANON, 0, FILE_SYNC4, b"X"),
+    );
+    assert_ne!(
+        r.status,
+        st::OK,
+        "anonymous WRITE under DENY_WRITE succeeded"
+    );
+    assert_eq!(
+        std::fs::read(fx.export.join("shared")).unwrap(),
+        b"shared content"
+    );
+
+    // Once A closes, B may write.
+    a.close_ok(&fh, &asid);
+    let (_, bw) = b.open_ok(
+        &dir,
+        "shared",
+        "b2",
+        share::ACCESS_WRITE,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    b.write_all(&fh, &bw, 0, b"SHARED");
+    assert_eq!(
+        std::fs::read(fx.export.join("shared")).unwrap(),
+        b"SHARED content"
+    );
+}
+
+#[test]
+fn byte_range_locks_between_two_clients() {
+    let fx = Fixture::new();
+    user_file(&fx, "locked", &[0u8; 200]);
+    let mut a = V4::session(fx.server.port, 1, "lock-a");
+    let mut b = V4::session(fx.server.port, 1, "lock-b");
+    let dir = a.path_fh(&fx.export);
+    let (fh, a_open) = a.open_ok(
+        &dir,
+        "locked",
+        "a-open",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    let (_, b_open) = b.open_ok(
+        &dir,
+        "locked",
+        "b-open",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+
+    let a_locker = Locker::New {
+        open_seqid: 0,
+        open_stateid: a_open,
+        lock_seqid: 0,
+        clientid: a.clientid,
+        owner: b"a-lock".to_vec(),
+    };
+    let r = a
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .lock(lock_type::WRITE, 0, 100, &a_locker),
+        )
+        .ok("LOCK by A");
+    let a_lock = r.stateid(op::LOCK);
+
+    let a_holds = LockDenied {
+        offset: 0,
+        length: 100,
+        locktype: lock_type::WRITE,
+        clientid: a.clientid,
+        owner: bytes::Bytes::from_static(b"a-lock"),
+    };
+    let b_locker = Locker::New {
+        open_seqid: 0,
+        open_stateid: b_open,
+        lock_seqid: 0,
+        clientid: b.clientid,
+        owner: b"b-lock".to_vec(),
+    };
+    for (what, ops) in [
+        (
+            "LOCK",
+            Ops::new()
+                .putfh(&fh)
+                .lock(lock_type::WRITE, 50, 10, &b_locker),
+        ),
+        (
+            "LOCK (read)",
+            Ops::new()
+                .putfh(&fh)
+                .lock(lock_type::READ, 99, 1, &b_locker),
+        ),
+        (
+            "LOCKT",
+            Ops::new()
+                .putfh(&fh)
+                .lockt(lock_type::WRITE, 50, 10, b.clientid, b"b-lock"),
+        ),
+        (
+            "LOCKT (read, to EOF)",
+            Ops::new()
+                .putfh(&fh)
+                .lockt(lock_type::READ, 10, u64::MAX, b.clientid, b"b-lock"),
+        ),
+    ] {
+        let r = b.call(ops);
+        assert_eq!(r.status, st::DENIED, "{what} by B: {}", r.summary());
+        assert_eq!(r.last().res, Res::Denied(a_holds.clone()), "{what} by B");
+    }
+    // Outside A's range, and A testing its own lock, are fine.
+    b.call(
+        Ops::new()
+            .putfh(&fh)
+            .lockt(lock_type::WRITE, 100, 50, b.clientid, b"b-lock"),
+    )
+    .ok("LOCKT beyond A's range");
+    a.call(
+        Ops::new()
+            .putfh(&fh)
+            .lockt(lock_type::WRITE, 50, 10, a.clientid, b"a-lock"),
+    )
+    .ok("LOCKT by the holder");
+
+    // A unlocks; B gets its lock, and now A is the one denied, with B's range.
+    let r = a
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .locku(lock_type::WRITE, 0, &a_lock, 0, 100),
+        )
+        .ok("LOCKU by A");
+    let a_unlocked = r.stateid(op::LOCKU);
+    assert_eq!(a_unlocked.other, a_lock.other);
+    assert!(a_unlocked.seqid > a_lock.seqid, "LOCKU did not bump seqid");
+    let r = b
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .lock(lock_type::WRITE, 50, 10, &b_locker),
+        )
+        .ok("LOCK by B after LOCKU");
+    let b_lock = r.stateid(op::LOCK);
+    let r = a.call(
+        Ops::new()
+            .putfh(&fh)
+            .lockt(lock_type::READ, 0, 100, a.clientid, b"a-lock"),
+    );
+    assert_eq!(r.status, st::DENIED, "{}", r.summary());
+    assert_eq!(
+        r.last().res,
+        Res::Denied(LockDenied {
+            offset: 50,
+            length: 10,
+            locktype: lock_type::WRITE,
+            clientid: b.clientid,
+            owner: bytes::Bytes::from_static(b"b-lock"),
+        })
+    );
+    // An existing lock-owner extends its locks with exist_lock_owner4.
+    let r = a
+        .call(Ops::new().putfh(&fh).lock(
+            lock_type::WRITE,
+            100,
+            50,
+            &Locker::Exist {
+                stateid: a_unlocked,
+                seqid: 0,
+            },
+        ))
+        .ok("LOCK by A, existing lock-owner");
+    assert_eq!(r.stateid(op::LOCK).other, a_lock.other);
+
+    // B cannot CLOSE while its lock-owner holds locks.
+    let r = b.call(Ops::new().putfh(&fh).close(0, &b_open));
+    assert_eq!(r.status, st::LOCKS_HELD, "{}", r.summary());
+    b.call(
+        Ops::new()
+            .putfh(&fh)
+            .locku(lock_type::WRITE, 0, &b_lock, 50, 10),
+    )
+    .ok("LOCKU by B");
+    b.close_ok(&fh, &b_open);
+}
+
+#[test]
+fn pseudo_fs_readdir_lookupp_and_mounted_on_fileid() {
+    let fx = Fixture::new();
+    std::fs::write(fx.export.join("inside"), b"x").unwrap();
+    let mut c = V4::session(fx.server.port, 1, "pseudo");
+    let comps = components(&fx.export);
+    assert!(comps.len() >= 2, "export {:?} too shallow", fx.export);
+    let bits = [
+        fa::TYPE,
+        fa::FSID,
+        fa::FILEID,
+        fa::MOUNTED_ON_FILEID,
+        fa::RDATTR_ERROR,
+    ];
+
+    // The root lists the first component of the export path (and nothing outside exports).
+    let r = c
+        .call(
+            Ops::new()
+                .putrootfh()
+                .getfh()
+                .getattr(&bits)
+                .readdir(0, [0; 8], 8192, 32768, &bits),
+        )
+        .ok("PUTROOTFH READDIR");
+    let root_fh = r.fh();
+    let root_attrs = r.attrs();
+    assert_eq!(root_attrs.ftype, Some(NF4DIR));
+    let Res::Readdir { entries, eof, .. } = &r.get(op::READDIR).res else {
+        unreachable!()
+    };
+    assert!(eof);
+    let names: Vec<&[u8]> = entries.iter().map(|e| &e.name[..]).collect();
+    assert_eq!(names, vec![&comps[0][..]], "root listing");
+    assert_eq!(entries[0].attrs.ftype, Some(NF4DIR));
+
+    // Walk down to the export; the export root has the export's own fileid and another fsid.
+    let mut ops = Ops::new().putrootfh();
+    for comp in &comps {
+        ops = ops.lookup(comp);
+    }
+    let r = c
+        .call(ops.getfh().getattr(&bits))
+        .ok("LOOKUP to the export");
+    let export_fh = r.fh();
+    let export_attrs = r.attrs();
+    let ino = std::fs::metadata(&fx.export).unwrap().ino();
+    assert_eq!(export_attrs.fileid, Some(ino));
+    assert_eq!(export_attrs.ftype, Some(NF4DIR));
+    assert_ne!(
+        export_attrs.fsid, root_attrs.fsid,
+        "export shares the pseudo fsid"
+    );
+    assert!(export_attrs.mounted_on_fileid.is_some());
+    assert_eq!(export_fh, c.path_fh(&fx.export));
+
+    // A file inside: mounted_on_fileid is its own fileid.
+    let r = c
+        .call(Ops::new().putfh(&export_fh).lookup("inside").getattr(&bits))
+        .ok("GETATTR inside");
+    let a = r.attrs();
+    let ino = std::fs::metadata(fx.export.join("inside")).unwrap().ino();
+    assert_eq!((a.fileid, a.mounted_on_fileid), (Some(ino), Some(ino)));
+
+    // LOOKUPP from the export root leads back into the pseudo tree, to the directory that
+    // lists the export's last component, and on up to the root.
+    let r = c
+        .call(
+            Ops::new()
+                .putfh(&export_fh)
+                .lookupp()
+                .getfh()
+                .getattr(&bits)
+                .readdir(0, [0; 8], 8192, 32768, &bits),
+        )
+        .ok("LOOKUPP from the export root");
+    let parent_fh = r.fh();
+    let parent = r.attrs();
+    assert_ne!(parent_fh, export_fh);
+    assert_eq!(parent.fsid, root_attrs.fsid, "LOOKUPP left the pseudo fs");
+    let Res::Readdir { entries, .. } = &r.get(op::READDIR).res else {
+        unreachable!()
+    };
+    let last = comps.last().unwrap();
+    let e = entries
+        .iter()
+        .find(|e| e.name[..] == last[..])
+        .unwrap_or_else(|| panic!("export not listed in its pseudo parent: {entries:?}"));
+    // READDIR reports the export root's attributes, and the same mounted_on_fileid as GETATTR.
+    assert_eq!(e.attrs.fileid, export_attrs.fileid);
+    assert_eq!(e.attrs.mounted_on_fileid, export_attrs.mounted_on_fileid);
+
+    let mut ops = Ops::new().putfh(&export_fh);
+    for _ in 0..comps.len() {
+        ops = ops.lookupp();
+    }
+    let r = c.call(ops.getfh()).ok("LOOKUPP to the root");
+    assert_eq!(r.fh(), root_fh);
+    // Above the root there is nothing.
+    let r = c.call(Ops::new().putrootfh().lookupp());
+    assert_eq!(r.status, st::NOENT, "{}", r.summary());
+    // Pseudo directories are read-only.
+    let r = c.call(
+        Ops::new()
+            .putfh(&parent_fh)
+            .mkdir("new", &Sattr::mode(0o755)),
+    );
+    assert_ne!(r.status, st::OK, "CREATE in a pseudo directory succeeded");
+}
+
+/// RFC 8881 section 5.8.2 (attribute 55, mounted_on_fileid): for the root of a file system it
+/// is the fileid of the directory it is mounted on, the mount point (an entry of the parent
+/// directory, which a READDIR of the parent reports, and which Linux shows as the entry's d_ino),
+/// not the parent directory itself.
+#[test]
+fn pseudo_fs_mounted_on_fileid_is_not_the_parent_directory() {
+    let fx = Fixture::new();
+    let mut c = V4::session(fx.server.port, 1, "mounted-on");
+    let export_fh = c.path_fh(&fx.export);
+    let bits = [fa::FSID, fa::FILEID, fa::MOUNTED_ON_FILEID];
+    let export = c.getattr(&export_fh, &bits);
+    let r = c
+        .call(Ops::new().putfh(&export_fh).lookupp().getattr(&bits))
+        .ok("LOOKUPP");
+    let parent = r.attrs();
+    assert_ne!(
+        export.mounted_on_fileid, parent.fileid,
+        "mounted_on_fileid of the export root is the fileid of the pseudo directory that \
+         contains it (so READDIR of that directory lists the export with the same fileid as \
+         the directory itself)"
+    );
+}

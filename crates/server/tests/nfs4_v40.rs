@@ -1,0 +1,354 @@
+//! NFSv4.0 (RFC 7530): client ids, open-owner sequencing and OPEN_CONFIRM with the raw
+//! COMPOUND client, and the libnfs tools (which speak NFSv4.0) copying files in and out.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::nfs4_raw::*;
+use common::*;
+
+fn open_ops(dir: &[u8], seqid: u32, clientid: u64, owner: &[u8], name: &str) -> Ops {
+    Ops::new()
+        .putfh(dir)
+        .open(
+            seqid,
+            share::ACCESS_BOTH,
+            share::DENY_NONE,
+            clientid,
+            owner,
+            &OpenHow::Unchecked(Sattr::mode(0o644)),
+            &Claim::Null(name.as_bytes().to_vec()),
+        )
+        .getfh()
+}
+
+fn rflags(r: &CompoundRes) -> u32 {
+    match r.get(op::OPEN).res {
+        Res::Open { rflags, .. } => rflags,
+        ref x => panic!("OPEN: {x:?}"),
+    }
+}
+
+#[test]
+fn setclientid_open_confirm_replay_and_bad_seqid() {
+    let fx = Fixture::new();
+    let mut c = V4::v40(fx.server.port, "v40-client");
+    let dir = c.path_fh(&fx.export);
+    let id = c.clientid;
+    let owner = b"v40-owner";
+
+    // A new open-owner must confirm its first OPEN.
+    let r = c.compound(open_ops(&dir, 0, id, owner, "a")).ok("OPEN a");
+    assert_ne!(
+        rflags(&r) & OPEN4_RESULT_CONFIRM,
+        0,
+        "no OPEN4_RESULT_CONFIRM"
+    );
+    let (fh_a, sid) = (r.fh(), r.open_stateid());
+    assert_ne!(fh_a, dir, "GETFH after OPEN is not the opened file");
+    let r = c
+        .compound(Ops::new().putfh(&fh_a).open_confirm(&sid, 1))
+        .ok("OPEN_CONFIRM");
+    let sid_a = r.stateid(op::OPEN_CONFIRM);
+    assert_eq!(sid_a.other, sid.other);
+    assert_eq!(sid_a.seqid, sid.seqid + 1, "OPEN_CONFIRM stateid seqid");
+
+    // The confirmed owner's next OPEN needs no confirmation.
+    let first = c.compound(open_ops(&dir, 2, id, owner, "b")).ok("OPEN b");
+    assert_eq!(rflags(&first) & OPEN4_RESULT_CONFIRM, 0);
+    let fh_b = first.fh();
+    assert_ne!(fh_b, dir, "GETFH after OPEN is not the opened file");
+
+    // A retransmission (same seqid) gets the same OPEN result (the same stateid, not a new
+    // open); see also replayed_open_leaves_the_opened_file_current.
+    let again = c.compound(open_ops(&dir, 2, id, owner, "b"));
+    assert_eq!(again.status, st::OK, "{}", again.summary());
+    assert_eq!(
+        again.get(op::OPEN),
+        first.get(op::OPEN),
+        "replayed OPEN differs from the original"
+    );
+
+    // Seqids other than the last or the next one: BAD_SEQID, nothing created.
+    for bad in [5, 1, 0] {
+        let r = c.compound(open_ops(&dir, bad, id, owner, "c"));
+        assert_eq!(r.status, st::BAD_SEQID, "seqid {bad}: {}", r.summary());
+    }
+    assert!(
+        !fx.export.join("c").exists(),
+        "OPEN with a bad seqid created the file"
+    );
+    let r = c
+        .compound(Ops::new().putfh(&fh_a).open_confirm(&sid_a, 9))
+        .status;
+    assert_eq!(r, st::BAD_SEQID, "OPEN_CONFIRM with a bad seqid");
+
+    // The owner continues with the next seqid.
+    let r = c.compound(open_ops(&dir, 3, id, owner, "c")).ok("OPEN c");
+    let (fh_c, sid_c) = (r.fh(), r.open_stateid());
+    let r = c
+        .compound(
+            Ops::new()
+                .putfh(&fh_c)
+                .write(&sid_c, 0, FILE_SYNC4, b"v4.0 data")
+                .read(&sid_c, 0, 100),
+        )
+        .ok("WRITE READ");
+    assert_eq!(
+        r.get(op::READ).res,
+        Res::Read {
+            eof: true,
+            data: bytes::Bytes::from_static(b"v4.0 data")
+        }
+    );
+    assert_eq!(std::fs::read(fx.export.join("c")).unwrap(), b"v4.0 data");
+    c.compound(Ops::new().putfh(&fh_c).close(4, &sid_c))
+        .ok("CLOSE");
+    // The open-owner goes on with the next seqid; an old one is still BAD_SEQID.
+    c.compound(open_ops(&dir, 5, id, owner, "c"))
+        .ok("OPEN c again");
+    let r = c.compound(open_ops(&dir, 3, id, owner, "c"));
+    assert_eq!(r.status, st::BAD_SEQID, "{}", r.summary());
+
+    // RENEW of our client id works; an unknown one is stale.
+    c.compound(Ops::new().renew(id)).ok("RENEW");
+    let r = c.compound(Ops::new().renew(id ^ 0x7777_0000_0000));
+    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+    let r = c.compound(open_ops(&dir, 0, id ^ 0x7777_0000_0000, b"x", "d"));
+    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+}
+
+/// RFC 7530 section 9.1 (a retransmitted seqid-mutating request gets the cached reply) and
+/// section 16.16.5 (OPEN makes the opened file the current filehandle): a client that sends
+/// PUTFH OPEN GETFH (as the Linux client does) and retransmits it must get the file's handle
+/// from GETFH again, not the directory's.
+#[test]
+fn replayed_open_leaves_the_opened_file_current() {
+    let fx = Fixture::new();
+    let mut c = V4::v40(fx.server.port, "v40-replay-fh");
+    let dir = c.path_fh(&fx.export);
+    let id = c.clientid;
+    let r = c.compound(open_ops(&dir, 0, id, b"o", "a")).ok("OPEN a");
+    let sid = r.open_stateid();
+    c.compound(Ops::new().putfh(&r.fh()).open_confirm(&sid, 1))
+        .ok("OPEN_CONFIRM");
+    let first = c.compound(open_ops(&dir, 2, id, b"o", "b")).ok("OPEN b");
+    let again = c
+        .compound(open_ops(&dir, 2, id, b"o", "b"))
+        .ok("OPEN b again");
+    assert_ne!(
+        again.fh(),
+        dir,
+        "GETFH after the replayed OPEN returned the directory"
+    );
+    assert_eq!(again.fh(), first.fh());
+    assert_eq!(again.raw, first.raw, "replayed COMPOUND differs");
+}
+
+/// RFC 7530 section 9.1 (the server keeps an owner's last reply for a retransmission of its
+/// last seqid-mutating request) and 16.2.5 (CLOSE): a retransmitted CLOSE, e.g. after a
+/// reconnection from another port (the RPC duplicate request cache is keyed by the peer), gets
+/// the cached NFS4_OK reply, not NFS4ERR_BAD_STATEID because the open is gone.
+#[test]
+fn replayed_close_gets_the_cached_reply() {
+    let fx = Fixture::new();
+    let mut c = V4::v40(fx.server.port, "v40-replay-close");
+    let dir = c.path_fh(&fx.export);
+    let id = c.clientid;
+    let r = c.compound(open_ops(&dir, 0, id, b"o", "a")).ok("OPEN a");
+    let (fh, sid) = (r.fh(), r.open_stateid());
+    let sid = c
+        .compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
+        .ok("OPEN_CONFIRM")
+        .stateid(op::OPEN_CONFIRM);
+    let first = c.compound(Ops::new().putfh(&fh).close(2, &sid)).ok("CLOSE");
+    let again = c.compound(Ops::new().putfh(&fh).close(2, &sid));
+    assert_eq!(
+        again.status,
+        st::OK,
+        "retransmitted CLOSE: {}",
+        again.summary()
+    );
+    assert_eq!(again.raw, first.raw, "replayed CLOSE differs");
+}
+
+#[test]
+fn setclientid_confirm_with_wrong_verifier_is_stale() {
+    let fx = Fixture::new();
+    let mut c = V4::connect(fx.server.port, 0, "v40-unconfirmed");
+    let r = c
+        .compound(Ops::new().setclientid(*b"bootverf", b"v40-unconfirmed"))
+        .ok("SETCLIENTID");
+    let Res::SetClientId { clientid, confirm } = r.get(op::SETCLIENTID).res else {
+        unreachable!()
+    };
+    let mut wrong = confirm;
+    wrong[7] ^= 0xff;
+    let r = c.compound(Ops::new().setclientid_confirm(clientid, wrong));
+    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+    // Unconfirmed: OPEN is refused.
+    let dir = c.path_fh(&fx.export);
+    let r = c.compound(open_ops(&dir, 0, clientid, b"o", "f"));
+    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+    c.compound(Ops::new().setclientid_confirm(clientid, confirm))
+        .ok("SETCLIENTID_CONFIRM");
+    c.compound(open_ops(&dir, 0, clientid, b"o", "f"))
+        .ok("OPEN after confirmation");
+}
+
+#[test]
+fn v40_locks_with_lock_owner_seqids() {
+    let fx = Fixture::new();
+    let mut c = V4::v40(fx.server.port, "v40-locks");
+    let mut d = V4::v40(fx.server.port, "v40-locks-other");
+    let dir = c.path_fh(&fx.export);
+    let id = c.clientid;
+    let r = c.compound(open_ops(&dir, 0, id, b"oo", "f")).ok("OPEN");
+    let (fh, sid) = (r.fh(), r.open_stateid());
+    let sid = c
+        .compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
+        .ok("OPEN_CONFIRM")
+        .stateid(op::OPEN_CONFIRM);
+    let new = Locker::New {
+        open_seqid: 2,
+        open_stateid: sid,
+        lock_seqid: 0,
+        clientid: id,
+        owner: b"lo".to_vec(),
+    };
+    let lsid = c
+        .compound(Ops::new().putfh(&fh).lock(lock_type::WRITE, 0, 10, &new))
+        .ok("LOCK")
+        .stateid(op::LOCK);
+    let r = d.compound(
+        Ops::new()
+            .putfh(&fh)
+            .lockt(lock_type::READ, 5, 1, d.clientid, b"other"),
+    );
+    assert_eq!(r.status, st::DENIED, "{}", r.summary());
+    // The lock-owner's seqids: 1 is next, 0 a replay, 7 bad.
+    let exist = |seqid| Locker::Exist {
+        stateid: lsid,
+        seqid,
+    };
+    let r = c.compound(
+        Ops::new()
+            .putfh(&fh)
+            .lock(lock_type::WRITE, 20, 10, &exist(7)),
+    );
+    assert_eq!(r.status, st::BAD_SEQID, "{}", r.summary());
+    let lsid2 = c
+        .compound(
+            Ops::new()
+                .putfh(&fh)
+                .lock(lock_type::WRITE, 20, 10, &exist(1)),
+        )
+        .ok("LOCK existing owner")
+        .stateid(op::LOCK);
+    assert_eq!(lsid2.other, lsid.other);
+    c.compound(
+        Ops::new()
+            .putfh(&fh)
+            .locku(lock_type::WRITE, 2, &lsid2, 0, u64::MAX),
+    )
+    .ok("LOCKU");
+    d.compound(
+        Ops::new()
+            .putfh(&fh)
+            .lockt(lock_type::WRITE, 0, u64::MAX, d.clientid, b"other"),
+    )
+    .ok("LOCKT after LOCKU");
+}
+
+// ---------------------------------------------------------------------------------------------
+// libnfs (NFSv4.0)
+// ---------------------------------------------------------------------------------------------
+
+/// Runs a libnfs tool with a time limit; it must succeed.
+fn run(tool: &str, args: &[&str]) -> Output {
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(tool)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {tool} (is libnfs-utils installed?): {e}"));
+    assert!(
+        out.status.success(),
+        "{tool} {args:?} failed with {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn v4_url(fx: &Fixture, p: &Path) -> String {
+    format!(
+        "nfs://127.0.0.1{}?version=4&nfsport={}",
+        p.display(),
+        fx.server.port
+    )
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// libnfs 4.0 (Debian 12's libnfs-utils) cannot encode an NFSv4 WRITE of 4 KiB or more ("ZDR
+/// error: Failed to encode COMPOUND4args", before anything is sent), and nfs-cp writes in
+/// 1 MiB calls: over NFSv4 it can only copy files smaller than that into the server. Reads
+/// have no such limit.
+const LIBNFS_V4_MAX_WRITE: usize = 3900;
+
+#[test]
+fn libnfs_v4_cp_in_and_out_and_ls() {
+    let fx = Fixture::new();
+    let small = pattern(44, LIBNFS_V4_MAX_WRITE - 3);
+    let local_in = fx.tmp.path().join("local-in");
+    std::fs::write(&local_in, &small).unwrap();
+    run(
+        "nfs-cp",
+        &[path_str(&local_in), &v4_url(&fx, &fx.export.join("in.bin"))],
+    );
+    let on_server = std::fs::read(fx.export.join("in.bin")).unwrap();
+    assert!(on_server == small, "content differs after nfs-cp in (v4)");
+    // Created as the squashed root user with nfs-cp's mode (EXCLUSIVE4 create, then SETATTR).
+    let md = std::fs::metadata(fx.export.join("in.bin")).unwrap();
+    assert_eq!((md.uid(), md.mode() & 0o7777), (65534, 0o660));
+
+    // Out: a file of several READs, not a multiple of 4.
+    let big = pattern(45, 3 * 1024 * 1024 + 5);
+    std::fs::write(fx.export.join("big.bin"), &big).unwrap();
+    let local_out = fx.tmp.path().join("local-out");
+    run(
+        "nfs-cp",
+        &[
+            &v4_url(&fx, &fx.export.join("big.bin")),
+            path_str(&local_out),
+        ],
+    );
+    let back = std::fs::read(&local_out).unwrap();
+    assert_eq!(back.len(), big.len());
+    assert!(back == big, "content differs after nfs-cp out (v4)");
+
+    std::fs::create_dir(fx.export.join("sub")).unwrap();
+    let out = run("nfs-ls", &[&v4_url(&fx, &fx.export)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().last() == Some("big.bin"))
+        .unwrap_or_else(|| panic!("big.bin not listed:\n{text}"));
+    assert!(
+        line.split_whitespace().any(|w| w == big.len().to_string()),
+        "size: {line}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with('d') && l.ends_with(" sub")),
+        "sub not listed as a directory:\n{text}"
+    );
+    assert!(text.contains("in.bin"), "{text}");
+}

@@ -1,0 +1,461 @@
+//! NFSv4.2 (RFC 7862) with the raw COMPOUND client: READ_PLUS and SEEK on sparse files,
+//! ALLOCATE / DEALLOCATE and their effect on the file's allocation, server-side COPY.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
+use std::time::Duration;
+
+use common::nfs4_raw::*;
+use common::*;
+
+const K64: u64 = 64 * 1024;
+const MIB: u64 = 1 << 20;
+/// Four times 64 KiB of data followed by 64 KiB of hole: 512 KiB, ending in a hole.
+const SPARSE_SIZE: u64 = 8 * K64;
+
+/// Writes the sparse test file with std; returns its expected content.
+fn make_sparse(path: &Path) -> Vec<u8> {
+    let f = std::fs::File::create(path).unwrap();
+    let mut want = vec![0u8; SPARSE_SIZE as usize];
+    for i in 0..4u64 {
+        let off = i * 2 * K64;
+        let data = pattern(100 + i, K64 as usize);
+        f.write_all_at(&data, off).unwrap();
+        want[off as usize..(off + K64) as usize].copy_from_slice(&data);
+    }
+    f.set_len(SPARSE_SIZE).unwrap();
+    f.sync_all().unwrap();
+    want
+}
+
+/// Whether the local file system reports a hole at `off` of `path` (SEEK_HOLE).
+fn has_hole_at(path: &Path, off: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    // SAFETY: lseek on a descriptor we own.
+    let r = unsafe { libc::lseek(f.as_raw_fd(), off as i64, libc::SEEK_HOLE) };
+    r == off as i64
+}
+
+/// Merges adjacent segments of the same kind (a server may split extents anywhere).
+fn normalize(segs: &[Segment]) -> Vec<(bool, u64, u64)> {
+    let mut out: Vec<(bool, u64, u64)> = Vec::new();
+    for s in segs {
+        let (data, off, len) = match s {
+            Segment::Data { offset, data } => (true, *offset, data.len() as u64),
+            Segment::Hole { offset, length } => (false, *offset, *length),
+        };
+        if let Some(last) = out.last_mut() {
+            assert_eq!(
+                last.1 + last.2,
+                off,
+                "segments not contiguous: {out:?} then {s:?}"
+            );
+            if last.0 == data {
+                last.2 += len;
+                continue;
+            }
+        }
+        out.push((data, off, len));
+    }
+    out
+}
+
+fn read_plus(
+    c: &mut V4,
+    fh: &[u8],
+    sid: &Stateid,
+    offset: u64,
+    count: u32,
+) -> (bool, Vec<Segment>) {
+    let r = c
+        .call(Ops::new().putfh(fh).read_plus(sid, offset, count))
+        .ok("READ_PLUS");
+    match &r.get(op::READ_PLUS).res {
+        Res::ReadPlus { eof, segments } => (*eof, segments.clone()),
+        x => panic!("READ_PLUS: {x:?}"),
+    }
+}
+
+/// Checks that the segments carry exactly `want[offset..offset + len]`.
+fn check_content(segs: &[Segment], want: &[u8], offset: u64) {
+    let mut pos = offset;
+    for s in segs {
+        match s {
+            Segment::Data { offset, data } => {
+                assert_eq!(*offset, pos);
+                let o = *offset as usize;
+                assert!(
+                    data[..] == want[o..o + data.len()],
+                    "data segment at {offset} differs"
+                );
+                pos += data.len() as u64;
+            }
+            Segment::Hole { offset, length } => {
+                assert_eq!(*offset, pos);
+                let o = *offset as usize;
+                let end = (o + *length as usize).min(want.len());
+                assert!(
+                    want[o..end].iter().all(|b| *b == 0),
+                    "hole at {offset} over data"
+                );
+                pos += length;
+            }
+        }
+    }
+}
+
+fn open_read(c: &mut V4, dir: &[u8], name: &str) -> (bytes::Bytes, Stateid) {
+    c.open_ok(
+        dir,
+        name,
+        "reader",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    )
+}
+
+#[test]
+fn read_plus_returns_data_and_hole_segments() {
+    let fx = Fixture::with_metrics();
+    let path = fx.export.join("sparse");
+    let want = make_sparse(&path);
+    assert!(
+        has_hole_at(&path, K64),
+        "the test file system does not keep holes"
+    );
+    let hole_path = fx.export.join("all-hole");
+    let hole_size = 64 * MIB;
+    std::fs::File::create(&hole_path)
+        .unwrap()
+        .set_len(hole_size)
+        .unwrap();
+
+    let mut c = V4::session(fx.server.port, 2, "read-plus");
+    let dir = c.path_fh(&fx.export);
+    let (fh, sid) = open_read(&mut c, &dir, "sparse");
+    let mut compounds = 5; // RECLAIM_COMPLETE, LOOKUP, OPEN (and EXCHANGE_ID, CREATE_SESSION)
+    let mut data_bytes = 0u64;
+
+    // The whole file: D H D H D H D H.
+    let (eof, segs) = read_plus(&mut c, &fh, &sid, 0, SPARSE_SIZE as u32);
+    compounds += 1;
+    assert!(eof, "READ_PLUS of the whole file without eof");
+    check_content(&segs, &want, 0);
+    let mut expect = Vec::new();
+    for i in 0..4u64 {
+        expect.push((true, 2 * i * K64, K64));
+        expect.push((false, (2 * i + 1) * K64, K64));
+    }
+    assert_eq!(normalize(&segs), expect, "segments: {segs:?}");
+    data_bytes += 4 * K64;
+
+    // Ranges that start or end inside an extent.
+    for (off, count, seg_want, eof_want) in [
+        (
+            K64 / 2,
+            K64,
+            vec![(true, K64 / 2, K64 / 2), (false, K64, K64 / 2)],
+            false,
+        ),
+        (
+            K64 + K64 / 2,
+            K64,
+            vec![(false, K64 + K64 / 2, K64 / 2), (true, 2 * K64, K64 / 2)],
+            false,
+        ),
+        (
+            7 * K64 + 10,
+            K64,
+            vec![(false, 7 * K64 + 10, K64 - 10)],
+            true,
+        ),
+        (SPARSE_SIZE, K64, vec![], true),
+        (SPARSE_SIZE + MIB, K64, vec![], true),
+    ] {
+        let (eof, segs) = read_plus(&mut c, &fh, &sid, off, count as u32);
+        compounds += 1;
+        check_content(&segs, &want, off);
+        assert_eq!(normalize(&segs), seg_want, "READ_PLUS at {off}+{count}");
+        assert_eq!(eof, eof_want, "eof of READ_PLUS at {off}+{count}");
+        data_bytes += seg_want.iter().filter(|s| s.0).map(|s| s.2).sum::<u64>();
+    }
+    c.close_ok(&fh, &sid);
+
+    // A file that is one 64 MiB hole: only HOLE segments, covering it all, in 1 MiB reads.
+    let (hfh, hsid) = open_read(&mut c, &dir, "all-hole");
+    let mut pos = 0u64;
+    let mut calls = 0;
+    loop {
+        let (eof, segs) = read_plus(&mut c, &hfh, &hsid, pos, MIB as u32);
+        calls += 1;
+        compounds += 1;
+        assert!(!segs.is_empty() || eof, "no segments at {pos} before eof");
+        for s in &segs {
+            match s {
+                Segment::Hole { offset, length } => {
+                    assert_eq!(*offset, pos, "hole segment not contiguous");
+                    assert!(*length > 0);
+                    pos += length;
+                }
+                Segment::Data { offset, data } => {
+                    panic!("DATA segment at {offset} ({} bytes) in a hole", data.len())
+                }
+            }
+        }
+        if eof {
+            break;
+        }
+        assert!(calls <= 64, "READ_PLUS does not advance");
+    }
+    assert!(pos >= hole_size, "holes cover {pos} of {hole_size}");
+    c.close_ok(&hfh, &hsid);
+
+    // The metrics endpoint counts COMPOUNDs; READ_PLUS payload bytes are reported if exported.
+    let text = http_get(fx.server.metrics.unwrap(), "/metrics");
+    let line = r#"rnfs_rpc_calls_total{program="nfs",proc="COMPOUND"}"#;
+    let n = metric(&text, line).unwrap_or_else(|| panic!("{line} missing:\n{text}"));
+    assert!(n >= compounds, "COMPOUND count {n} < {compounds}");
+    match text
+        .lines()
+        .find(|l| l.contains("read_plus") && !l.starts_with('#'))
+    {
+        Some(l) => {
+            let v: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+            assert_eq!(v as u64, data_bytes, "READ_PLUS data bytes metric: {l}");
+        }
+        None => eprintln!("note: no READ_PLUS metric exported (data bytes sent: {data_bytes})"),
+    }
+}
+
+#[test]
+fn seek_data_and_hole() {
+    let fx = Fixture::new();
+    let path = fx.export.join("sparse");
+    make_sparse(&path);
+    std::fs::write(fx.export.join("dense"), vec![1u8; 10_000]).unwrap();
+    let mut c = V4::session(fx.server.port, 2, "seek");
+    let dir = c.path_fh(&fx.export);
+    let (fh, sid) = open_read(&mut c, &dir, "sparse");
+    let seek = |c: &mut V4, fh: &[u8], off: u64, what: u32| {
+        let r = c.call(Ops::new().putfh(fh).seek(&sid, off, what));
+        match &r.last().res {
+            Res::Seek { eof, offset } => Ok((*eof, *offset)),
+            _ => Err(r.status),
+        }
+    };
+    // (from, what, expected offset)
+    for (from, what, at) in [
+        (0, CONTENT_DATA, 0),
+        (0, CONTENT_HOLE, K64),
+        (10, CONTENT_HOLE, K64),
+        (K64, CONTENT_DATA, 2 * K64),
+        (K64 + 7, CONTENT_DATA, 2 * K64),
+        (K64 + 7, CONTENT_HOLE, K64 + 7),
+        (2 * K64 + 5, CONTENT_HOLE, 3 * K64),
+        (6 * K64, CONTENT_HOLE, 7 * K64),
+        (7 * K64 + 100, CONTENT_HOLE, 7 * K64 + 100),
+    ] {
+        assert_eq!(
+            seek(&mut c, &fh, from, what),
+            Ok((false, at)),
+            "SEEK {} from {from}",
+            if what == CONTENT_DATA { "DATA" } else { "HOLE" }
+        );
+    }
+    // No data after the last data extent: eof.
+    let r = seek(&mut c, &fh, 7 * K64, CONTENT_DATA).expect("SEEK DATA in the trailing hole");
+    assert!(r.0, "SEEK DATA in the trailing hole without eof: {r:?}");
+    // At or beyond the end of the file: NFS4ERR_NXIO (RFC 7862 section 15.11.3).
+    assert_eq!(seek(&mut c, &fh, SPARSE_SIZE, CONTENT_DATA), Err(6));
+    assert_eq!(seek(&mut c, &fh, SPARSE_SIZE + 1, CONTENT_HOLE), Err(6));
+    c.close_ok(&fh, &sid);
+
+    // A file without holes has only the implicit hole at its end.
+    let (dfh, dsid) = open_read(&mut c, &dir, "dense");
+    let r = c
+        .call(Ops::new().putfh(&dfh).seek(&dsid, 100, CONTENT_HOLE))
+        .ok("SEEK HOLE in a dense file");
+    assert_eq!(
+        r.last().res,
+        Res::Seek {
+            eof: true,
+            offset: 10_000
+        }
+    );
+    c.close_ok(&dfh, &dsid);
+}
+
+#[test]
+fn allocate_then_deallocate_changes_allocation() {
+    let fx = Fixture::new();
+    let path = fx.export.join("alloc");
+    let mut c = V4::session(fx.server.port, 2, "alloc");
+    let dir = c.path_fh(&fx.export);
+    let (fh, sid) = c.open_ok(
+        &dir,
+        "alloc",
+        "writer",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    let blocks = |p: &Path| std::fs::metadata(p).unwrap().blocks();
+    assert_eq!(blocks(&path), 0);
+
+    // ALLOCATE reserves the space and extends the file.
+    c.call(Ops::new().putfh(&fh).allocate(&sid, 0, 8 * MIB))
+        .ok("ALLOCATE");
+    let md = std::fs::metadata(&path).unwrap();
+    assert_eq!(md.len(), 8 * MIB, "size after ALLOCATE");
+    let allocated = md.blocks();
+    assert!(
+        allocated * 512 >= 8 * MIB,
+        "ALLOCATE left {allocated} blocks"
+    );
+    let data = pattern(7, 3 * MIB as usize);
+    c.write_all(&fh, &sid, 0, &data);
+    let a = c.getattr(&fh, &[fa::SIZE, fa::SPACE_USED]);
+    assert_eq!(a.size, Some(8 * MIB));
+    assert!(a.space_used.unwrap() >= 8 * MIB, "space_used {a:?}");
+
+    // DEALLOCATE punches a hole: fewer blocks, same size, zeros where the data was.
+    c.call(Ops::new().putfh(&fh).deallocate(&sid, 2 * MIB, 4 * MIB))
+        .ok("DEALLOCATE");
+    let md = std::fs::metadata(&path).unwrap();
+    assert_eq!(md.len(), 8 * MIB, "DEALLOCATE changed the size");
+    assert!(
+        md.blocks() * 512 <= allocated * 512 - 4 * MIB,
+        "blocks {} after DEALLOCATE of 4 MiB, {allocated} before",
+        md.blocks()
+    );
+    let a2 = c.getattr(&fh, &[fa::SIZE, fa::SPACE_USED]);
+    assert!(
+        a2.space_used.unwrap() + 4 * MIB <= a.space_used.unwrap(),
+        "space_used {:?} -> {:?}",
+        a.space_used,
+        a2.space_used
+    );
+    let mut content = Vec::new();
+    std::fs::File::open(&path)
+        .unwrap()
+        .read_to_end(&mut content)
+        .unwrap();
+    assert!(content[..2 * MIB as usize] == data[..2 * MIB as usize]);
+    assert!(content[2 * MIB as usize..].iter().all(|b| *b == 0));
+    let r = c
+        .call(Ops::new().putfh(&fh).seek(&sid, 0, CONTENT_HOLE))
+        .ok("SEEK HOLE after DEALLOCATE");
+    assert_eq!(
+        r.last().res,
+        Res::Seek {
+            eof: false,
+            offset: 2 * MIB
+        }
+    );
+
+    // Both need a stateid open for writing.
+    let (_, rsid) = c.open_ok(
+        &dir,
+        "alloc",
+        "reader",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    for ops in [
+        Ops::new().putfh(&fh).allocate(&rsid, 0, MIB),
+        Ops::new().putfh(&fh).deallocate(&rsid, 0, MIB),
+    ] {
+        let r = c.call(ops);
+        assert_eq!(r.status, st::OPENMODE, "{}", r.summary());
+    }
+    assert!(std::fs::read(&path).unwrap()[..MIB as usize] == data[..MIB as usize]);
+    c.close_ok(&fh, &sid);
+}
+
+#[test]
+fn copy_between_files() {
+    let fx = Fixture::new();
+    let src_data = pattern(21, MIB as usize);
+    std::fs::write(fx.export.join("src"), &src_data).unwrap();
+    let mut c = V4::session(fx.server.port, 2, "copy");
+    let dir = c.path_fh(&fx.export);
+    let (sfh, ssid) = open_read(&mut c, &dir, "src");
+    let (dfh, dsid) = c.open_ok(
+        &dir,
+        "dst",
+        "writer",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::Guarded(Sattr::mode(0o644)),
+    );
+    let copy = |c: &mut V4, so: u64, d_o: u64, n: u64| {
+        c.call(
+            Ops::new()
+                .putfh(&sfh)
+                .savefh()
+                .putfh(&dfh)
+                .copy(&ssid, &dsid, so, d_o, n),
+        )
+    };
+    let r = copy(&mut c, 0, 0, MIB).ok("COPY");
+    match r.last().res {
+        Res::Copy {
+            callback_ids,
+            count,
+            synchronous,
+            ..
+        } => {
+            assert_eq!(count, MIB);
+            assert_eq!(callback_ids, 0, "synchronous COPY with a callback id");
+            assert!(synchronous);
+        }
+        ref x => panic!("COPY: {x:?}"),
+    }
+    let dst = std::fs::read(fx.export.join("dst")).unwrap();
+    assert_eq!(dst.len(), src_data.len());
+    assert!(dst == src_data, "copied content differs");
+
+    // A range into the middle and past the end of the destination.
+    copy(&mut c, 4096, MIB - 100, 65536).ok("COPY range");
+    let dst = std::fs::read(fx.export.join("dst")).unwrap();
+    assert_eq!(dst.len() as u64, MIB - 100 + 65536);
+    assert!(dst[..(MIB - 100) as usize] == src_data[..(MIB - 100) as usize]);
+    assert!(dst[(MIB - 100) as usize..] == src_data[4096..4096 + 65536]);
+
+    // Beyond the source's end: NFS4ERR_INVAL (RFC 7862 section 15.2.3).
+    let r = copy(&mut c, MIB - 10, 0, 100);
+    assert_eq!(r.status, st::INVAL, "{}", r.summary());
+    // The destination needs write access.
+    let r = c.call(
+        Ops::new()
+            .putfh(&sfh)
+            .savefh()
+            .putfh(&sfh)
+            .copy(&ssid, &ssid, 0, 0, 10),
+    );
+    assert_ne!(r.status, st::OK, "COPY onto a file opened read-only");
+    c.close_ok(&sfh, &ssid);
+    c.close_ok(&dfh, &dsid);
+}
+
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn metric(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+}
