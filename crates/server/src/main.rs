@@ -180,12 +180,13 @@ async fn run(args: Args) -> Result<(), String> {
         tasks.spawn(metrics_http::serve(l, m));
     }
 
-    tracing::info!("rnfsd ready: {}", ready.join(" "));
-
+    // Handlers go in before the ready line, so a SIGTERM right after it is a clean shutdown.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tracing::info!("rnfsd ready: {}", ready.join(" "));
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
+        _ = ctrl_c => {}
         _ = term.recv() => {}
         Some(r) = tasks.join_next() => {
             if let Ok(Err(e)) = r {
