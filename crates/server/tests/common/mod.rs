@@ -232,6 +232,15 @@ impl Server {
         }
     }
 
+    /// Kills the server with SIGKILL (a crash: nothing is flushed or unregistered) and starts
+    /// it again with the same configuration.
+    pub fn crash_and_restart(&mut self) {
+        let mut child = self.child.take().expect("server not running");
+        child.kill().expect("SIGKILL rnfsd");
+        child.wait().expect("wait for rnfsd");
+        self.spawn();
+    }
+
     /// Stops the server and starts it again with the same configuration (same state dir).
     pub fn restart(&mut self) {
         let st = self.stop();

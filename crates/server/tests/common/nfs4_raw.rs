@@ -84,6 +84,8 @@ pub mod st {
     pub const STALE_CLIENTID: u32 = 10022;
     pub const BAD_STATEID: u32 = 10025;
     pub const BAD_SEQID: u32 = 10026;
+    pub const NO_GRACE: u32 = 10033;
+    pub const RECLAIM_BAD: u32 = 10034;
     pub const LOCKS_HELD: u32 = 10037;
     pub const OPENMODE: u32 = 10038;
     pub const BADSESSION: u32 = 10052;
@@ -374,6 +376,9 @@ pub enum Claim {
     Null(Vec<u8>),
     /// CLAIM_FH: the current file handle.
     Fh,
+    /// CLAIM_PREVIOUS: reclaim of the current file handle after a server restart, with the
+    /// delegation type held before.
+    Previous(u32),
 }
 
 /// locker4 of LOCK.
@@ -570,6 +575,10 @@ impl Ops {
                     e.opaque(name);
                 }
                 Claim::Fh => e.u32(4),
+                Claim::Previous(t) => {
+                    e.u32(1);
+                    e.u32(*t);
+                }
             }
         })
     }
@@ -619,9 +628,21 @@ impl Ops {
 
     /// LOCK.
     pub fn lock(self, locktype: u32, offset: u64, length: u64, locker: &Locker) -> Ops {
+        self.lock_with(false, locktype, offset, length, locker)
+    }
+
+    /// LOCK, with `reclaim` set for reclaims during the grace period.
+    pub fn lock_with(
+        self,
+        reclaim: bool,
+        locktype: u32,
+        offset: u64,
+        length: u64,
+        locker: &Locker,
+    ) -> Ops {
         self.op(op::LOCK, |e| {
             e.u32(locktype);
-            e.bool(false);
+            e.bool(reclaim);
             e.u64(offset);
             e.u64(length);
             match locker {

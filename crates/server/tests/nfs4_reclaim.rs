@@ -1,0 +1,184 @@
+//! A server killed with SIGKILL and restarted lets NFSv4.1 clients reclaim their opens and
+//! locks during the grace period, keeps others out until then, and refuses bogus reclaims.
+
+mod common;
+
+use common::nfs4_raw::*;
+use common::*;
+
+/// EXCHANGE_ID and CREATE_SESSION without RECLAIM_COMPLETE (a client about to reclaim).
+fn session_without_reclaim_complete(port: u16, owner: &str) -> V4 {
+    let mut c = V4::connect(port, 1, owner);
+    let verf = boot_verifier(owner.as_bytes());
+    let o = owner.as_bytes().to_vec();
+    let r = c
+        .compound(Ops::new().exchange_id(verf, &o, 0x1_0000))
+        .ok("EXCHANGE_ID");
+    let Res::ExchangeId {
+        clientid, seqid, ..
+    } = r.get(op::EXCHANGE_ID).res
+    else {
+        panic!("EXCHANGE_ID: {:?}", r.results);
+    };
+    let r = c
+        .compound(Ops::new().create_session(clientid, seqid, 8))
+        .ok("CREATE_SESSION");
+    let Res::CreateSession {
+        sessionid,
+        fore_slots,
+        ..
+    } = r.get(op::CREATE_SESSION).res
+    else {
+        panic!("CREATE_SESSION: {:?}", r.results);
+    };
+    c.clientid = clientid;
+    c.sessionid = sessionid;
+    c.slots = vec![0; fore_slots as usize];
+    c
+}
+
+#[test]
+fn opens_and_locks_are_reclaimed_after_sigkill() {
+    let mut fx = Fixture::new();
+    let mut a = V4::session(fx.server.port, 1, "reclaim-a");
+    let dir = a.path_fh(&fx.export);
+    let (fh, open) = a.open_ok(
+        &dir,
+        "held",
+        "a-open",
+        share::ACCESS_BOTH,
+        share::DENY_WRITE,
+        OpenHow::Unchecked(Sattr::mode(0o666)),
+    );
+    a.write_all(&fh, &open, 0, b"acknowledged before the crash");
+    let locker = Locker::New {
+        open_seqid: 0,
+        open_stateid: open,
+        lock_seqid: 0,
+        clientid: a.clientid,
+        owner: b"a-lock".to_vec(),
+    };
+    a.call(
+        Ops::new()
+            .putfh(&fh)
+            .lock(lock_type::WRITE, 0, 100, &locker),
+    )
+    .ok("LOCK before the crash");
+
+    fx.server.crash_and_restart();
+    let port = fx.server.port;
+
+    // A newcomer that never held state waits for the grace period.
+    let mut b = V4::session(port, 1, "reclaim-b");
+    let r = b.open(
+        &dir,
+        "held",
+        "b-open",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    assert_eq!(
+        r.status,
+        st::GRACE,
+        "non-reclaim OPEN in grace: {}",
+        r.summary()
+    );
+    // Nor may it pretend to reclaim.
+    let r = b.call(Ops::new().putfh(&fh).open(
+        0,
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        b.clientid,
+        b"b-open",
+        &OpenHow::NoCreate,
+        &Claim::Previous(0),
+    ));
+    assert_eq!(r.status, st::RECLAIM_BAD, "bogus reclaim: {}", r.summary());
+
+    // The old client comes back and reclaims its open and its lock.
+    let mut a = session_without_reclaim_complete(port, "reclaim-a");
+    let r = a
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .open(
+                    0,
+                    share::ACCESS_BOTH,
+                    share::DENY_WRITE,
+                    a.clientid,
+                    b"a-open",
+                    &OpenHow::NoCreate,
+                    &Claim::Previous(0),
+                )
+                .getfh(),
+        )
+        .ok("OPEN CLAIM_PREVIOUS");
+    let open = r.open_stateid();
+    assert_eq!(r.fh(), fh);
+    let locker = Locker::New {
+        open_seqid: 0,
+        open_stateid: open,
+        lock_seqid: 0,
+        clientid: a.clientid,
+        owner: b"a-lock".to_vec(),
+    };
+    a.call(
+        Ops::new()
+            .putfh(&fh)
+            .lock_with(true, lock_type::WRITE, 0, 100, &locker),
+    )
+    .ok("LOCK reclaim");
+    a.call(Ops::new().reclaim_complete(false))
+        .ok("RECLAIM_COMPLETE");
+
+    // Grace is over (every recorded client finished): B opens, but the reclaimed share
+    // reservation and lock still hold.
+    let r = b.open(
+        &dir,
+        "held",
+        "b-open",
+        share::ACCESS_WRITE,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    assert_eq!(
+        r.status,
+        st::SHARE_DENIED,
+        "reclaimed DENY_WRITE: {}",
+        r.summary()
+    );
+    b.open_ok(
+        &dir,
+        "held",
+        "b-open",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    let r = b.call(
+        Ops::new()
+            .putfh(&fh)
+            .lockt(lock_type::READ, 10, 10, b.clientid, b"b-lock"),
+    );
+    assert_eq!(r.status, st::DENIED, "reclaimed lock: {}", r.summary());
+    // Reclaims after the grace period are refused.
+    let late = Locker::New {
+        open_seqid: 0,
+        open_stateid: open,
+        lock_seqid: 0,
+        clientid: a.clientid,
+        owner: b"late".to_vec(),
+    };
+    let r = a.call(
+        Ops::new()
+            .putfh(&fh)
+            .lock_with(true, lock_type::WRITE, 200, 10, &late),
+    );
+    assert_eq!(r.status, st::NO_GRACE, "late reclaim: {}", r.summary());
+    // The data acknowledged before the crash is there.
+    assert_eq!(
+        std::fs::read(fx.export.join("held")).unwrap(),
+        b"acknowledged before the crash"
+    );
+}
