@@ -500,6 +500,42 @@ fn sessionless(opnum: u32) -> bool {
     )
 }
 
+impl sunrpc::metrics::MetricsSource for Nfs4 {
+    fn render(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let (clients, sessions, opens, locks, delegs) = {
+            let s = self.state.lock();
+            let (mut o, mut l, mut d) = (0, 0, 0);
+            for v in s.states.values() {
+                match v {
+                    crate::state::StateObj::Open(_) => o += 1,
+                    crate::state::StateObj::Lock(_) => l += 1,
+                    crate::state::StateObj::Deleg(_) => d += 1,
+                }
+            }
+            (s.clients.len(), s.sessions.len(), o, l, d)
+        };
+        let _ = writeln!(out, "# TYPE rnfs_nfs4_state gauge");
+        for (k, v) in [
+            ("clients", clients),
+            ("sessions", sessions),
+            ("opens", opens),
+            ("lock_stateids", locks),
+            ("delegations", delegs),
+        ] {
+            let _ = writeln!(out, "rnfs_nfs4_state{{kind=\"{k}\"}} {v}");
+        }
+        let _ = writeln!(out, "# HELP rnfs_nfs4_read_plus_data_bytes_total READ_PLUS payload sent as data (holes are free).");
+        let _ = writeln!(out, "# TYPE rnfs_nfs4_read_plus_data_bytes_total counter");
+        let _ = writeln!(
+            out,
+            "rnfs_nfs4_read_plus_data_bytes_total {}",
+            self.read_plus_data_bytes
+                .load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+}
+
 impl Program for Nfs4 {
     fn program(&self) -> u32 {
         NFS_PROGRAM

@@ -80,7 +80,9 @@ async fn run(args: Args) -> Result<(), String> {
     disp.register(Arc::new(nfs3::Nfs3::new(vfs.clone())));
     disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
     let v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir).map_err(|e| e.to_string())?;
-    disp.register(Arc::new(v4));
+    let v4 = Arc::new(v4);
+    metrics.add_source(v4.clone());
+    disp.register(v4);
     let disp = Arc::new(disp);
     let tcp_cfg = TcpConfig {
         max_record: args.max_record,
