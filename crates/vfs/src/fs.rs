@@ -549,11 +549,11 @@ impl Vfs {
             return Ok(fd);
         }
         let path = node.proc_path();
-        let cwd = std::fs::File::open("/")?;
+        let cwd = sys::cwd();
         let fd = cred::as_root(|| {
-            sys::openat(cwd.as_fd(), &path, libc::O_RDWR, 0).or_else(|e| match e.raw_os_error() {
+            sys::openat(cwd, &path, libc::O_RDWR, 0).or_else(|e| match e.raw_os_error() {
                 Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
-                | Some(libc::ETXTBSY) => sys::openat(cwd.as_fd(), &path, libc::O_RDONLY, 0),
+                | Some(libc::ETXTBSY) => sys::openat(cwd, &path, libc::O_RDONLY, 0),
                 _ => Err(e),
             })
         })?;
@@ -922,9 +922,8 @@ impl Vfs {
         }
         let c = new_name(name)?;
         let path = node.proc_path();
-        let cwd = std::fs::File::open("/")?;
         cred::with_creds(&caller.creds, || {
-            sys::linkat_follow(cwd.as_fd(), &path, dir.fd(), &c)
+            sys::linkat_follow(sys::cwd(), &path, dir.fd(), &c)
         })?;
         self.attr(node.fd())
     }
@@ -954,9 +953,8 @@ impl Vfs {
             return Err(VfsError::BadCookie);
         }
         let path = dir.proc_path();
-        let cwd = std::fs::File::open("/")?;
         let dfd = cred::with_creds(&caller.creds, || {
-            sys::openat(cwd.as_fd(), &path, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+            sys::openat(sys::cwd(), &path, libc::O_RDONLY | libc::O_DIRECTORY, 0)
         })?;
         if cookie != 0 {
             sys::seek_dir(dfd.as_fd(), cookie)?;

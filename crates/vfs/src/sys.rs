@@ -540,3 +540,11 @@ pub fn removexattr(path: &CStr, name: &CStr) -> io::Result<()> {
     // SAFETY: path and name are NUL-terminated.
     cvt(unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) }).map(drop)
 }
+
+/// The current directory as a directory descriptor for `*at` calls given absolute paths
+/// (AT_FDCWD), saving an open of "/" per call.
+pub fn cwd() -> BorrowedFd<'static> {
+    // SAFETY: AT_FDCWD is a sentinel the kernel accepts wherever a directory descriptor is
+    // expected; it is never closed and is only passed to *at system calls.
+    unsafe { BorrowedFd::borrow_raw(libc::AT_FDCWD) }
+}
