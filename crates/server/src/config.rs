@@ -44,6 +44,9 @@ pub struct Args {
     /// Calls executing at once per connection.
     #[arg(long, default_value_t = 128)]
     pub max_in_flight: usize,
+    /// Calls executing at once over all connections.
+    #[arg(long, default_value_t = 1024)]
+    pub max_total_in_flight: usize,
     /// Replies kept in the duplicate request cache.
     #[arg(long, default_value_t = 8192)]
     pub drc_entries: usize,

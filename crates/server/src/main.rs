@@ -88,6 +88,7 @@ async fn run(args: Args) -> Result<(), String> {
         max_record: args.max_record,
         max_connections: args.max_connections,
         max_in_flight: args.max_in_flight,
+        max_total_in_flight: args.max_total_in_flight,
     };
 
     let mut ready = Vec::new();

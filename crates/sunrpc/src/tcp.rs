@@ -41,6 +41,9 @@ pub struct TcpConfig {
     pub max_connections: usize,
     /// Calls executing at once per connection; the connection is not read while at the limit.
     pub max_in_flight: usize,
+    /// Calls executing at once over all connections of the listener, which bounds the memory
+    /// held by calls (each up to `max_record` bytes).
+    pub max_total_in_flight: usize,
 }
 
 impl Default for TcpConfig {
@@ -49,6 +52,7 @@ impl Default for TcpConfig {
             max_record: (1 << 20) + 64 * 1024,
             max_connections: 4096,
             max_in_flight: 128,
+            max_total_in_flight: 1024,
         }
     }
 }
@@ -60,6 +64,7 @@ pub async fn serve_tcp(
     cfg: TcpConfig,
 ) -> io::Result<()> {
     let conns = Arc::new(Semaphore::new(cfg.max_connections));
+    let total = Arc::new(Semaphore::new(cfg.max_total_in_flight.max(1)));
     let gauge = disp.metrics().gauge("tcp_connections");
     loop {
         let (sock, peer) = match listener.accept().await {
@@ -80,9 +85,10 @@ pub async fn serve_tcp(
         let disp = disp.clone();
         let cfg = cfg.clone();
         let gauge = gauge.clone();
+        let total = total.clone();
         gauge.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(sock, peer, disp, cfg).await {
+            if let Err(e) = serve_connection(sock, peer, disp, cfg, total).await {
                 tracing::debug!(%peer, error = %e, "connection closed");
             }
             gauge.fetch_sub(1, Ordering::Relaxed);
@@ -96,6 +102,7 @@ async fn serve_connection(
     peer: SocketAddr,
     disp: Arc<Dispatcher>,
     cfg: TcpConfig,
+    total: Arc<Semaphore>,
 ) -> io::Result<()> {
     let (mut rd, wr) = sock.into_split();
     let (tx, rx) = mpsc::channel::<Reply>(cfg.max_in_flight.max(1));
@@ -130,12 +137,22 @@ async fn serve_connection(
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
             break Ok(());
         };
+        let Ok(global) = total.clone().acquire_owned().await else {
+            break Ok(());
+        };
         let disp = disp.clone();
         let tx = tx.clone();
         let back = back.clone();
-        tokio::task::spawn_blocking(move || {
-            if let Some(reply) = disp.dispatch_with(rec, peer, TransportKind::Tcp, Some(back)) {
-                let _ = tx.blocking_send(reply);
+        // The call runs on a blocking thread; queueing its reply waits asynchronously, so a
+        // client that stops reading holds its own permits, not a thread or the global ones.
+        let work = tokio::task::spawn_blocking(move || {
+            let reply = disp.dispatch_with(rec, peer, TransportKind::Tcp, Some(back));
+            drop(global);
+            reply
+        });
+        tokio::spawn(async move {
+            if let Ok(Some(reply)) = work.await {
+                let _ = tx.send(reply).await;
             }
             drop(permit);
         });
