@@ -464,7 +464,12 @@ impl Nfs4 {
         e.u32(slotid as u32);
         e.u32(nslots as u32 - 1);
         e.u32(nslots as u32 - 1);
-        e.u32(0); // status flags
+        // SEQ4_STATUS_RECALLABLE_STATE_REVOKED while a revoked delegation awaits FREE_STATEID.
+        let revoked = s
+            .states
+            .values()
+            .any(|x| matches!(x, StateObj::Deleg(d) if d.client == client && d.revoked));
+        e.u32(if revoked { 0x40 } else { 0 });
         Ok(SeqOutcome::Proceed(e))
     }
 
@@ -557,6 +562,12 @@ impl Nfs4 {
     pub(crate) fn free_stateid(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let sid = self.stateid_arg(ctx, d)?;
         let mut s = self.state.lock();
+        if let Some(StateObj::Deleg(d)) = s.states.get(&sid.other) {
+            if d.revoked && Some(d.client) == ctx.clientid {
+                s.states.remove(&sid.other);
+                return Ok(Encoder::new());
+            }
+        }
         let obj = s.check(&sid, 1)?.clone();
         match obj {
             StateObj::Open(_) | StateObj::Deleg(_) => Err(st::LOCKS_HELD.into()),

@@ -45,7 +45,7 @@ impl Nfs4 {
             StateObj::Open(o) => {
                 o.file == file && o.client != client && o.access & share::ACCESS_WRITE != 0
             }
-            StateObj::Deleg(d) => d.file == file,
+            StateObj::Deleg(d) => d.file == file && !d.revoked,
             StateObj::Lock(_) => false,
         });
         if conflict {
@@ -60,6 +60,7 @@ impl Nfs4 {
                 fh: fh.clone(),
                 seqid: 1,
                 recalled: None,
+                revoked: false,
             }),
         );
         Some(Stateid { seqid: 1, other })
@@ -79,7 +80,9 @@ impl Nfs4 {
             .states
             .iter()
             .filter_map(|(k, v)| match v {
-                StateObj::Deleg(d) if d.file == file && d.client != client => Some((*k, d.clone())),
+                StateObj::Deleg(d) if d.file == file && d.client != client && !d.revoked => {
+                    Some((*k, d.clone()))
+                }
                 _ => None,
             })
             .collect();
@@ -90,7 +93,9 @@ impl Nfs4 {
                         client = d.client,
                         "delegation not returned within a lease: revoked"
                     );
-                    s.states.remove(&other);
+                    if let Some(StateObj::Deleg(x)) = s.states.get_mut(&other) {
+                        x.revoked = true;
+                    }
                 }
                 Some(_) => wait = true,
                 None => {

@@ -162,6 +162,8 @@ pub struct Deleg {
     pub seqid: u32,
     /// When CB_RECALL was sent, if it was.
     pub recalled: Option<Instant>,
+    /// Revoked for not being returned in time: kept until FREE_STATEID so the holder learns.
+    pub revoked: bool,
 }
 
 /// What a stateid designates.
@@ -511,6 +513,9 @@ impl State {
             });
         }
         let s = self.states.get(&sid.other).ok_or(st::BAD_STATEID)?;
+        if matches!(s, StateObj::Deleg(d) if d.revoked) {
+            return Err(st::DELEG_REVOKED);
+        }
         let cur = s.seqid();
         if sid.seqid == 0 && minor > 0 {
             return Ok(s);
