@@ -8,7 +8,7 @@ use xdr::{Decoder, Encoder};
 use crate::proto::{fattr as fa, ftype, st, LEASE_SECONDS, NFS4_FHSIZE};
 
 /// Longest bitmap accepted from a client (words).
-pub const MAX_BITMAP_WORDS: usize = 8;
+pub const MAX_BITMAP_WORDS: usize = 1024;
 /// Largest attr_vals accepted from a client.
 pub const MAX_ATTR_VALS: usize = 64 * 1024;
 
@@ -144,6 +144,11 @@ pub fn exclcreat() -> Bitmap {
         fa::OWNER_GROUP,
         fa::TIME_ACCESS_SET,
     ])
+}
+
+/// Whether a requested bitmap names a write-only attribute (GETATTR / READDIR must refuse it).
+pub fn has_write_only(req: &Bitmap) -> bool {
+    req.has(fa::TIME_ACCESS_SET) || req.has(fa::TIME_MODIFY_SET)
 }
 
 /// Whether an attribute is writable.
@@ -292,6 +297,9 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
 /// Parses an owner or group string: numeric ids only (the Linux client sends them when the
 /// server does, which is our default).
 fn parse_id(s: &[u8]) -> Result<u32, u32> {
+    if s.is_empty() {
+        return Err(st::INVAL);
+    }
     let s = std::str::from_utf8(s).map_err(|_| st::BADOWNER)?;
     let id = s.split('@').next().unwrap_or(s);
     id.parse::<u32>().map_err(|_| st::BADOWNER)

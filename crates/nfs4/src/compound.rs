@@ -545,6 +545,12 @@ impl Program for Nfs4 {
         (NFS_V4, NFS_V4)
     }
 
+    /// COMPOUNDs may change state; NFSv4.0 relies on the duplicate request cache for them
+    /// (sessions have their own reply cache, but the DRC is harmless there).
+    fn is_idempotent(&self, _vers: u32, p: u32) -> bool {
+        p != 1
+    }
+
     fn proc_name(&self, _vers: u32, p: u32) -> Option<&'static str> {
         match p {
             0 => Some("NULL"),

@@ -132,7 +132,8 @@ impl Nfs4 {
             .cloned();
         if let Some(c) = &confirmed {
             let expired = s.expired_clients().contains(&c.id);
-            if c.principal != who && !expired {
+            let has_state = s.states.values().any(|x| x.client() == c.id);
+            if c.principal != who && !expired && has_state {
                 let mut e = Encoder::new();
                 e.opaque(b"tcp");
                 e.opaque(b"0.0.0.0.0.0");

@@ -86,6 +86,9 @@ impl Nfs4 {
     pub(crate) fn getattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let req = Bitmap::decode(d)?;
         let fh = ctx.cur()?.clone();
+        if attr::has_write_only(&req) {
+            return Err(st::INVAL.into());
+        }
         let mut e = Encoder::new();
         self.encode_attrs(&mut e, &fh, &req, ctx)?;
         Ok(e)
@@ -108,16 +111,25 @@ impl Nfs4 {
         if mask & !0x3f != 0 {
             return Err(st::INVAL.into());
         }
-        let granted = match ctx.cur()? {
-            Fh::Pseudo(_) => mask & (vfs::access::READ | vfs::access::LOOKUP),
+        let (granted, is_dir) = match ctx.cur()? {
+            Fh::Pseudo(_) => (mask & (vfs::access::READ | vfs::access::LOOKUP), true),
             Fh::Real(_) => {
                 let (c, n) = self.real(ctx)?;
-                self.vfs.access(&c, &n, mask)
+                (
+                    self.vfs.access(&c, &n, mask),
+                    n.attr.ftype == FileType::Directory,
+                )
             }
         };
+        // Only the bits meaningful for the object type count as supported.
+        let meaningful = if is_dir {
+            0x1f
+        } else {
+            vfs::access::READ | vfs::access::MODIFY | vfs::access::EXTEND | vfs::access::EXECUTE
+        };
         let mut e = Encoder::new();
-        e.u32(mask & 0x3f);
-        e.u32(granted);
+        e.u32(mask & meaningful);
+        e.u32(granted & meaningful);
         Ok(e)
     }
 
@@ -312,6 +324,13 @@ impl Nfs4 {
         let req = Bitmap::decode(d)?;
         if cookie == 1 || cookie == 2 {
             return Err(st::BAD_COOKIE.into());
+        }
+        if attr::has_write_only(&req) {
+            return Err(st::INVAL.into());
+        }
+        // Not even room for the verifier and an empty list.
+        if maxcount < 8 + 4 + 4 + 16 {
+            return Err(st::TOOSMALL.into());
         }
         // status already counted; verifier, end-of-list word and eof.
         let mut used = 8 + 4 + 4 + 16;

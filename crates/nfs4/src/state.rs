@@ -251,6 +251,11 @@ pub struct State {
     /// Owners of recently closed stateids, so a retransmitted NFSv4.0 CLOSE finds its
     /// owner's cached reply (bounded).
     pub closed: HashMap<[u8; 12], (u64, Bytes, bool)>,
+    /// Stateids of clients whose state was purged (lease expiry, reboot): NFS4ERR_EXPIRED
+    /// rather than BAD_STATEID (bounded).
+    pub expired_states: HashSet<[u8; 12]>,
+    /// Client ids purged the same way.
+    pub expired_clients_ids: HashSet<u64>,
     /// Confirmed client records on disk.
     pub db: Option<ClientDb>,
     /// Owners of clients confirmed before the restart, who may reclaim during grace.
@@ -296,6 +301,8 @@ impl State {
             locks: HashMap::new(),
             owners: HashMap::new(),
             closed: HashMap::new(),
+            expired_states: HashSet::new(),
+            expired_clients_ids: HashSet::new(),
             db: None,
             reclaimable: HashSet::new(),
             reclaim_done: HashSet::new(),
@@ -417,6 +424,9 @@ impl State {
         if self.is_stale_client(client) {
             return Err(st::STALE_CLIENTID);
         }
+        if self.expired_clients_ids.contains(&client) {
+            return Err(st::EXPIRED);
+        }
         match self.clients.get_mut(&client) {
             Some(c) => {
                 c.renewed = Instant::now();
@@ -448,7 +458,23 @@ impl State {
             }
         }
         self.sessions.retain(|_, s| s.client != client);
-        self.states.retain(|_, s| s.client() != client);
+        if self.expired_states.len() > 65536 {
+            self.expired_states.clear();
+        }
+        if self.expired_clients_ids.len() > 65536 {
+            self.expired_clients_ids.clear();
+        }
+        self.expired_clients_ids.insert(client);
+        let gone: Vec<[u8; 12]> = self
+            .states
+            .iter()
+            .filter(|(_, s)| s.client() == client)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            self.states.remove(&k);
+            self.expired_states.insert(k);
+        }
         for v in self.locks.values_mut() {
             v.retain(|l| l.client != client);
         }
@@ -504,6 +530,12 @@ impl State {
 
     /// Looks a stateid up, checking its seqid (0 means "the current one" in NFSv4.1).
     pub fn check(&self, sid: &Stateid, minor: u32) -> Result<&StateObj, u32> {
+        if sid.is_special() {
+            return Err(st::BAD_STATEID);
+        }
+        if self.expired_states.contains(&sid.other) {
+            return Err(st::EXPIRED);
+        }
         if u32::from_be_bytes([sid.other[0], sid.other[1], sid.other[2], sid.other[3]]) != self.boot
         {
             return Err(if minor == 0 {
@@ -554,7 +586,21 @@ impl State {
     /// over the range).
     pub fn add_lock(&mut self, file: FileKey, lock: Lock) {
         self.remove_lock_range(file, lock.client, &lock.owner, lock.start, lock.end);
-        self.locks.entry(file).or_default().push(lock);
+        let v = self.locks.entry(file).or_default();
+        // Merge with the owner's adjacent locks of the same type.
+        let mut merged = lock;
+        v.retain(|l| {
+            let same =
+                l.client == merged.client && l.owner == merged.owner && l.write == merged.write;
+            if same && (l.end == merged.start || merged.end == l.start) {
+                merged.start = merged.start.min(l.start);
+                merged.end = merged.end.max(l.end);
+                false
+            } else {
+                true
+            }
+        });
+        v.push(merged);
     }
 
     /// Unlocks a range of an owner's locks, splitting locks that straddle it.

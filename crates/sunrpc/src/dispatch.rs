@@ -212,7 +212,12 @@ impl Dispatcher {
         self.metrics
             .observe(prog.program(), name, start.elapsed().as_secs_f64());
         if cached {
-            self.drc.finish(key, reply.to_bytes());
+            // Large replies come from reads, which are safe to redo; don't hold them.
+            if reply.wire_len() <= crate::drc::MAX_CACHED_REPLY {
+                self.drc.finish(key, reply.to_bytes());
+            } else {
+                self.drc.forget(key);
+            }
         }
         Some(reply)
     }

@@ -9,6 +9,9 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+/// Largest reply kept; larger ones are answered again by executing the call.
+pub const MAX_CACHED_REPLY: usize = 4096;
+
 /// What identifies a retransmission: same peer, xid, procedure and message length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DrcKey {
@@ -90,6 +93,11 @@ impl DuplicateCache {
         if let Some(e) = g.map.get_mut(&key) {
             *e = Entry::Done(reply);
         }
+    }
+
+    /// Drops an entry (its reply is too large to keep).
+    pub fn forget(&self, key: DrcKey) {
+        self.inner.lock().map.remove(&key);
     }
 
     /// Number of entries held.

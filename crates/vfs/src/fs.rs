@@ -590,6 +590,13 @@ impl Vfs {
         }
         let count = count.min(MAX_IO) as usize;
         let fd = self.data_fd(node)?;
+        if offset >= node.attr.size {
+            // Nothing to read (and offsets past i64::MAX would make pread fail).
+            let attr = self.attr(fd.as_fd())?;
+            if offset >= attr.size {
+                return Ok((Bytes::new(), true, attr));
+            }
+        }
         let mut buf = BytesMut::with_capacity(count);
         let n = sys::pread_into(fd.as_fd(), &mut buf, count, offset)?;
         let attr = self.attr(fd.as_fd())?;
