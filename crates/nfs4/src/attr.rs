@@ -284,7 +284,7 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
             fa::MOUNTED_ON_FILEID => v.u64(o.mounted_on_fileid),
             fa::SUPPATTR_EXCLCREAT => exclcreat().encode(&mut v),
             fa::CLONE_BLKSIZE => v.u32(4096),
-            fa::CHANGE_ATTR_TYPE => v.u32(2), // NFS4_CHANGE_TYPE_IS_TIME_METADATA
+            fa::CHANGE_ATTR_TYPE => v.u32(3), // NFS4_CHANGE_TYPE_IS_TIME_METADATA
             fa::XATTR_SUPPORT => v.bool(true),
             _ => continue,
         }
