@@ -329,7 +329,7 @@ impl Nfs4 {
             return Err(st::INVAL.into());
         }
         // Not even room for the verifier and an empty list.
-        if maxcount < 8 + 4 + 4 + 16 {
+        if maxcount < 8 + 4 + 4 {
             return Err(st::TOOSMALL.into());
         }
         // status already counted; verifier, end-of-list word and eof.

@@ -346,7 +346,12 @@ impl Nfs4 {
                         Some((how, sattr)) => {
                             let (sa, bm) = sattr.clone().unwrap_or_default();
                             let existed = self.vfs.lookup(&c, &dir, &name).is_ok();
+                            // On an existing file UNCHECKED ignores the attributes but a
+                            // truncation to zero (RFC 7530 section 16.16.5).
                             let mut sa_create = sa.clone();
+                            if existed {
+                                sa_create.size = sa.size.filter(|s| *s == 0);
+                            }
                             if let CreateMode::Exclusive(_) = how {
                                 sa_create = SetAttrs::default();
                             }
@@ -394,7 +399,7 @@ impl Nfs4 {
             if access & share::ACCESS_WRITE != 0 || share_deny & share::DENY_READ != 0 {
                 self.break_delegations(s, file, client)?;
             }
-            if s.share_conflict(file, client, &owner, access, share_deny) {
+            if s.share_conflict(file, access, share_deny) {
                 return Err(st::SHARE_DENIED.into());
             }
             let sid = match s.find_open(client, &owner, file) {

@@ -502,18 +502,10 @@ impl State {
     }
 
     /// Checks a new share (access, deny) against the other opens of `file`.
-    pub fn share_conflict(
-        &self,
-        file: FileKey,
-        client: u64,
-        owner: &Bytes,
-        access: u32,
-        deny: u32,
-    ) -> bool {
+    pub fn share_conflict(&self, file: FileKey, access: u32, deny: u32) -> bool {
         self.states.values().any(|s| match s {
-            StateObj::Open(o) if o.file == file && !(o.client == client && o.owner == *owner) => {
-                (o.deny & access) != 0 || (o.access & deny) != 0
-            }
+            // An owner's own deny bits bind it too (RFC 7530 sections 9.9 and 16.16.5).
+            StateObj::Open(o) if o.file == file => (o.deny & access) != 0 || (o.access & deny) != 0,
             _ => false,
         })
     }
