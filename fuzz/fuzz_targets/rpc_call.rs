@@ -7,7 +7,9 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use sunrpc::msg::{decode_call, encode_auth_error, encode_call, encode_rpc_mismatch, AuthSys, HeaderError};
+use sunrpc::msg::{
+    decode_call, encode_auth_error, encode_call, encode_rpc_mismatch, AuthSys, HeaderError,
+};
 use xdr::{Decoder, Encoder};
 
 fuzz_target!(|data: &[u8]| {
@@ -16,7 +18,11 @@ fuzz_target!(|data: &[u8]| {
         Ok((hdr, args)) => {
             let rest = args.into_rest();
             assert!(rest.len() <= data.len());
-            assert_eq!(&data[data.len() - rest.len()..], &rest[..], "arguments are not the tail");
+            assert_eq!(
+                &data[data.len() - rest.len()..],
+                &rest[..],
+                "arguments are not the tail"
+            );
             let mut e = Encoder::new();
             encode_call(&mut e, hdr.xid, hdr.prog, hdr.vers, hdr.proc_, &hdr.cred);
             let mut again = e.finish().to_bytes().to_vec();

@@ -31,7 +31,10 @@ fn run(stream: &[u8], max: usize, sizes: &[usize]) -> (Vec<Vec<u8>>, End) {
                     out.push(rec.to_vec());
                 }
                 Ok(None) => {
-                    assert!(r.wanted(&buf) > 0, "wanted() is 0 while a record is incomplete");
+                    assert!(
+                        r.wanted(&buf) > 0,
+                        "wanted() is 0 while a record is incomplete"
+                    );
                     break;
                 }
                 Err(e) => return (out, End::Error(e)),

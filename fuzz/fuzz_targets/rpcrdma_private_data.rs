@@ -14,7 +14,10 @@ fuzz_target!(|data: &[u8]| {
     let (ours, peer) = if data.len() >= 8 {
         let s = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
         let r = u32::from_be_bytes([data[4], data[5], data[6], data[7]]);
-        (InlineConfig::new(s, r).with_remote_invalidate(s & 1 == 1), &data[8..])
+        (
+            InlineConfig::new(s, r).with_remote_invalidate(s & 1 == 1),
+            &data[8..],
+        )
     } else {
         (InlineConfig::default(), data)
     };
@@ -22,12 +25,20 @@ fuzz_target!(|data: &[u8]| {
     assert!((MIN_INLINE..=MAX_INLINE).contains(&ours.max_recv()));
     assert_eq!(ours.max_send() % 1024, 0);
     let mine = ours.private_data();
-    assert_eq!(PrivateData::parse(&mine.encode()), Some(mine), "our private data round-trips");
+    assert_eq!(
+        PrivateData::parse(&mine.encode()),
+        Some(mine),
+        "our private data round-trips"
+    );
 
     let parsed = PrivateData::parse(peer);
     if let Some(pd) = parsed {
         assert!(peer.len() >= 8);
-        assert_eq!(PrivateData::parse(&pd.encode()), Some(pd), "peer data round-trips");
+        assert_eq!(
+            PrivateData::parse(&pd.encode()),
+            Some(pd),
+            "peer data round-trips"
+        );
         assert_eq!(&pd.encode()[..5], &peer[..5]);
     }
     let n = negotiate(ours, parsed);

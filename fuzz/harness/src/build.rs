@@ -292,7 +292,11 @@ pub mod v4 {
                 How::NoCreate => e.u32(0),
                 How::Unchecked(m) | How::Guarded(m) => {
                     e.u32(1);
-                    e.u32(if matches!(how, How::Unchecked(_)) { 0 } else { 1 });
+                    e.u32(if matches!(how, How::Unchecked(_)) {
+                        0
+                    } else {
+                        1
+                    });
                     fattr_mode(e, m);
                 }
                 How::Exclusive(v) => {
@@ -379,7 +383,13 @@ pub mod v4 {
         })
     }
     /// LOCKU.
-    pub fn locku(locktype: u32, seqid: u32, sid: (u32, [u8; 12]), offset: u64, length: u64) -> Vec<u8> {
+    pub fn locku(
+        locktype: u32,
+        seqid: u32,
+        sid: (u32, [u8; 12]),
+        offset: u64,
+        length: u64,
+    ) -> Vec<u8> {
         o(op::LOCKU, |e| {
             e.u32(locktype);
             e.u32(seqid);
@@ -521,7 +531,13 @@ pub mod v4 {
         })
     }
     /// COPY (saved fh: source, current fh: destination), synchronous, intra-server.
-    pub fn copy(src: (u32, [u8; 12]), dst: (u32, [u8; 12]), so: u64, d_o: u64, count: u64) -> Vec<u8> {
+    pub fn copy(
+        src: (u32, [u8; 12]),
+        dst: (u32, [u8; 12]),
+        so: u64,
+        d_o: u64,
+        count: u64,
+    ) -> Vec<u8> {
         o(op::COPY, |e| {
             stateid(e, src.0, &src.1);
             stateid(e, dst.0, &dst.1);
@@ -534,7 +550,13 @@ pub mod v4 {
         })
     }
     /// CLONE (saved fh: source, current fh: destination).
-    pub fn clone_op(src: (u32, [u8; 12]), dst: (u32, [u8; 12]), so: u64, d_o: u64, count: u64) -> Vec<u8> {
+    pub fn clone_op(
+        src: (u32, [u8; 12]),
+        dst: (u32, [u8; 12]),
+        so: u64,
+        d_o: u64,
+        count: u64,
+    ) -> Vec<u8> {
         o(op::CLONE, |e| {
             stateid(e, src.0, &src.1);
             stateid(e, dst.0, &dst.1);

@@ -91,7 +91,7 @@ impl Env {
     /// Called before each input: resets the export every [`RESET_EVERY`] inputs.
     pub fn before_input(&self) {
         let n = self.inputs.fetch_add(1, Ordering::Relaxed) + 1;
-        if n % RESET_EVERY == 0 {
+        if n.is_multiple_of(RESET_EVERY) {
             self.reset();
         }
     }
@@ -134,11 +134,16 @@ fn clear_except(dir: &Path, keep: &[&str]) {
 
 fn write_file_fixture(p: &Path) {
     use std::io::{Seek, SeekFrom, Write};
-    let Ok(mut f) = std::fs::OpenOptions::new().write(true).create(true).open(p) else {
+    // Truncated in place: the inode, and so the handle, stays the same.
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(p)
+    else {
         return;
     };
     let block: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
-    let _ = f.set_len(0);
     let _ = f.write_all(&block);
     let _ = f.seek(SeekFrom::Start(FILE_LEN - 4096));
     let _ = f.write_all(&block);
@@ -315,11 +320,20 @@ fn setup() -> Env {
     let ro_fh = vfs.mount(ro.as_os_str().as_bytes(), &client).ok();
     let dir_fh = root_fh.as_ref().and_then(|r| lookup(r, b"dir"));
     add(b"@FH@ROOT", root_fh.clone());
-    add(b"@FH@FILE", root_fh.as_ref().and_then(|r| lookup(r, b"file")));
+    add(
+        b"@FH@FILE",
+        root_fh.as_ref().and_then(|r| lookup(r, b"file")),
+    );
     add(b"@FH@DIR_", dir_fh.clone());
     add(b"@FH@DIRA", dir_fh.as_ref().and_then(|d| lookup(d, b"a")));
-    add(b"@FH@LINK", root_fh.as_ref().and_then(|r| lookup(r, b"link")));
-    add(b"@FH@FIFO", root_fh.as_ref().and_then(|r| lookup(r, b"fifo")));
+    add(
+        b"@FH@LINK",
+        root_fh.as_ref().and_then(|r| lookup(r, b"link")),
+    );
+    add(
+        b"@FH@FIFO",
+        root_fh.as_ref().and_then(|r| lookup(r, b"fifo")),
+    );
     add(b"@FH@RORT", ro_fh.clone());
     add(b"@FH@ROFL", ro_fh.as_ref().and_then(|r| lookup(r, b"file")));
     vfs::cred::as_root(|| ());

@@ -106,9 +106,17 @@ impl Server {
             .dispatch(Bytes::from(msg.clone()), peer(), TransportKind::Tcp)?;
         let bytes = reply.to_bytes();
         assert_eq!(bytes.len(), reply.wire_len(), "reply length");
-        assert_eq!(bytes.len() % 4, 0, "reply is not a whole number of XDR words");
+        assert_eq!(
+            bytes.len() % 4,
+            0,
+            "reply is not a whole number of XDR words"
+        );
         assert!(bytes.len() >= 12, "reply shorter than an RPC reply header");
-        assert_eq!(bytes.get(..4), msg.get(..4), "reply does not echo the call's xid");
+        assert_eq!(
+            bytes.get(..4),
+            msg.get(..4),
+            "reply does not echo the call's xid"
+        );
         Some(bytes)
     }
 }
@@ -118,7 +126,10 @@ pub fn run_stream(data: &[u8]) -> Vec<Option<Bytes>> {
     let env = env::env();
     env.before_input();
     let server = Server::new(env);
-    let replies = frames(data).into_iter().map(|m| server.call(env, m)).collect();
+    let replies = frames(data)
+        .into_iter()
+        .map(|m| server.call(env, m))
+        .collect();
     env.after_input();
     replies
 }

@@ -22,7 +22,10 @@ fn write(dir: &Path, target: &str, name: &str, data: &[u8]) {
 
 /// Reads the words of an accepted RPC reply: (accept_stat, first result word).
 fn rpc_status(r: &Bytes) -> String {
-    let w = |i: usize| r.get(i * 4..i * 4 + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let w = |i: usize| {
+        r.get(i * 4..i * 4 + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
     match (w(2), w(5), w(6)) {
         (Some(0), Some(0), Some(s)) => format!("ok/{s}"),
         (Some(0), Some(0), None) => "ok".into(),
@@ -66,134 +69,522 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
     let mut one = |name: &str, m: Vec<u8>| s.push((name.to_string(), vec![m]));
 
     one("null", c(0, &Credential::None, vec![]));
-    one("getattr_root", c(1, &root, val(&GetattrArgs { object: fh(b"@FH@ROOT") })));
-    one("getattr_fifo_none", c(1, &Credential::None, val(&GetattrArgs { object: fh(b"@FH@FIFO") })));
-    one("getattr_bad_handle", c(1, &root, val(&GetattrArgs { object: Fh3(Bytes::from_static(&[1; 40])) })));
+    one(
+        "getattr_root",
+        c(
+            1,
+            &root,
+            val(&GetattrArgs {
+                object: fh(b"@FH@ROOT"),
+            }),
+        ),
+    );
+    one(
+        "getattr_fifo_none",
+        c(
+            1,
+            &Credential::None,
+            val(&GetattrArgs {
+                object: fh(b"@FH@FIFO"),
+            }),
+        ),
+    );
+    one(
+        "getattr_bad_handle",
+        c(
+            1,
+            &root,
+            val(&GetattrArgs {
+                object: Fh3(Bytes::from_static(&[1; 40])),
+            }),
+        ),
+    );
     one(
         "setattr_file_size_mode",
-        c(2, &user, val(&SetattrArgs {
-            object: fh(b"@FH@FILE"),
-            new_attributes: Sattr3 {
-                mode: Some(0o640),
-                size: Some(100),
-                atime: nfs3::types::SetTime::ServerTime,
-                mtime: nfs3::types::SetTime::ClientTime(Nfstime3 { seconds: 1_000_000, nseconds: 5 }),
-                ..Default::default()
-            },
-            guard: SattrGuard3(Some(Nfstime3 { seconds: 1, nseconds: 0 })),
-        })),
+        c(
+            2,
+            &user,
+            val(&SetattrArgs {
+                object: fh(b"@FH@FILE"),
+                new_attributes: Sattr3 {
+                    mode: Some(0o640),
+                    size: Some(100),
+                    atime: nfs3::types::SetTime::ServerTime,
+                    mtime: nfs3::types::SetTime::ClientTime(Nfstime3 {
+                        seconds: 1_000_000,
+                        nseconds: 5,
+                    }),
+                    ..Default::default()
+                },
+                guard: SattrGuard3(Some(Nfstime3 {
+                    seconds: 1,
+                    nseconds: 0,
+                })),
+            }),
+        ),
     );
-    one("lookup_file", c(3, &user, val(&LookupArgs { what: dirop(b"@FH@ROOT", "file") })));
-    one("lookup_dotdot", c(3, &user, val(&LookupArgs { what: dirop(b"@FH@ROOT", "..") })));
-    one("lookup_dir_a", c(3, &user, val(&LookupArgs { what: dirop(b"@FH@DIR_", "a") })));
-    one("access_file", c(4, &user, val(&AccessArgs { object: fh(b"@FH@FILE"), access: 0x3f })));
-    one("readlink_link", c(5, &user, val(&ReadlinkArgs { symlink: fh(b"@FH@LINK") })));
-    one("read_file", c(6, &user, val(&ReadArgs { file: fh(b"@FH@FILE"), offset: 0, count: 8192 })));
-    one("read_file_hole", c(6, &user, val(&ReadArgs { file: fh(b"@FH@FILE"), offset: 8192, count: 4096 })));
-    one("read_fifo", c(6, &user, val(&ReadArgs { file: fh(b"@FH@FIFO"), offset: 0, count: 16 })));
-    one("read_ro_file", c(6, &root, val(&ReadArgs { file: fh(b"@FH@ROFL"), offset: 0, count: 100 })));
+    one(
+        "lookup_file",
+        c(
+            3,
+            &user,
+            val(&LookupArgs {
+                what: dirop(b"@FH@ROOT", "file"),
+            }),
+        ),
+    );
+    one(
+        "lookup_dotdot",
+        c(
+            3,
+            &user,
+            val(&LookupArgs {
+                what: dirop(b"@FH@ROOT", ".."),
+            }),
+        ),
+    );
+    one(
+        "lookup_dir_a",
+        c(
+            3,
+            &user,
+            val(&LookupArgs {
+                what: dirop(b"@FH@DIR_", "a"),
+            }),
+        ),
+    );
+    one(
+        "access_file",
+        c(
+            4,
+            &user,
+            val(&AccessArgs {
+                object: fh(b"@FH@FILE"),
+                access: 0x3f,
+            }),
+        ),
+    );
+    one(
+        "readlink_link",
+        c(
+            5,
+            &user,
+            val(&ReadlinkArgs {
+                symlink: fh(b"@FH@LINK"),
+            }),
+        ),
+    );
+    one(
+        "read_file",
+        c(
+            6,
+            &user,
+            val(&ReadArgs {
+                file: fh(b"@FH@FILE"),
+                offset: 0,
+                count: 8192,
+            }),
+        ),
+    );
+    one(
+        "read_file_hole",
+        c(
+            6,
+            &user,
+            val(&ReadArgs {
+                file: fh(b"@FH@FILE"),
+                offset: 8192,
+                count: 4096,
+            }),
+        ),
+    );
+    one(
+        "read_fifo",
+        c(
+            6,
+            &user,
+            val(&ReadArgs {
+                file: fh(b"@FH@FIFO"),
+                offset: 0,
+                count: 16,
+            }),
+        ),
+    );
+    one(
+        "read_ro_file",
+        c(
+            6,
+            &root,
+            val(&ReadArgs {
+                file: fh(b"@FH@ROFL"),
+                offset: 0,
+                count: 100,
+            }),
+        ),
+    );
     one(
         "write_file_unstable",
-        c(7, &user, val(&WriteArgs {
-            file: fh(b"@FH@FILE"),
-            offset: 10,
-            count: 5,
-            stable: StableHow::Unstable,
-            data: Bytes::from_static(b"hello"),
-        })),
+        c(
+            7,
+            &user,
+            val(&WriteArgs {
+                file: fh(b"@FH@FILE"),
+                offset: 10,
+                count: 5,
+                stable: StableHow::Unstable,
+                data: Bytes::from_static(b"hello"),
+            }),
+        ),
     );
     one(
         "write_file_filesync",
-        c(7, &user, val(&WriteArgs {
-            file: fh(b"@FH@FILE"),
-            offset: 4096,
-            count: 8,
-            stable: StableHow::FileSync,
-            data: Bytes::from_static(b"abcdefgh"),
-        })),
+        c(
+            7,
+            &user,
+            val(&WriteArgs {
+                file: fh(b"@FH@FILE"),
+                offset: 4096,
+                count: 8,
+                stable: StableHow::FileSync,
+                data: Bytes::from_static(b"abcdefgh"),
+            }),
+        ),
     );
     one(
         "write_ro",
-        c(7, &user, val(&WriteArgs {
-            file: fh(b"@FH@ROFL"),
-            offset: 0,
-            count: 1,
-            stable: StableHow::DataSync,
-            data: Bytes::from_static(b"x"),
-        })),
+        c(
+            7,
+            &user,
+            val(&WriteArgs {
+                file: fh(b"@FH@ROFL"),
+                offset: 0,
+                count: 1,
+                stable: StableHow::DataSync,
+                data: Bytes::from_static(b"x"),
+            }),
+        ),
     );
     one(
         "create_unchecked",
-        c(8, &user, val(&CreateArgs { where_: dirop(b"@FH@ROOT", "new"), how: Createhow3::Unchecked(sattr_mode(0o644)) })),
+        c(
+            8,
+            &user,
+            val(&CreateArgs {
+                where_: dirop(b"@FH@ROOT", "new"),
+                how: Createhow3::Unchecked(sattr_mode(0o644)),
+            }),
+        ),
     );
     one(
         "create_guarded_size",
-        c(8, &root, val(&CreateArgs {
-            where_: dirop(b"@FH@DIR_", "g"),
-            how: Createhow3::Guarded(Sattr3 { size: Some(10), ..sattr_mode(0o600) }),
-        })),
+        c(
+            8,
+            &root,
+            val(&CreateArgs {
+                where_: dirop(b"@FH@DIR_", "g"),
+                how: Createhow3::Guarded(Sattr3 {
+                    size: Some(10),
+                    ..sattr_mode(0o600)
+                }),
+            }),
+        ),
     );
     one(
         "create_exclusive",
-        c(8, &user, val(&CreateArgs { where_: dirop(b"@FH@ROOT", "excl"), how: Createhow3::Exclusive(*b"verifier") })),
+        c(
+            8,
+            &user,
+            val(&CreateArgs {
+                where_: dirop(b"@FH@ROOT", "excl"),
+                how: Createhow3::Exclusive(*b"verifier"),
+            }),
+        ),
     );
-    one("mkdir", c(9, &user, val(&MkdirArgs { where_: dirop(b"@FH@ROOT", "newdir"), attributes: sattr_mode(0o755) })));
+    one(
+        "mkdir",
+        c(
+            9,
+            &user,
+            val(&MkdirArgs {
+                where_: dirop(b"@FH@ROOT", "newdir"),
+                attributes: sattr_mode(0o755),
+            }),
+        ),
+    );
     one(
         "symlink",
-        c(10, &user, val(&SymlinkArgs {
-            where_: dirop(b"@FH@ROOT", "sl"),
-            symlink: Symlinkdata3 { symlink_attributes: Sattr3::default(), symlink_data: Bytes::from_static(b"../../etc/passwd") },
-        })),
+        c(
+            10,
+            &user,
+            val(&SymlinkArgs {
+                where_: dirop(b"@FH@ROOT", "sl"),
+                symlink: Symlinkdata3 {
+                    symlink_attributes: Sattr3::default(),
+                    symlink_data: Bytes::from_static(b"../../etc/passwd"),
+                },
+            }),
+        ),
     );
-    one("mknod_fifo", c(11, &user, val(&MknodArgs { where_: dirop(b"@FH@ROOT", "p"), what: Mknoddata3::Fifo(sattr_mode(0o644)) })));
+    one(
+        "mknod_fifo",
+        c(
+            11,
+            &user,
+            val(&MknodArgs {
+                where_: dirop(b"@FH@ROOT", "p"),
+                what: Mknoddata3::Fifo(sattr_mode(0o644)),
+            }),
+        ),
+    );
     one(
         "mknod_chr",
-        c(11, &root, val(&MknodArgs {
-            where_: dirop(b"@FH@ROOT", "null"),
-            what: Mknoddata3::Chr(Devicedata3 { dev_attributes: sattr_mode(0o666), spec: Specdata3 { specdata1: 1, specdata2: 3 } }),
-        })),
+        c(
+            11,
+            &root,
+            val(&MknodArgs {
+                where_: dirop(b"@FH@ROOT", "null"),
+                what: Mknoddata3::Chr(Devicedata3 {
+                    dev_attributes: sattr_mode(0o666),
+                    spec: Specdata3 {
+                        specdata1: 1,
+                        specdata2: 3,
+                    },
+                }),
+            }),
+        ),
     );
-    one("mknod_sock", c(11, &user, val(&MknodArgs { where_: dirop(b"@FH@ROOT", "s"), what: Mknoddata3::Sock(Sattr3::default()) })));
-    one("remove_missing", c(12, &user, val(&RemoveArgs { object: dirop(b"@FH@ROOT", "nothing") })));
-    one("remove_fixture", c(12, &user, val(&RemoveArgs { object: dirop(b"@FH@DIR_", "a") })));
-    one("rmdir_sub", c(13, &user, val(&RmdirArgs { object: dirop(b"@FH@DIR_", "sub") })));
-    one("rename_cross", c(14, &user, val(&RenameArgs { from: dirop(b"@FH@DIR_", "b"), to: dirop(b"@FH@ROOT", "b2") })));
-    one("link_file", c(15, &user, val(&LinkArgs { file: fh(b"@FH@FILE"), link: dirop(b"@FH@DIR_", "hard") })));
-    one("readdir_root", c(16, &user, val(&ReaddirArgs { dir: fh(b"@FH@ROOT"), cookie: 0, cookieverf: [0; 8], count: 4096 })));
-    one("readdir_small", c(16, &user, val(&ReaddirArgs { dir: fh(b"@FH@DIR_"), cookie: 0, cookieverf: [0; 8], count: 100 })));
+    one(
+        "mknod_sock",
+        c(
+            11,
+            &user,
+            val(&MknodArgs {
+                where_: dirop(b"@FH@ROOT", "s"),
+                what: Mknoddata3::Sock(Sattr3::default()),
+            }),
+        ),
+    );
+    one(
+        "remove_missing",
+        c(
+            12,
+            &user,
+            val(&RemoveArgs {
+                object: dirop(b"@FH@ROOT", "nothing"),
+            }),
+        ),
+    );
+    one(
+        "remove_fixture",
+        c(
+            12,
+            &user,
+            val(&RemoveArgs {
+                object: dirop(b"@FH@DIR_", "a"),
+            }),
+        ),
+    );
+    one(
+        "rmdir_sub",
+        c(
+            13,
+            &user,
+            val(&RmdirArgs {
+                object: dirop(b"@FH@DIR_", "sub"),
+            }),
+        ),
+    );
+    one(
+        "rename_cross",
+        c(
+            14,
+            &user,
+            val(&RenameArgs {
+                from: dirop(b"@FH@DIR_", "b"),
+                to: dirop(b"@FH@ROOT", "b2"),
+            }),
+        ),
+    );
+    one(
+        "link_file",
+        c(
+            15,
+            &user,
+            val(&LinkArgs {
+                file: fh(b"@FH@FILE"),
+                link: dirop(b"@FH@DIR_", "hard"),
+            }),
+        ),
+    );
+    one(
+        "readdir_root",
+        c(
+            16,
+            &user,
+            val(&ReaddirArgs {
+                dir: fh(b"@FH@ROOT"),
+                cookie: 0,
+                cookieverf: [0; 8],
+                count: 4096,
+            }),
+        ),
+    );
+    one(
+        "readdir_small",
+        c(
+            16,
+            &user,
+            val(&ReaddirArgs {
+                dir: fh(b"@FH@DIR_"),
+                cookie: 0,
+                cookieverf: [0; 8],
+                count: 100,
+            }),
+        ),
+    );
     one(
         "readdirplus_dir",
-        c(17, &user, val(&ReaddirplusArgs { dir: fh(b"@FH@DIR_"), cookie: 0, cookieverf: [0; 8], dircount: 512, maxcount: 8192 })),
+        c(
+            17,
+            &user,
+            val(&ReaddirplusArgs {
+                dir: fh(b"@FH@DIR_"),
+                cookie: 0,
+                cookieverf: [0; 8],
+                dircount: 512,
+                maxcount: 8192,
+            }),
+        ),
     );
     one(
         "readdirplus_cookie",
-        c(17, &user, val(&ReaddirplusArgs { dir: fh(b"@FH@ROOT"), cookie: 3, cookieverf: [1; 8], dircount: 512, maxcount: 600 })),
+        c(
+            17,
+            &user,
+            val(&ReaddirplusArgs {
+                dir: fh(b"@FH@ROOT"),
+                cookie: 3,
+                cookieverf: [1; 8],
+                dircount: 512,
+                maxcount: 600,
+            }),
+        ),
     );
-    one("fsstat", c(18, &user, val(&FsstatArgs { fsroot: fh(b"@FH@ROOT") })));
-    one("fsinfo", c(19, &user, val(&FsinfoArgs { fsroot: fh(b"@FH@RORT") })));
-    one("pathconf", c(20, &user, val(&PathconfArgs { object: fh(b"@FH@FILE") })));
-    one("commit", c(21, &user, val(&CommitArgs { file: fh(b"@FH@FILE"), offset: 0, count: 0 })));
+    one(
+        "fsstat",
+        c(
+            18,
+            &user,
+            val(&FsstatArgs {
+                fsroot: fh(b"@FH@ROOT"),
+            }),
+        ),
+    );
+    one(
+        "fsinfo",
+        c(
+            19,
+            &user,
+            val(&FsinfoArgs {
+                fsroot: fh(b"@FH@RORT"),
+            }),
+        ),
+    );
+    one(
+        "pathconf",
+        c(
+            20,
+            &user,
+            val(&PathconfArgs {
+                object: fh(b"@FH@FILE"),
+            }),
+        ),
+    );
+    one(
+        "commit",
+        c(
+            21,
+            &user,
+            val(&CommitArgs {
+                file: fh(b"@FH@FILE"),
+                offset: 0,
+                count: 0,
+            }),
+        ),
+    );
     one("proc_unavail", c(22, &user, vec![]));
     one("garbage_args", c(1, &user, vec![0, 0, 1, 0]));
 
     // Multi-call streams: create, write, read back, rename, remove.
-    let new = val(&CreateArgs { where_: dirop(b"@FH@ROOT", "f1"), how: Createhow3::Guarded(sattr_mode(0o644)) });
+    let new = val(&CreateArgs {
+        where_: dirop(b"@FH@ROOT", "f1"),
+        how: Createhow3::Guarded(sattr_mode(0o644)),
+    });
     let stream = vec![
         c(8, &user, new.clone()),
         c(8, &user, new),
-        c(3, &user, val(&LookupArgs { what: dirop(b"@FH@ROOT", "f1") })),
-        c(14, &user, val(&RenameArgs { from: dirop(b"@FH@ROOT", "f1"), to: dirop(b"@FH@DIR_", "f2") })),
-        c(12, &user, val(&RemoveArgs { object: dirop(b"@FH@DIR_", "f2") })),
+        c(
+            3,
+            &user,
+            val(&LookupArgs {
+                what: dirop(b"@FH@ROOT", "f1"),
+            }),
+        ),
+        c(
+            14,
+            &user,
+            val(&RenameArgs {
+                from: dirop(b"@FH@ROOT", "f1"),
+                to: dirop(b"@FH@DIR_", "f2"),
+            }),
+        ),
+        c(
+            12,
+            &user,
+            val(&RemoveArgs {
+                object: dirop(b"@FH@DIR_", "f2"),
+            }),
+        ),
     ];
     s.push(("stream_create_rename_remove".into(), stream));
     let stream = vec![
-        c(9, &user, val(&MkdirArgs { where_: dirop(b"@FH@ROOT", "d"), attributes: Sattr3::default() })),
-        c(10, &user, val(&SymlinkArgs {
-            where_: dirop(b"@FH@ROOT", "d2"),
-            symlink: Symlinkdata3 { symlink_attributes: Sattr3::default(), symlink_data: Bytes::from_static(b"d") },
-        })),
-        c(17, &user, val(&ReaddirplusArgs { dir: fh(b"@FH@ROOT"), cookie: 0, cookieverf: [0; 8], dircount: 100, maxcount: 1000 })),
-        c(13, &user, val(&RmdirArgs { object: dirop(b"@FH@ROOT", "d") })),
+        c(
+            9,
+            &user,
+            val(&MkdirArgs {
+                where_: dirop(b"@FH@ROOT", "d"),
+                attributes: Sattr3::default(),
+            }),
+        ),
+        c(
+            10,
+            &user,
+            val(&SymlinkArgs {
+                where_: dirop(b"@FH@ROOT", "d2"),
+                symlink: Symlinkdata3 {
+                    symlink_attributes: Sattr3::default(),
+                    symlink_data: Bytes::from_static(b"d"),
+                },
+            }),
+        ),
+        c(
+            17,
+            &user,
+            val(&ReaddirplusArgs {
+                dir: fh(b"@FH@ROOT"),
+                cookie: 0,
+                cookieverf: [0; 8],
+                dircount: 100,
+                maxcount: 1000,
+            }),
+        ),
+        c(
+            13,
+            &user,
+            val(&RmdirArgs {
+                object: dirop(b"@FH@ROOT", "d"),
+            }),
+        ),
     ];
     s.push(("stream_mkdir_readdirplus_rmdir".into(), stream));
 
@@ -204,25 +595,64 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         call(m, MOUNT, 3, proc_, cred, &args)
     };
     s.push(("mount_null".into(), vec![mc(0, &Credential::None, vec![])]));
-    let mnt = mc(1, &root, val(&MntArgs { dirpath: marker(b"@EXPORT@") }));
+    let mnt = mc(
+        1,
+        &root,
+        val(&MntArgs {
+            dirpath: marker(b"@EXPORT@"),
+        }),
+    );
     s.push(("mount_mnt".into(), vec![mnt.clone()]));
-    s.push(("mount_mnt_ro".into(), vec![mc(1, &user, val(&MntArgs { dirpath: marker(b"@ROEXPT@") }))]));
-    s.push(("mount_mnt_missing".into(), vec![mc(1, &user, val(&MntArgs { dirpath: Bytes::from_static(b"/nonexistent") }))]));
+    s.push((
+        "mount_mnt_ro".into(),
+        vec![mc(
+            1,
+            &user,
+            val(&MntArgs {
+                dirpath: marker(b"@ROEXPT@"),
+            }),
+        )],
+    ));
+    s.push((
+        "mount_mnt_missing".into(),
+        vec![mc(
+            1,
+            &user,
+            val(&MntArgs {
+                dirpath: Bytes::from_static(b"/nonexistent"),
+            }),
+        )],
+    ));
     s.push((
         "mount_mnt_dump_umnt_export".into(),
         vec![
             mnt,
             mc(2, &root, vec![]),
-            mc(3, &root, val(&MntArgs { dirpath: marker(b"@EXPORT@") })),
+            mc(
+                3,
+                &root,
+                val(&MntArgs {
+                    dirpath: marker(b"@EXPORT@"),
+                }),
+            ),
             mc(4, &root, vec![]),
             mc(5, &root, vec![]),
         ],
     ));
-    s.push(("mount_v1_mismatch".into(), vec![call(7, MOUNT, 1, 1, &root, &[])]));
+    s.push((
+        "mount_v1_mismatch".into(),
+        vec![call(7, MOUNT, 1, 1, &root, &[])],
+    ));
 
     // Header-level cases.
-    s.push(("prog_unavail".into(), vec![call(9, 100_021, 4, 0, &root, &[])]));
-    s.push(("nfs_v2_mismatch".into(), vec![call(9, NFS, 2, 0, &root, &[])]));
+    s.push((
+        "prog_unavail".into(),
+        vec![call(9, 100_021, 4, 0, &root, &[])],
+    ));
+    s.push((
+        "nfs_v2_mismatch".into(),
+        vec![call(9, NFS, 2, 0, &root, &[])],
+    ));
     let mut bad_rpcvers = call(9, NFS, 3, 0, &root, &[]);
     bad_rpcvers[11] = 3;
     s.push(("rpc_mismatch".into(), vec![bad_rpcvers]));
@@ -235,7 +665,14 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
     s.push(("v4_null".into(), vec![call(30, NFS, 4, 0, &root, &[])]));
     s.push((
         "v4_putrootfh_getattr".into(),
-        vec![call(31, NFS, 4, 1, &root, &comp(0, &[v4::putrootfh(), v4::getattr(&v4::ATTRS), v4::getfh()]))],
+        vec![call(
+            31,
+            NFS,
+            4,
+            1,
+            &root,
+            &comp(0, &[v4::putrootfh(), v4::getattr(&v4::ATTRS), v4::getfh()]),
+        )],
     ));
     s.push((
         "v4_read_write_anon".into(),
@@ -245,12 +682,26 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
             4,
             1,
             &user,
-            &comp(0, &[v4::putfh(b"@FH@FILE"), v4::read(op::READ, v4::ANON, 0, 100), v4::write(v4::ANON, 0, 2, b"abc")]),
+            &comp(
+                0,
+                &[
+                    v4::putfh(b"@FH@FILE"),
+                    v4::read(op::READ, v4::ANON, 0, 100),
+                    v4::write(v4::ANON, 0, 2, b"abc"),
+                ],
+            ),
         )],
     ));
     s.push((
         "v4_exchange_id".into(),
-        vec![call(33, NFS, 4, 1, &root, &comp(1, &[v4::exchange_id(*b"verifier", b"fuzz-client", 1)]))],
+        vec![call(
+            33,
+            NFS,
+            4,
+            1,
+            &root,
+            &comp(1, &[v4::exchange_id(*b"verifier", b"fuzz-client", 1)]),
+        )],
     ));
     s
 }
@@ -306,7 +757,10 @@ struct V4 {
 
 impl V4 {
     fn new(selector: u8) -> Self {
-        V4 { bodies: Vec::new(), selector }
+        V4 {
+            bodies: Vec::new(),
+            selector,
+        }
     }
     fn input(&self) -> Vec<u8> {
         let mut v = vec![self.selector];
@@ -334,7 +788,10 @@ fn session(s: &mut V4, minor: u32, owner: &[u8], reclaim_complete: bool) -> (u64
     assert_eq!(st, 0, "CREATE_SESSION failed");
     let sid: [u8; 16] = res[0].2[..16].try_into().unwrap();
     if reclaim_complete {
-        let r = s.push(minor, &[v4::sequence(&sid, 1, 0, false), v4::reclaim_complete(false)]);
+        let r = s.push(
+            minor,
+            &[v4::sequence(&sid, 1, 0, false), v4::reclaim_complete(false)],
+        );
         assert_eq!(results(&r).0, 0, "RECLAIM_COMPLETE failed");
     }
     (clid, sid)
@@ -348,7 +805,12 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
 
     // Stateless NFSv4.0 compounds.
     let single: Vec<(&str, u8, u32, Vec<Vec<u8>>)> = vec![
-        ("v40_putrootfh_getattr", 0, 0, vec![v4::putrootfh(), v4::getattr(&v4::ATTRS), v4::getfh()]),
+        (
+            "v40_putrootfh_getattr",
+            0,
+            0,
+            vec![v4::putrootfh(), v4::getattr(&v4::ATTRS), v4::getfh()],
+        ),
         (
             "v40_lookup_path",
             1,
@@ -365,20 +827,87 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                 v4::getfh(),
             ],
         ),
-        ("v40_readdir_pseudo", 0, 0, vec![v4::putrootfh(), v4::readdir(0, 1024, 4096, &v4::ATTRS)]),
-        ("v40_readdir_root", 1, 0, vec![v4::putfh(b"@FH@ROOT"), v4::readdir(0, 1024, 8192, &v4::ATTRS)]),
-        ("v40_readdir_dir_small", 1, 0, vec![v4::putfh(b"@FH@DIR_"), v4::readdir(0, 64, 200, &[1 << 20])]),
-        ("v40_read_anon", 1, 0, vec![v4::putfh(b"@FH@FILE"), v4::read(op::READ, anon, 0, 4096), v4::getattr(&v4::ATTRS)]),
+        (
+            "v40_readdir_pseudo",
+            0,
+            0,
+            vec![v4::putrootfh(), v4::readdir(0, 1024, 4096, &v4::ATTRS)],
+        ),
+        (
+            "v40_readdir_root",
+            1,
+            0,
+            vec![
+                v4::putfh(b"@FH@ROOT"),
+                v4::readdir(0, 1024, 8192, &v4::ATTRS),
+            ],
+        ),
+        (
+            "v40_readdir_dir_small",
+            1,
+            0,
+            vec![v4::putfh(b"@FH@DIR_"), v4::readdir(0, 64, 200, &[1 << 20])],
+        ),
+        (
+            "v40_read_anon",
+            1,
+            0,
+            vec![
+                v4::putfh(b"@FH@FILE"),
+                v4::read(op::READ, anon, 0, 4096),
+                v4::getattr(&v4::ATTRS),
+            ],
+        ),
         (
             "v40_write_anon",
             1,
             0,
-            vec![v4::putfh(b"@FH@FILE"), v4::write(anon, 5, 2, b"data"), v4::commit(0, 0), v4::getattr(&v4::ATTRS)],
+            vec![
+                v4::putfh(b"@FH@FILE"),
+                v4::write(anon, 5, 2, b"data"),
+                v4::commit(0, 0),
+                v4::getattr(&v4::ATTRS),
+            ],
         ),
-        ("v40_readlink", 1, 0, vec![v4::putfh(b"@FH@LINK"), v4::readlink(), v4::getattr(&v4::ATTRS)]),
-        ("v40_access_verify", 1, 0, vec![v4::putfh(b"@FH@FILE"), v4::access(0x3f), v4::verify(true, 1), v4::verify(false, 2)]),
-        ("v40_secinfo", 0, 0, vec![v4::putfh(b"@FH@ROOT"), v4::secinfo(b"file")]),
-        ("v40_savefh_restorefh", 1, 0, vec![v4::putfh(b"@FH@ROOT"), v4::savefh(), v4::putfh(b"@FH@FILE"), v4::restorefh(), v4::getfh()]),
+        (
+            "v40_readlink",
+            1,
+            0,
+            vec![
+                v4::putfh(b"@FH@LINK"),
+                v4::readlink(),
+                v4::getattr(&v4::ATTRS),
+            ],
+        ),
+        (
+            "v40_access_verify",
+            1,
+            0,
+            vec![
+                v4::putfh(b"@FH@FILE"),
+                v4::access(0x3f),
+                v4::verify(true, 1),
+                v4::verify(false, 2),
+            ],
+        ),
+        (
+            "v40_secinfo",
+            0,
+            0,
+            vec![v4::putfh(b"@FH@ROOT"), v4::secinfo(b"file")],
+        ),
+        (
+            "v40_savefh_restorefh",
+            1,
+            0,
+            vec![
+                v4::putfh(b"@FH@ROOT"),
+                v4::savefh(),
+                v4::putfh(b"@FH@FILE"),
+                v4::restorefh(),
+                v4::getfh(),
+            ],
+        ),
         (
             "v40_create_remove",
             1,
@@ -409,13 +938,37 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                 v4::rename(b"hard40", b"moved40"),
             ],
         ),
-        ("v40_setattr_anon", 1, 0, vec![v4::putfh(b"@FH@FILE"), v4::setattr_size(anon, 70000), v4::setattr(anon, 1000, 0o600)]),
-        ("v40_ro_write", 1, 0, vec![v4::putfh(b"@FH@ROFL"), v4::write(anon, 0, 0, b"x")]),
-        ("v40_putpubfh_illegal", 2, 0, vec![v4::putpubfh(), v4::bare(op::ILLEGAL), v4::getfh()]),
+        (
+            "v40_setattr_anon",
+            1,
+            0,
+            vec![
+                v4::putfh(b"@FH@FILE"),
+                v4::setattr_size(anon, 70000),
+                v4::setattr(anon, 1000, 0o600),
+            ],
+        ),
+        (
+            "v40_ro_write",
+            1,
+            0,
+            vec![v4::putfh(b"@FH@ROFL"), v4::write(anon, 0, 0, b"x")],
+        ),
+        (
+            "v40_putpubfh_illegal",
+            2,
+            0,
+            vec![v4::putpubfh(), v4::bare(op::ILLEGAL), v4::getfh()],
+        ),
         ("v40_nofilehandle", 2, 0, vec![v4::getattr(&v4::ATTRS)]),
         ("v43_minor_mismatch", 0, 3, vec![v4::putrootfh()]),
         ("v41_no_sequence", 0, 1, vec![v4::putrootfh()]),
-        ("v42_xattr_unsupported_ops", 0, 2, vec![v4::bare(op::WRITE_SAME), v4::bare(op::LAYOUTGET)]),
+        (
+            "v42_xattr_unsupported_ops",
+            0,
+            2,
+            vec![v4::bare(op::WRITE_SAME), v4::bare(op::LAYOUTGET)],
+        ),
         ("v40_empty", 3, 0, vec![]),
     ];
     for (name, sel, minor, ops) in single {
@@ -438,7 +991,15 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             0,
             &[
                 v4::putfh(b"@FH@ROOT"),
-                v4::open(0, 3, 0, clid, b"owner40", v4::How::NoCreate, v4::Claim::Null(b"file")),
+                v4::open(
+                    0,
+                    3,
+                    0,
+                    clid,
+                    b"owner40",
+                    v4::How::NoCreate,
+                    v4::Claim::Null(b"file"),
+                ),
                 v4::getfh(),
             ],
         );
@@ -459,17 +1020,32 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             ],
         );
         assert_eq!(results(&r).0, 0, "v4.0 WRITE/READ failed");
-        let r = s.push(0, &[v4::putfh(b"@FH@FILE"), v4::lock_new(2, 0, 100, 2, osid, 0, clid, b"lockowner40")]);
+        let r = s.push(
+            0,
+            &[
+                v4::putfh(b"@FH@FILE"),
+                v4::lock_new(2, 0, 100, 2, osid, 0, clid, b"lockowner40"),
+            ],
+        );
         let (_st, res) = results(&r);
-        s.push(0, &[v4::putfh(b"@FH@FILE"), v4::lockt(1, 50, 10, clid, b"other")]);
+        s.push(
+            0,
+            &[v4::putfh(b"@FH@FILE"), v4::lockt(1, 50, 10, clid, b"other")],
+        );
         out.push(("v40_write_lock".into(), s.input()));
         if let Some((_, 0, body)) = res.get(1) {
             let lsid = (u32_at(body, 0), body[4..16].try_into().unwrap());
             s.push(0, &[v4::putfh(b"@FH@FILE"), v4::locku(2, 1, lsid, 0, 100)]);
         }
-        s.push(0, &[v4::putfh(b"@FH@FILE"), v4::open_downgrade(osid, 3, 1, 0)]);
+        s.push(
+            0,
+            &[v4::putfh(b"@FH@FILE"), v4::open_downgrade(osid, 3, 1, 0)],
+        );
         s.push(0, &[v4::renew(clid)]);
-        s.push(0, &[v4::putfh(b"@FH@FILE"), v4::close(4, (osid.0 + 1, osid.1))]);
+        s.push(
+            0,
+            &[v4::putfh(b"@FH@FILE"), v4::close(4, (osid.0 + 1, osid.1))],
+        );
         s.push(0, &[v4::release_lockowner(clid, b"lockowner40")]);
         out.push(("v40_full_open_lock_close".into(), s.input()));
     }
@@ -479,7 +1055,10 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
         let mut s = V4::new(1);
         let (clid, sid) = session(&mut s, minor, format!("fuzz-v4{minor}").as_bytes(), false);
         out.push((format!("v4{minor}_exchange_id_create_session"), s.input()));
-        let r = s.push(minor, &[v4::sequence(&sid, 1, 0, true), v4::reclaim_complete(false)]);
+        let r = s.push(
+            minor,
+            &[v4::sequence(&sid, 1, 0, true), v4::reclaim_complete(false)],
+        );
         assert_eq!(results(&r).0, 0);
         let seq = 2;
         let mut step = |s: &mut V4, name: &str, ops: Vec<Vec<u8>>| {
@@ -490,13 +1069,29 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             t.push(minor, &all);
             out.push((format!("v4{minor}_{name}"), t.input()));
         };
-        step(&mut s, "getattr_root", vec![v4::putrootfh(), v4::getattr(&attrs3), v4::secinfo_no_name(0)]);
+        step(
+            &mut s,
+            "getattr_root",
+            vec![
+                v4::putrootfh(),
+                v4::getattr(&attrs3),
+                v4::secinfo_no_name(0),
+            ],
+        );
         step(
             &mut s,
             "open_create_write_close",
             vec![
                 v4::putfh(b"@FH@ROOT"),
-                v4::open(0, 3, 0, clid, b"o1", v4::How::Unchecked(0o644), v4::Claim::Null(b"new41")),
+                v4::open(
+                    0,
+                    3,
+                    0,
+                    clid,
+                    b"o1",
+                    v4::How::Unchecked(0o644),
+                    v4::Claim::Null(b"new41"),
+                ),
                 v4::write(cur, 0, 1, b"hello nfs4"),
                 v4::commit(0, 0),
                 v4::getattr(&v4::ATTRS),
@@ -508,7 +1103,15 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             "open_exclusive41",
             vec![
                 v4::putfh(b"@FH@ROOT"),
-                v4::open(0, 2, 0, clid, b"o2", v4::How::Exclusive41(*b"excl-ver", 0o600), v4::Claim::Null(b"ex41")),
+                v4::open(
+                    0,
+                    2,
+                    0,
+                    clid,
+                    b"o2",
+                    v4::How::Exclusive41(*b"excl-ver", 0o600),
+                    v4::Claim::Null(b"ex41"),
+                ),
                 v4::getattr(&v4::ATTRS),
                 v4::close(0, cur),
             ],
@@ -527,8 +1130,27 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                 v4::close(0, cur),
             ],
         );
-        step(&mut s, "reclaim_previous", vec![v4::putfh(b"@FH@FILE"), v4::open(0, 1, 0, clid, b"o4", v4::How::NoCreate, v4::Claim::Previous(0))]);
-        step(&mut s, "readdir", vec![v4::putfh(b"@FH@DIR_"), v4::readdir(0, 4096, 4096, &attrs3)]);
+        step(
+            &mut s,
+            "reclaim_previous",
+            vec![
+                v4::putfh(b"@FH@FILE"),
+                v4::open(
+                    0,
+                    1,
+                    0,
+                    clid,
+                    b"o4",
+                    v4::How::NoCreate,
+                    v4::Claim::Previous(0),
+                ),
+            ],
+        );
+        step(
+            &mut s,
+            "readdir",
+            vec![v4::putfh(b"@FH@DIR_"), v4::readdir(0, 4096, 4096, &attrs3)],
+        );
         step(
             &mut s,
             "create_link_rename_remove",
@@ -551,7 +1173,12 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
         step(
             &mut s,
             "misc_session_ops",
-            vec![v4::bind_conn(&sid, 3), v4::backchannel_ctl(), v4::free_stateid(anon), v4::delegreturn(anon)],
+            vec![
+                v4::bind_conn(&sid, 3),
+                v4::backchannel_ctl(),
+                v4::free_stateid(anon),
+                v4::delegreturn(anon),
+            ],
         );
         if minor == 2 {
             step(
@@ -569,7 +1196,15 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                 "allocate_copy_clone",
                 vec![
                     v4::putfh(b"@FH@ROOT"),
-                    v4::open(0, 3, 0, clid, b"o5", v4::How::Unchecked(0o644), v4::Claim::Null(b"dst42")),
+                    v4::open(
+                        0,
+                        3,
+                        0,
+                        clid,
+                        b"o5",
+                        v4::How::Unchecked(0o644),
+                        v4::Claim::Null(b"dst42"),
+                    ),
                     v4::allocate(op::ALLOCATE, cur, 0, 8192),
                     v4::allocate(op::DEALLOCATE, cur, 0, 4096),
                     v4::savefh(),
@@ -600,7 +1235,10 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
         }
         let mut t = V4::new(1);
         t.bodies = s.bodies.clone();
-        t.push(minor, &[v4::sequence(&sid, seq, 0, false), v4::destroy_session(&sid)]);
+        t.push(
+            minor,
+            &[v4::sequence(&sid, seq, 0, false), v4::destroy_session(&sid)],
+        );
         t.push(minor, &[v4::destroy_clientid(clid)]);
         out.push((format!("v4{minor}_destroy"), t.input()));
         // Replay of the last request and a misordered one.
@@ -621,7 +1259,9 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
 
 fn record_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let frag = |last: bool, d: &[u8]| {
-        let mut v = ((d.len() as u32) | if last { 0x8000_0000 } else { 0 }).to_be_bytes().to_vec();
+        let mut v = ((d.len() as u32) | if last { 0x8000_0000 } else { 0 })
+            .to_be_bytes()
+            .to_vec();
         v.extend_from_slice(d);
         v
     };
@@ -634,13 +1274,45 @@ fn record_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let one_call = call(1, NFS, 3, 0, &Credential::None, &[]);
     vec![
         ("single", pre(1024, 7, frag(true, &one_call))),
-        ("multi_fragment", pre(1024, 3, [frag(false, &one_call[..8]), frag(false, &one_call[8..20]), frag(true, &one_call[20..])].concat())),
-        ("two_records", pre(4096, 200, [frag(true, b"abcd"), frag(true, &one_call)].concat())),
-        ("partial", pre(1024, 1, frag(true, &one_call)[..30].to_vec())),
-        ("empty_last", pre(64, 9, [frag(false, b"ab"), frag(true, b"")].concat())),
+        (
+            "multi_fragment",
+            pre(
+                1024,
+                3,
+                [
+                    frag(false, &one_call[..8]),
+                    frag(false, &one_call[8..20]),
+                    frag(true, &one_call[20..]),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "two_records",
+            pre(
+                4096,
+                200,
+                [frag(true, b"abcd"), frag(true, &one_call)].concat(),
+            ),
+        ),
+        (
+            "partial",
+            pre(1024, 1, frag(true, &one_call)[..30].to_vec()),
+        ),
+        (
+            "empty_last",
+            pre(64, 9, [frag(false, b"ab"), frag(true, b"")].concat()),
+        ),
         ("empty_nonfinal", pre(64, 9, frag(false, b""))),
         ("too_large", pre(16, 4, frag(true, &[0; 40]))),
-        ("too_large_sum", pre(48, 4, [frag(false, &[1; 30]), frag(true, &[2; 30])].concat())),
+        (
+            "too_large_sum",
+            pre(
+                48,
+                4,
+                [frag(false, &[1; 30]), frag(true, &[2; 30])].concat(),
+            ),
+        ),
     ]
 }
 
@@ -655,9 +1327,36 @@ fn call_seeds() -> Vec<(&'static str, Vec<u8>)> {
     });
     let mut v = vec![
         ("null_none", call(1, NFS, 3, 0, &Credential::None, &[])),
-        ("getattr_sys", call(2, NFS, 3, 1, &user, &val(&GetattrArgs { object: fh(b"@FH@ROOT") }))),
-        ("sys_16_gids", call(3, MOUNT, 3, 1, &many_gids, &val(&MntArgs { dirpath: Bytes::from_static(b"/srv") }))),
-        ("reply", enc(|e| sunrpc::msg::encode_accepted(e, 5, sunrpc::msg::AcceptStat::Success))),
+        (
+            "getattr_sys",
+            call(
+                2,
+                NFS,
+                3,
+                1,
+                &user,
+                &val(&GetattrArgs {
+                    object: fh(b"@FH@ROOT"),
+                }),
+            ),
+        ),
+        (
+            "sys_16_gids",
+            call(
+                3,
+                MOUNT,
+                3,
+                1,
+                &many_gids,
+                &val(&MntArgs {
+                    dirpath: Bytes::from_static(b"/srv"),
+                }),
+            ),
+        ),
+        (
+            "reply",
+            enc(|e| sunrpc::msg::encode_accepted(e, 5, sunrpc::msg::AcceptStat::Success)),
+        ),
     ];
     let mut bad = call(4, NFS, 3, 0, &Credential::None, &[]);
     bad[11] = 3;
@@ -669,7 +1368,11 @@ fn call_seeds() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 fn rdma_seeds() -> Vec<(&'static str, Vec<u8>)> {
-    let seg = |handle: u32, length: u32, offset: u64| RdmaSegment { handle, length, offset };
+    let seg = |handle: u32, length: u32, offset: u64| RdmaSegment {
+        handle,
+        length,
+        offset,
+    };
     let rpc = |xid: u32| call(xid, NFS, 3, 0, &Credential::None, &[]);
     let with = |h: &Header, inline: &[u8]| {
         let mut v = h.encode().to_vec();
@@ -679,25 +1382,56 @@ fn rdma_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let msg = Header::msg(0x11, 32);
     let mut long = Header::msg(0x22, 32);
     long.proc_ = Proc::NoMsg;
-    long.read_list = vec![ReadChunk { position: 0, segments: vec![seg(1, 200, 0x1000), seg(2, 100, 0x2000)] }];
+    long.read_list = vec![ReadChunk {
+        position: 0,
+        segments: vec![seg(1, 200, 0x1000), seg(2, 100, 0x2000)],
+    }];
     let mut write_payload = Header::msg(0x33, 8);
-    write_payload.read_list = vec![ReadChunk { position: 8, segments: vec![seg(3, 4097, 0x3000)] }];
+    write_payload.read_list = vec![ReadChunk {
+        position: 8,
+        segments: vec![seg(3, 4097, 0x3000)],
+    }];
     let mut chunks = Header::msg(0x44, 8);
-    chunks.write_list = vec![WriteChunk(vec![seg(4, 65536, 0x4000), seg(5, 4096, 0x5000)])];
+    chunks.write_list = vec![WriteChunk(vec![
+        seg(4, 65536, 0x4000),
+        seg(5, 4096, 0x5000),
+    ])];
     chunks.reply_chunk = Some(WriteChunk(vec![seg(6, 4096, 0x6000)]));
     let mut both = long.clone();
     both.xid = 0x55;
-    both.read_list.push(ReadChunk { position: 12, segments: vec![seg(7, 3, 0)] });
+    both.read_list.push(ReadChunk {
+        position: 12,
+        segments: vec![seg(7, 3, 0)],
+    });
     vec![
         ("msg_inline", with(&msg, &rpc(0x11))),
         ("nomsg_call_chunk", with(&long, &[])),
-        ("msg_write_payload_chunk", with(&write_payload, &rpc(0x33)[..16])),
+        (
+            "msg_write_payload_chunk",
+            with(&write_payload, &rpc(0x33)[..16]),
+        ),
         ("msg_write_list_reply_chunk", with(&chunks, &rpc(0x44))),
         ("nomsg_call_and_data_chunks", with(&both, &[])),
-        ("error_vers", Header::error(1, 1, 1, ErrorKind::Vers { low: 1, high: 1 }).encode().to_vec()),
-        ("error_chunk", Header::error(2, 1, 1, ErrorKind::Chunk).encode().to_vec()),
-        ("bad_version", { let mut v = with(&msg, &rpc(0x11)); v[7] = 2; v }),
-        ("msgp", { let mut v = with(&msg, &rpc(0x11)); v[15] = 2; v }),
+        (
+            "error_vers",
+            Header::error(1, 1, 1, ErrorKind::Vers { low: 1, high: 1 })
+                .encode()
+                .to_vec(),
+        ),
+        (
+            "error_chunk",
+            Header::error(2, 1, 1, ErrorKind::Chunk).encode().to_vec(),
+        ),
+        ("bad_version", {
+            let mut v = with(&msg, &rpc(0x11));
+            v[7] = 2;
+            v
+        }),
+        ("msgp", {
+            let mut v = with(&msg, &rpc(0x11));
+            v[15] = 2;
+            v
+        }),
         ("xid_mismatch", with(&msg, &rpc(0x12))),
     ]
 }
@@ -705,15 +1439,24 @@ fn rdma_seeds() -> Vec<(&'static str, Vec<u8>)> {
 fn private_data_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let cfg = |s: u32, r: u32| [s.to_be_bytes(), r.to_be_bytes()].concat();
     let ours = InlineConfig::default().private_data().encode();
-    let big = InlineConfig::new(65536, 32768).with_remote_invalidate(true).private_data().encode();
+    let big = InlineConfig::new(65536, 32768)
+        .with_remote_invalidate(true)
+        .private_data()
+        .encode();
     let mut zeroed = vec![0u8; 56];
     zeroed[..8].copy_from_slice(&ours);
     vec![
         ("default", [cfg(4096, 4096), ours.to_vec()].concat()),
         ("big_invalidate", [cfg(65536, 1024), big.to_vec()].concat()),
         ("cm_area_zero_filled", [cfg(8192, 8192), zeroed].concat()),
-        ("wrong_magic", [cfg(4096, 4096), vec![0xf6, 0xab, 0x0e, 0x19, 1, 0, 3, 3]].concat()),
-        ("wrong_version", [cfg(4096, 4096), vec![0xf6, 0xab, 0x0e, 0x18, 2, 1, 255, 0]].concat()),
+        (
+            "wrong_magic",
+            [cfg(4096, 4096), vec![0xf6, 0xab, 0x0e, 0x19, 1, 0, 3, 3]].concat(),
+        ),
+        (
+            "wrong_version",
+            [cfg(4096, 4096), vec![0xf6, 0xab, 0x0e, 0x18, 2, 1, 255, 0]].concat(),
+        ),
         ("short", [cfg(0, u32::MAX), vec![0xf6, 0xab, 0x0e]].concat()),
     ]
 }
@@ -742,7 +1485,11 @@ fn main() {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus"));
 
     let env = harness::env::env();
-    eprintln!("environment: base {} (private tmpfs: {})", env.base.display(), env.isolated);
+    eprintln!(
+        "environment: base {} (private tmpfs: {})",
+        env.base.display(),
+        env.isolated
+    );
 
     for (name, msgs) in nfs3_seeds() {
         let input = harness::join_frames(&msgs);
