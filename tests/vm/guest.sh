@@ -119,6 +119,7 @@ start_knfsd() {
 	say "knfsd: versions $(cat /proc/fs/nfsd/versions), ports $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
 }
 stop_knfsd() {
+	local p v
 	rpc.nfsd 0
 	exportfs -ua
 	pkill -x rpc.mountd
@@ -133,6 +134,7 @@ stop_knfsd() {
 }
 
 RNFSD_PID=
+RNFSD_LOG=/run/rnfsd.log
 RNFSD_CLAIMS=$RNFSD_SUPPORTS
 start_rnfsd() {
 	[ -x "$RNFSD" ] || { say "rnfsd: $RNFSD is not an executable"; return 1; }
@@ -147,24 +149,24 @@ start_rnfsd() {
 	fi
 	# shellcheck disable=SC2086
 	env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports --state-dir /run/rnfsd-state \
-		--listen 0.0.0.0:2049 $RNFSD_ARGS >/run/rnfsd.log 2>&1 &
+		--listen 0.0.0.0:2049 $RNFSD_ARGS >"$RNFSD_LOG" 2>&1 &
 	RNFSD_PID=$!
 	ulimit -H -n "$lim_h" 2>/dev/null
 	ulimit -S -n "$lim_s" 2>/dev/null
 	local i
 	for i in $(seq 600); do
-		grep -q "rnfsd ready:" /run/rnfsd.log && break
+		grep -q "rnfsd ready:" "$RNFSD_LOG" && break
 		kill -0 "$RNFSD_PID" 2>/dev/null || break
 		sleep 0.2
 	done
-	if ! grep -q "rnfsd ready:" /run/rnfsd.log; then
+	if ! grep -q "rnfsd ready:" "$RNFSD_LOG"; then
 		say "rnfsd did not get ready"
-		dump "rnfsd.log" /run/rnfsd.log
+		dump "rnfsd.log" "$RNFSD_LOG"
 		return 1
 	fi
-	say "$(grep -o 'rnfsd ready:.*' /run/rnfsd.log | head -1)"
+	say "$(grep -o 'rnfsd ready:.*' "$RNFSD_LOG" | head -1) (pid $RNFSD_PID)"
 	# what rnfsd registered with rpcbind counts as claimed, like RNFSD_SUPPORTS
-	local regs
+	local regs v
 	regs=$(rpcinfo -p 127.0.0.1 2>/dev/null | awk '$1 == 100003 && $3 == "tcp" {print $2}' | sort -u)
 	say "rnfsd registered NFS versions over tcp: $(echo $regs)"
 	RNFSD_CLAIMS=$RNFSD_SUPPORTS
@@ -182,7 +184,7 @@ stop_rnfsd() {
 	kill -9 "$RNFSD_PID" 2>/dev/null
 	wait "$RNFSD_PID" 2>/dev/null
 	RNFSD_PID=
-	save /run/rnfsd.log
+	save "$RNFSD_LOG"
 	umount /srv/rnfsd
 }
 
@@ -239,7 +241,7 @@ run_combo() { # server vers transport
 	elif ! out=$(timeout 180 mount -t nfs -o "$opts" "$ADDR:$path" "$MNT" 2>&1); then
 		all_cases "$s" "$v" "$t" FAIL "mount failed: $(echo "$out" | tr '\n' ' ')"
 		dmesg_tail 20
-		[ "$s" = rnfsd ] && dump "rnfsd.log" /run/rnfsd.log 20
+		[ "$s" = rnfsd ] && dump "rnfsd.log" "$RNFSD_LOG" 20
 		stop_capture
 		return
 	fi
@@ -257,7 +259,7 @@ run_combo() { # server vers transport
 	if grep -q "status=FAIL" "$wl.out" || [ "$rc" != 0 ]; then
 		dump "wl $s $v $t" "$wl.log" 60
 		dmesg_tail 30
-		[ "$s" = rnfsd ] && dump "rnfsd.log" /run/rnfsd.log 30
+		[ "$s" = rnfsd ] && dump "rnfsd.log" "$RNFSD_LOG" 30
 	fi
 	if [ "$s" = rnfsd ] && [ -n "$RNFSD_PID" ]; then
 		say "rnfsd: $(ls "/proc/$RNFSD_PID/fd" 2>/dev/null | wc -l) open descriptors," \
@@ -275,21 +277,30 @@ stop_capture() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# knfsd runs once for all combinations; rnfsd is started afresh for each, so that one
+# combination's failure (a crash, exhausted descriptors) does not spill into the next
 for s in $SERVERS; do
 	say "=== server $s"
-	if ! "start_$s"; then
-		for t in $TRANSPORTS; do for v in $VERSIONS; do
-			all_cases "$s" "$v" "$t" FAIL "$s failed to start"
-		done; done
-		"stop_$s" >/dev/null 2>&1
-		continue
-	fi
+	up=0
 	for t in $TRANSPORTS; do
 		for v in $VERSIONS; do
+			RNFSD_LOG=/run/rnfsd-$v-$t.log
+			if [ "$up" = 0 ]; then
+				if ! "start_$s"; then
+					all_cases "$s" "$v" "$t" FAIL "$s failed to start"
+					"stop_$s" >/dev/null 2>&1
+					continue
+				fi
+				up=1
+			fi
 			run_combo "$s" "$v" "$t"
+			if [ "$s" = rnfsd ]; then
+				stop_rnfsd
+				up=0
+			fi
 		done
 	done
-	"stop_$s"
+	[ "$up" = 1 ] && "stop_$s"
 	say "=== server $s done"
 done
 dmesg >/tmp/dmesg.txt

@@ -51,8 +51,8 @@ def main():
     p = out.append
     missing = "no result (guest died or timed out)" + (" — guest time limit hit" if a.timed_out else "")
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    rnfsd_only = []
-    other_fail = []
+    rnfsd_only = {}  # (server+combination, reason) -> cases
+    other_fail = {}
     cell_w = 16
     head = f"{'vers':<5} {'transport':<9} {'case':<10}" + "".join(f" {s:<{cell_w}}" for s in servers)
     if len(servers) == 2:
@@ -90,8 +90,12 @@ def main():
                 for s in servers:
                     st, _, why = res[(s, v, t, c)]
                     if st == "FAIL":
-                        (rnfsd_only if s == "rnfsd" and sts.get("knfsd", ("",))[0] == "PASS"
-                         else other_fail).append(f"{s} vers={v} transport={t} case={c}: {why}")
+                        group = (rnfsd_only if s == "rnfsd" and sts.get("knfsd", ("",))[0] == "PASS"
+                                 else other_fail)
+                        key = (f"{s} vers={v} transport={t}", why)
+                        if key not in group:
+                            group[key] = []
+                        group[key].append(c)
     p("")
     skipped = sorted({(s, why) for (s, v, t, c), (st, _, why) in res.items()
                       if st == "SKIP" and s in servers and c in cases})
@@ -100,14 +104,13 @@ def main():
         for s, why in skipped:
             n = sum(1 for k, r in res.items() if k[0] == s and r[0] == "SKIP" and r[2] == why)
             p(f"  {s}: {n} cases: {why}")
-    if rnfsd_only:
-        p("rnfsd failures where knfsd passes:")
-        for x in rnfsd_only:
-            p("  " + x)
-    if other_fail:
-        p("other failures:")
-        for x in other_fail:
-            p("  " + x)
+    for title, group in (("rnfsd failures where knfsd passes:", rnfsd_only),
+                         ("other failures:", other_fail)):
+        if group:
+            p(title)
+            for (combo, why), cs in group.items():
+                which = "all cases" if len(cs) == len(cases) else ",".join(cs)
+                p(f"  {combo} {which}: {why}")
     if a.elapsed:
         p(f"guest ran {a.elapsed}s; console log {a.console}")
     p(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")

@@ -11,8 +11,16 @@
 //! * [`read_plan`]: the RDMA Reads a call's Read chunks need and how their data is spliced back
 //!   into the RPC call, as zero-copy pieces.
 //!
-//! The verbs (queue pairs, memory registration, posting) live in another crate; this one only
-//! computes what to post.
+//! The transport engine, which needs a device, sits on top:
+//!
+//! * [`transport`]: listens with RDMA-CM, accepts connections (RFC 8797 private data), serves
+//!   calls through the RPC dispatcher and sends replies with RDMA Writes and a Send.
+//! * [`staging`]: the device-independent translation from plans to work requests (RDMA Reads,
+//!   staged RDMA Write sources, the Send's bytes) and credit accounting.
+//! * [`metrics`]: transport counters for the Prometheus endpoint.
+//!
+//! The verbs (queue pairs, memory registration, posting) live in the `verbs` crate, the only
+//! one with `unsafe`; this one computes what to post and drives it.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -22,6 +30,10 @@ pub mod header;
 pub mod limits;
 pub mod private_data;
 pub mod read_plan;
+
+pub mod metrics;
+pub mod staging;
+pub mod transport;
 
 pub use ddp::{
     plan_reply, remote_invalidate_rkey, write_chunk_capacity, PlanError, RdmaWrite, SendPlan,

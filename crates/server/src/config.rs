@@ -53,6 +53,15 @@ pub struct Args {
     /// Open descriptors cached per kind (paths, data).
     #[arg(long, default_value_t = 8192)]
     pub fd_cache: usize,
+    // --- RPC-over-RDMA (crates/verbs, crates/rpcrdma) ---
+    /// Serve NFS over RPC-over-RDMA on ADDR:PORT (default: port 20049 on every address that
+    /// has an RDMA device, when there is one; without devices rnfsd logs why and serves TCP).
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "no_rdma")]
+    pub rdma: Option<SocketAddr>,
+    /// Do not serve RPC-over-RDMA.
+    #[arg(long)]
+    pub no_rdma: bool,
+    // --- end RPC-over-RDMA ---
     /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
     #[arg(long, default_value = "info")]
     pub log_level: String,

@@ -1,4 +1,4 @@
-//! rnfsd: serves local directories over NFSv3 + MOUNT on TCP.
+//! rnfsd: serves local directories over NFSv3 + MOUNT on TCP (and NFS over RPC-over-RDMA).
 
 mod config;
 mod metrics_http;
@@ -182,6 +182,39 @@ async fn run(args: Args) -> Result<(), String> {
         let m = metrics.clone();
         tasks.spawn(metrics_http::serve(l, m));
     }
+
+    // --- RPC-over-RDMA (crates/verbs, crates/rpcrdma) ---
+    if !args.no_rdma {
+        let cfg = rpcrdma::transport::RdmaConfig {
+            addr: args.rdma.unwrap_or_else(|| {
+                SocketAddr::from(([0, 0, 0, 0], rpcrdma::transport::NFS_RDMA_PORT))
+            }),
+            ..Default::default()
+        };
+        let addr = cfg.addr;
+        match rpcrdma::transport::RdmaServer::bind(cfg) {
+            Ok(srv) => {
+                ready.push(format!(
+                    "nfs=rdma://{}({})",
+                    srv.local_addr(),
+                    srv.device_names().join(",")
+                ));
+                metrics.add_source(srv.metrics());
+                tasks.spawn(srv.serve(disp.clone()));
+            }
+            // Without --rdma, RDMA is optional: say why it is off, in one line, and go on.
+            Err(rpcrdma::transport::StartError::Unavailable(why)) if args.rdma.is_none() => {
+                tracing::info!("RDMA unavailable: {why}; serving TCP only");
+            }
+            Err(e) if args.rdma.is_none() => {
+                tracing::warn!(
+                    "RDMA unavailable: cannot listen on rdma://{addr}: {e}; serving TCP only"
+                );
+            }
+            Err(e) => return Err(format!("cannot serve RPC-over-RDMA on {addr}: {e}")),
+        }
+    }
+    // --- end RPC-over-RDMA ---
 
     // Handlers go in before the ready line, so a SIGTERM right after it is a clean shutdown.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

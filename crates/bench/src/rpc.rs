@@ -1,0 +1,337 @@
+//! A pipelined ONC RPC (RFC 5531) client over TCP.
+//!
+//! Many calls may be in flight on one connection: each call gets its own xid, a writer task
+//! gathers queued records into vectored writes, and a reader task splits the reply stream into
+//! records (RFC 5531 section 11) and hands each reply to the caller waiting on its xid.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use sunrpc::msg::AuthSys;
+use sunrpc::record::{RecordReader, LAST_FRAGMENT};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use xdr::{Decoder, Encoder, Segment};
+
+/// Why a call failed.
+#[derive(Debug, Clone)]
+pub enum RpcError {
+    /// The connection failed or was closed.
+    Io(String),
+    /// No reply within the call timeout.
+    Timeout,
+    /// The reply could not be decoded.
+    Garbage(String),
+    /// The server accepted the call but did not execute it (accept_stat).
+    NotAccepted(u32),
+    /// The server denied the call (reject_stat, then auth_stat or the version range).
+    Denied(u32, u32),
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RpcError::Io(e) => write!(f, "connection: {e}"),
+            RpcError::Timeout => write!(f, "no reply in time"),
+            RpcError::Garbage(e) => write!(f, "undecodable reply: {e}"),
+            RpcError::NotAccepted(s) => write!(f, "call not executed (accept_stat {s})"),
+            RpcError::Denied(r, s) => write!(f, "call denied (reject_stat {r}, {s})"),
+        }
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+impl From<xdr::XdrError> for RpcError {
+    fn from(e: xdr::XdrError) -> Self {
+        RpcError::Garbage(e.to_string())
+    }
+}
+
+type Waiters = HashMap<u32, oneshot::Sender<Result<Bytes, RpcError>>>;
+
+/// The largest reply record accepted (a 1 MiB READ plus headers, with room to spare).
+const MAX_REPLY: usize = 4 << 20;
+/// How many queued records one vectored write may gather.
+const MAX_BATCH: usize = 64;
+
+/// One TCP connection to an RPC server.
+pub struct RpcConn {
+    tx: mpsc::UnboundedSender<Vec<Bytes>>,
+    waiters: Arc<Mutex<Option<Waiters>>>,
+    next_xid: AtomicU32,
+    /// The credential and verifier, encoded once.
+    auth: Bytes,
+    timeout: Duration,
+    /// Reply bytes received (record marks included).
+    pub rx_bytes: Arc<AtomicU64>,
+    /// Call bytes sent (record marks included).
+    pub tx_bytes: AtomicU64,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for RpcConn {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The credential the benchmark calls with.
+#[derive(Debug, Clone, Copy)]
+pub struct Cred {
+    /// AUTH_SYS uid.
+    pub uid: u32,
+    /// AUTH_SYS gid.
+    pub gid: u32,
+}
+
+impl RpcConn {
+    /// Connects to `addr`; calls carry AUTH_SYS `cred` and fail after `timeout`.
+    pub async fn connect(addr: SocketAddr, cred: Cred, timeout: Duration) -> io::Result<RpcConn> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (rd, wr) = stream.into_split();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let waiters: Arc<Mutex<Option<Waiters>>> = Arc::new(Mutex::new(Some(HashMap::new())));
+        let rx_bytes = Arc::new(AtomicU64::new(0));
+        let w2 = waiters.clone();
+        let writer = tokio::spawn(async move {
+            if let Err(e) = write_loop(wr, rx).await {
+                fail_all(&w2, RpcError::Io(format!("write: {e}")));
+            }
+        });
+        let w3 = waiters.clone();
+        let rxb = rx_bytes.clone();
+        let reader = tokio::spawn(async move {
+            let e = read_loop(rd, &w3, &rxb).await;
+            fail_all(&w3, RpcError::Io(format!("read: {e}")));
+        });
+        let mut e = Encoder::with_capacity(128);
+        let mut body = Encoder::with_capacity(64);
+        AuthSys {
+            stamp: std::process::id(),
+            machine: Bytes::from_static(b"rnfs-bench"),
+            uid: cred.uid,
+            gid: cred.gid,
+            gids: vec![cred.gid],
+        }
+        .encode(&mut body);
+        e.u32(sunrpc::msg::flavor::SYS);
+        e.opaque(&body.finish().to_bytes());
+        e.u32(sunrpc::msg::flavor::NONE);
+        e.u32(0);
+        // Start xids at a value that differs between runs, so a server's DRC never mixes runs.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(1);
+        Ok(RpcConn {
+            tx,
+            waiters,
+            next_xid: AtomicU32::new(seed),
+            auth: e.finish().to_bytes(),
+            timeout,
+            rx_bytes,
+            tx_bytes: AtomicU64::new(0),
+            tasks: vec![writer, reader],
+        })
+    }
+
+    /// Calls `prog`/`vers`/`proc_` with arguments written by `args`; returns the procedure's
+    /// result bytes (everything after accept_stat SUCCESS).
+    pub async fn call(
+        &self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: impl FnOnce(&mut Encoder),
+    ) -> Result<Bytes, RpcError> {
+        let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
+        let mut e = Encoder::with_capacity(256);
+        e.u32(0); // record mark, set below
+        e.u32(xid);
+        e.u32(sunrpc::msg::CALL);
+        e.u32(sunrpc::msg::RPC_VERS);
+        e.u32(prog);
+        e.u32(vers);
+        e.u32(proc_);
+        e.opaque_fixed(&self.auth);
+        args(&mut e);
+        let msg = e.finish();
+        let len = msg.wire_len() - 4;
+        let mut bufs = Vec::with_capacity(msg.segments.len() + 1);
+        for (i, s) in msg.segments.into_iter().enumerate() {
+            match s {
+                Segment::Inline(b) if i == 0 => {
+                    let mut b = BytesMut::from(&b[..]);
+                    b[..4].copy_from_slice(&(LAST_FRAGMENT | len as u32).to_be_bytes());
+                    bufs.push(b.freeze());
+                }
+                Segment::Inline(b) => bufs.push(b),
+                Segment::Bulk(b) => {
+                    let pad = xdr::pad4(b.len()) - b.len();
+                    bufs.push(b);
+                    if pad > 0 {
+                        bufs.push(Bytes::from_static(&[0u8; 3][..pad]));
+                    }
+                }
+            }
+        }
+        let (otx, orx) = oneshot::channel();
+        {
+            let mut w = self.waiters.lock();
+            match w.as_mut() {
+                Some(m) => {
+                    m.insert(xid, otx);
+                }
+                None => return Err(RpcError::Io("connection closed".into())),
+            }
+        }
+        self.tx_bytes.fetch_add(len as u64 + 4, Ordering::Relaxed);
+        if self.tx.send(bufs).is_err() {
+            self.forget(xid);
+            return Err(RpcError::Io("connection closed".into()));
+        }
+        let reply = match tokio::time::timeout(self.timeout, orx).await {
+            Ok(Ok(r)) => r?,
+            Ok(Err(_)) => return Err(RpcError::Io("connection closed".into())),
+            Err(_) => {
+                self.forget(xid);
+                return Err(RpcError::Timeout);
+            }
+        };
+        parse_reply(reply)
+    }
+
+    /// The per-call timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn forget(&self, xid: u32) {
+        if let Some(m) = self.waiters.lock().as_mut() {
+            m.remove(&xid);
+        }
+    }
+}
+
+/// Checks the reply header and returns the result bytes of an executed call.
+fn parse_reply(rec: Bytes) -> Result<Bytes, RpcError> {
+    let mut d = Decoder::new(rec);
+    let _xid = d.u32()?;
+    if d.u32()? != sunrpc::msg::REPLY {
+        return Err(RpcError::Garbage("not a reply".into()));
+    }
+    match d.u32()? {
+        0 => {
+            let _flavor = d.u32()?;
+            d.opaque(400)?;
+            match d.u32()? {
+                0 => Ok(d.into_rest()),
+                s => Err(RpcError::NotAccepted(s)),
+            }
+        }
+        _ => {
+            let r = d.u32()?;
+            let s = d.u32().unwrap_or(0);
+            Err(RpcError::Denied(r, s))
+        }
+    }
+}
+
+fn fail_all(w: &Mutex<Option<Waiters>>, e: RpcError) {
+    if let Some(m) = w.lock().take() {
+        for (_, tx) in m {
+            let _ = tx.send(Err(e.clone()));
+        }
+    }
+}
+
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Vec<Bytes>>,
+) -> io::Result<()> {
+    let mut q: VecDeque<Bytes> = VecDeque::new();
+    while let Some(first) = rx.recv().await {
+        q.extend(first);
+        let mut n = 1;
+        while n < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(more) => {
+                    q.extend(more);
+                    n += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        while !q.is_empty() {
+            let written = {
+                let slices: Vec<IoSlice<'_>> =
+                    q.iter().take(256).map(|b| IoSlice::new(b)).collect();
+                wr.write_vectored(&slices).await?
+            };
+            if written == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            let mut left = written;
+            while left > 0 {
+                let front = q.front_mut().expect("wrote more than queued");
+                if front.len() <= left {
+                    left -= front.len();
+                    q.pop_front();
+                } else {
+                    bytes::Buf::advance(front, left);
+                    left = 0;
+                }
+            }
+        }
+    }
+    wr.shutdown().await
+}
+
+async fn read_loop(
+    mut rd: OwnedReadHalf,
+    waiters: &Mutex<Option<Waiters>>,
+    rx_bytes: &AtomicU64,
+) -> String {
+    let mut rr = RecordReader::new(MAX_REPLY);
+    let mut buf = BytesMut::with_capacity(256 * 1024);
+    loop {
+        match rr.next_record(&mut buf) {
+            Err(e) => return e.to_string(),
+            Ok(Some(rec)) => {
+                if rec.len() < 4 {
+                    return "reply shorter than an xid".into();
+                }
+                let xid = u32::from_be_bytes([rec[0], rec[1], rec[2], rec[3]]);
+                let tx = waiters.lock().as_mut().and_then(|m| m.remove(&xid));
+                if let Some(tx) = tx {
+                    let _ = tx.send(Ok(rec));
+                }
+                continue;
+            }
+            Ok(None) => {}
+        }
+        let want = rr.wanted(&buf).max(64 * 1024);
+        if buf.capacity() - buf.len() < want {
+            buf.reserve(want);
+        }
+        match rd.read_buf(&mut buf).await {
+            Ok(0) => return "closed by the server".into(),
+            Ok(n) => {
+                rx_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) => return e.to_string(),
+        }
+    }
+}

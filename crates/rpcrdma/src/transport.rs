@@ -1,0 +1,755 @@
+//! The RPC-over-RDMA version 1 transport engine: listens with RDMA-CM, accepts connections
+//! with RFC 8797 private data, and serves each call through the same [`Dispatcher`] as TCP.
+//!
+//! Per call (one tokio task each, the program itself on a blocking thread):
+//!
+//! 1. A receive completion on the connection's CQ: the message is copied out of the SRQ
+//!    buffer (at most the inline size) and the buffer goes back to the SRQ (reposted in
+//!    batches). The call is counted against the connection's credits; overrunning them closes
+//!    the connection.
+//! 2. [`Limits::accept_call`] decodes and validates the header. Failures follow their
+//!    [`Disposition`]: RDMA_ERROR, silent discard, or close.
+//! 3. Read chunks: RDMA Reads of exactly the advertised segments into one bulk pool buffer,
+//!    awaited, then [`ReadPlan::assemble`] splices them into the call.
+//! 4. [`Dispatcher::dispatch_with`] with [`TransportKind::Rdma`] and no back channel.
+//! 5. [`plan_reply`] with the call's Write list and Reply chunk and the negotiated inline size;
+//!    a reply that cannot be conveyed becomes RDMA_ERROR / ERR_CHUNK.
+//! 6. RDMA Writes (sources staged into registered buffers, [`crate::staging`]) and the Send
+//!    (header + inline message, copied into a send buffer), posted as one batch so the Writes
+//!    land first; Send With Invalidate when the peer allowed it and the call named exactly one
+//!    R_key ([`remote_invalidate_rkey`]).
+//!
+//! The credit of a call is returned just before its reply is posted.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use sunrpc::{Dispatcher, TransportKind};
+use tokio::sync::{oneshot, Notify, Semaphore};
+use verbs::{
+    AcceptOptions, Batch, Buf, Class, CmEvent, Completion, ConnectRequest, Device, Endpoint, IdKey,
+    Listener, Pool, PoolConfig, PostError, WcStatus, WorkRequest,
+};
+
+use crate::ddp::{plan_reply, remote_invalidate_rkey, SendPlan};
+use crate::header::{ErrorKind, Proc};
+use crate::limits::{Call, Disposition, Limits, ValidationError};
+use crate::metrics::RdmaMetrics;
+use crate::private_data::{negotiate, InlineConfig, Negotiated, PrivateData};
+use crate::staging::{gather_send, read_requests, stage_writes, CreditGuard, Credits, Src};
+
+/// The port NFS uses over RPC-over-RDMA (RFC 5666 / RFC 8267).
+pub const NFS_RDMA_PORT: u16 = 20049;
+
+/// Configuration of the RDMA transport.
+#[derive(Debug, Clone)]
+pub struct RdmaConfig {
+    /// Where to listen; an unspecified address listens on every RDMA device.
+    pub addr: SocketAddr,
+    /// Credits granted to each connection (calls in flight).
+    pub credits: u32,
+    /// Our inline sizes (sent in the CM private data).
+    pub inline: InlineConfig,
+    /// Receive buffers (the SRQ depth, shared by all connections of a device), send buffers and
+    /// bulk buffers. Receive and send sizes are set from `inline`.
+    pub pool: PoolConfig,
+    /// Send queue depth of each connection.
+    pub send_depth: u32,
+    /// Scatter/gather entries per send request.
+    pub max_send_sge: u32,
+    /// Listen backlog.
+    pub backlog: i32,
+}
+
+impl Default for RdmaConfig {
+    fn default() -> Self {
+        RdmaConfig {
+            addr: SocketAddr::from(([0, 0, 0, 0], NFS_RDMA_PORT)),
+            credits: 128,
+            inline: InlineConfig::default(),
+            pool: PoolConfig::default(),
+            send_depth: 1024,
+            max_send_sge: 16,
+            backlog: 128,
+        }
+    }
+}
+
+/// Why the transport did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// RDMA is not usable on this machine (no libraries, no devices).
+    Unavailable(verbs::Unavailable),
+    /// Listening failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Unavailable(u) => write!(f, "{u}"),
+            StartError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// A bound RPC-over-RDMA listener with its devices, ready to [`RdmaServer::serve`].
+pub struct RdmaServer {
+    listener: Listener,
+    devices: Vec<Arc<Device>>,
+    cfg: RdmaConfig,
+    metrics: Arc<RdmaMetrics>,
+}
+
+impl std::fmt::Debug for RdmaServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RdmaServer")
+            .field("listener", &self.listener)
+            .field("devices", &self.device_names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RdmaServer {
+    /// Opens the devices (registering each device's pool once) and listens. Must run inside a
+    /// tokio runtime.
+    pub fn bind(mut cfg: RdmaConfig) -> Result<RdmaServer, StartError> {
+        cfg.pool.recv_size = cfg.inline.max_recv() as usize;
+        cfg.pool.send_size = cfg.inline.max_send() as usize;
+        cfg.credits = cfg.credits.max(1);
+        let devices = verbs::open_devices(cfg.pool).map_err(StartError::Unavailable)?;
+        let listener = Listener::bind(cfg.addr, cfg.backlog).map_err(StartError::Io)?;
+        let metrics = Arc::new(RdmaMetrics::default());
+        metrics.set_devices(devices.clone());
+        Ok(RdmaServer {
+            listener,
+            devices,
+            cfg,
+            metrics,
+        })
+    }
+
+    /// The address listened on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr()
+    }
+
+    /// Names of the devices served.
+    pub fn device_names(&self) -> Vec<String> {
+        self.devices.iter().map(|d| d.name().to_string()).collect()
+    }
+
+    /// The transport's metrics (add them to the RPC metrics as a source).
+    pub fn metrics(&self) -> Arc<RdmaMetrics> {
+        self.metrics.clone()
+    }
+
+    /// Serves connections until the listener fails; a failure is logged and then this waits
+    /// forever, so that the other transports keep serving.
+    pub async fn serve(self, disp: Arc<Dispatcher>) -> io::Result<()> {
+        let srv = Arc::new(Shared {
+            conns: Mutex::new(HashMap::new()),
+            cfg: self.cfg,
+            metrics: self.metrics,
+            disp,
+        });
+        loop {
+            let ev = match self.listener.next().await {
+                Ok(ev) => ev,
+                Err(e) => {
+                    tracing::error!(error = %e, "RDMA connection manager failed; RDMA stops");
+                    break;
+                }
+            };
+            match ev {
+                CmEvent::ConnectRequest(req) => srv.connect(&self.devices, req),
+                CmEvent::Established(k) => {
+                    if let Some(c) = srv.conn(k) {
+                        tracing::info!(peer = %c.peer, device = c.ep.device().name(), send = c.nego.send, recv = c.nego.recv, remote_invalidate = c.nego.remote_invalidate, "RDMA connection established");
+                    }
+                }
+                CmEvent::Disconnected(k) => {
+                    if let Some(c) = srv.conn(k) {
+                        c.close("peer disconnected");
+                    }
+                }
+                CmEvent::DeviceRemoval(k) => {
+                    if k == self.listener.key() {
+                        tracing::error!("the RDMA device went away; RDMA stops");
+                        break;
+                    }
+                    if let Some(c) = srv.conn(k) {
+                        c.close("device removed");
+                    }
+                }
+                CmEvent::Failed { id, what, status } => {
+                    if let Some(c) = srv.conn(id) {
+                        tracing::warn!(peer = %c.peer, what, status, "RDMA connection failed");
+                        c.close(what);
+                    }
+                }
+                CmEvent::Other { id, what } => tracing::debug!(id, what, "RDMA CM event"),
+            }
+        }
+        std::future::pending::<()>().await;
+        Ok(())
+    }
+}
+
+struct Shared {
+    conns: Mutex<HashMap<IdKey, Arc<Conn>>>,
+    cfg: RdmaConfig,
+    metrics: Arc<RdmaMetrics>,
+    disp: Arc<Dispatcher>,
+}
+
+impl Shared {
+    fn conn(&self, k: IdKey) -> Option<Arc<Conn>> {
+        self.conns.lock().get(&k).cloned()
+    }
+
+    fn connect(self: &Arc<Self>, devices: &[Arc<Device>], req: ConnectRequest) {
+        let peer = req
+            .peer
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let refuse = |why: &str, req: ConnectRequest| {
+            tracing::warn!(%peer, why, "refusing RDMA connection");
+            RdmaMetrics::inc(&self.metrics.connections_refused);
+            req.reject();
+        };
+        let Some(dev) = devices.iter().find(|d| d.key() == req.device_key()) else {
+            return refuse("request on a device that was not set up", req);
+        };
+        // Every connection may have `credits` calls in the SRQ at once, and up to
+        // REPOST_BATCH - 1 consumed buffers wait to be reposted; beyond this many connections
+        // a burst could find no receive buffer, and the Linux client treats the resulting RNR
+        // NAK as fatal (it sets rnr_retry_count 0).
+        let recv = dev.pool().config().recv_count;
+        let max_conns =
+            (recv.saturating_sub(verbs::REPOST_BATCH) / self.cfg.credits as usize).max(1);
+        let on_dev = self
+            .conns
+            .lock()
+            .values()
+            .filter(|c| Arc::ptr_eq(c.ep.device(), dev))
+            .count();
+        if on_dev >= max_conns {
+            return refuse("connection limit of the device reached", req);
+        }
+        let theirs = PrivateData::parse(&req.private_data);
+        let nego = negotiate(self.cfg.inline, theirs);
+        let opts = AcceptOptions {
+            send_depth: self.cfg.send_depth,
+            recv_depth: 2 * self.cfg.credits,
+            max_send_sge: self.cfg.max_send_sge,
+            private_data: self.cfg.inline.private_data().encode().to_vec(),
+        };
+        let ep = match dev.accept(req, &opts) {
+            Ok(ep) => ep,
+            Err(e) => {
+                tracing::warn!(%peer, error = %e, "accepting an RDMA connection failed");
+                RdmaMetrics::inc(&self.metrics.connections_refused);
+                return;
+            }
+        };
+        let depth = ep.caps().depth as usize;
+        let conn = Arc::new(Conn {
+            limits: Limits {
+                max_inline: nego.recv as usize,
+                max_credits: self.cfg.credits,
+                ..Limits::default()
+            },
+            pool: dev.pool().clone(),
+            bulk_size: dev.pool().config().bulk_size,
+            credits: Arc::new(Credits::default()),
+            waiters: Mutex::new(HashMap::new()),
+            next_token: AtomicU64::new(1),
+            sq: Semaphore::new(depth),
+            closing: AtomicBool::new(false),
+            close_notify: Notify::new(),
+            srv: self.clone(),
+            peer,
+            nego,
+            ep,
+        });
+        tracing::debug!(%peer, private_data = ?theirs, ?nego, caps = ?conn.ep.caps(), "accepted RDMA connection");
+        self.conns.lock().insert(conn.ep.key(), conn.clone());
+        RdmaMetrics::inc(&self.metrics.connections_accepted);
+        self.metrics.connections.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(conn.run());
+    }
+}
+
+/// What a finished batch hands back.
+struct Done {
+    status: WcStatus,
+    bufs: Vec<Buf>,
+    _keep: Vec<Bytes>,
+}
+
+struct Conn {
+    ep: Arc<Endpoint>,
+    srv: Arc<Shared>,
+    peer: SocketAddr,
+    nego: Negotiated,
+    limits: Limits,
+    pool: Pool,
+    bulk_size: usize,
+    credits: Arc<Credits>,
+    waiters: Mutex<HashMap<u64, oneshot::Sender<Done>>>,
+    next_token: AtomicU64,
+    sq: Semaphore,
+    closing: AtomicBool,
+    close_notify: Notify,
+}
+
+/// Why a call stopped before its reply.
+enum Fail {
+    /// Answer RDMA_ERROR with this body (the connection stays).
+    Error(ErrorKind),
+    /// Drop the call silently.
+    Discard,
+    /// The connection is closing or closed.
+    Closed,
+}
+
+impl From<ValidationError> for Fail {
+    fn from(e: ValidationError) -> Self {
+        match e.disposition() {
+            Disposition::Discard => Fail::Discard,
+            Disposition::ReplyError(k) => Fail::Error(k),
+            Disposition::Close => Fail::Closed,
+        }
+    }
+}
+
+impl Conn {
+    fn metrics(&self) -> &RdmaMetrics {
+        &self.srv.metrics
+    }
+
+    fn close(&self, why: &str) {
+        if !self.closing.swap(true, Ordering::AcqRel) {
+            tracing::debug!(peer = %self.peer, why, "closing RDMA connection");
+            self.sq.close();
+            self.ep.disconnect();
+            self.close_notify.notify_one();
+        }
+    }
+
+    fn fatal(&self, why: &str) {
+        if !self.closing.load(Ordering::Acquire) {
+            tracing::warn!(peer = %self.peer, why, "closing RDMA connection");
+            RdmaMetrics::inc(&self.metrics().fatal_closes);
+        }
+        self.close(why);
+    }
+
+    fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// The connection's completion loop; tears the connection down when it closes.
+    async fn run(self: Arc<Self>) {
+        let mut comps = Vec::with_capacity(32);
+        'serve: loop {
+            loop {
+                comps.clear();
+                match self.ep.poll(&mut comps) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        for c in comps.drain(..) {
+                            self.on_completion(c);
+                        }
+                    }
+                    Err(e) => {
+                        self.fatal(&format!("polling the CQ failed: {e}"));
+                        break 'serve;
+                    }
+                }
+            }
+            if self.is_closing() {
+                break;
+            }
+            if let Err(e) = self.ep.arm() {
+                self.fatal(&format!("arming the CQ failed: {e}"));
+                break;
+            }
+            // A completion that arrived before arming raised no event: poll once more.
+            comps.clear();
+            match self.ep.poll(&mut comps) {
+                Ok(0) => {}
+                Ok(_) => {
+                    for c in comps.drain(..) {
+                        self.on_completion(c);
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    self.fatal(&format!("polling the CQ failed: {e}"));
+                    break;
+                }
+            }
+            tokio::select! {
+                r = self.ep.wait() => {
+                    if let Err(e) = r {
+                        self.fatal(&format!("waiting for completions failed: {e}"));
+                        break;
+                    }
+                }
+                _ = self.close_notify.notified() => {}
+            }
+        }
+        self.teardown().await;
+    }
+
+    async fn teardown(self: &Arc<Self>) {
+        self.close("teardown");
+        // Let posted work flush back (the QP is in the error state) for a while, then destroy
+        // the QP, which returns whatever is still pending.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut comps = Vec::new();
+        while self.ep.pending_batches() > 0 && Instant::now() < deadline {
+            comps.clear();
+            match self.ep.poll(&mut comps) {
+                Ok(0) => tokio::time::sleep(Duration::from_millis(10)).await,
+                Ok(_) => {
+                    for c in comps.drain(..) {
+                        self.on_completion(c);
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        for c in self.ep.destroy() {
+            self.on_completion(c);
+        }
+        self.waiters.lock().clear();
+        self.srv.conns.lock().remove(&self.ep.key());
+        self.metrics().connections.fetch_sub(1, Ordering::Relaxed);
+        tracing::info!(peer = %self.peer, "RDMA connection closed");
+    }
+
+    fn on_completion(self: &Arc<Self>, c: Completion) {
+        match c {
+            Completion::Recv { buf, len, status } => {
+                let srq = self.ep.device().srq();
+                if !status.is_ok() {
+                    srq.give_back(buf);
+                    if !self.is_closing() {
+                        self.fatal(&format!("receive failed: {status}"));
+                    }
+                    return;
+                }
+                // Copy the message out (at most the inline size) so the receive buffer goes
+                // straight back to the SRQ, whatever the program keeps of the call.
+                let msg = Bytes::copy_from_slice(&buf.as_slice()[..len]);
+                srq.give_back(buf);
+                if self.is_closing() {
+                    return;
+                }
+                let (in_flight, guard) = self.credits.begin();
+                if let Err(e) = self
+                    .limits
+                    .check_credits(in_flight, self.limits.max_credits)
+                {
+                    self.fatal(&e.to_string());
+                    return;
+                }
+                tokio::spawn(self.clone().serve_call(msg, guard));
+            }
+            Completion::Batch {
+                token,
+                status,
+                bufs,
+                keep,
+            } => {
+                if !status.is_ok() && !self.is_closing() {
+                    self.fatal(&format!("work request failed: {status}"));
+                }
+                if let Some(tx) = self.waiters.lock().remove(&token) {
+                    let _ = tx.send(Done {
+                        status,
+                        bufs,
+                        _keep: keep,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Posts `batch` (returning `credit` just before) and waits for its completion.
+    async fn submit(&self, batch: Batch, credit: Option<CreditGuard>) -> Result<Done, Fail> {
+        let n = batch.wrs.len() as u32;
+        if n as usize > self.ep.caps().depth as usize {
+            // Cannot happen with the header limits (at most 257 requests per reply, 128 per
+            // call's Reads) and a send queue of at least that depth; never wait forever.
+            self.fatal(&format!("a batch of {n} requests exceeds the send queue"));
+            return Err(Fail::Closed);
+        }
+        let permits = self.sq.acquire_many(n).await.map_err(|_| Fail::Closed)?;
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.waiters.lock().insert(token, tx);
+        drop(credit);
+        if let Err(e) = self.ep.post(token, batch) {
+            self.waiters.lock().remove(&token);
+            match e {
+                PostError::Closed => {}
+                e => self.fatal(&format!("posting failed: {e}")),
+            }
+            return Err(Fail::Closed);
+        }
+        let done = rx.await.map_err(|_| Fail::Closed)?;
+        drop(permits);
+        if !done.status.is_ok() {
+            return Err(Fail::Closed);
+        }
+        Ok(done)
+    }
+
+    async fn serve_call(self: Arc<Self>, msg: Bytes, credit: CreditGuard) {
+        let call = match self.limits.accept_call(&msg) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!(peer = %self.peer, error = %e, "bad RPC-over-RDMA message");
+                return self.fail(&msg, None, e.into(), credit).await;
+            }
+        };
+        let rpc = if call.reads.is_empty() {
+            RdmaMetrics::inc(&self.metrics().calls_inline);
+            call.inline.clone()
+        } else {
+            match self.pull(&call).await {
+                Ok(b) => b,
+                Err(f) => return self.fail(&msg, Some(&call), f, credit).await,
+            }
+        };
+        let disp = self.srv.disp.clone();
+        let peer = self.peer;
+        let reply = tokio::task::spawn_blocking(move || {
+            disp.dispatch_with(rpc, peer, TransportKind::Rdma, None)
+        })
+        .await;
+        let Ok(Some(reply)) = reply else {
+            RdmaMetrics::inc(&self.metrics().dropped);
+            return;
+        };
+        let grant = self.limits.grant(call.header.credits);
+        let plan = match plan_reply(&call.header, grant, &reply, self.nego.send as usize) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(peer = %self.peer, xid = call.header.xid, error = %e, "reply cannot be conveyed; answering ERR_CHUNK");
+                return self
+                    .fail(&msg, Some(&call), Fail::Error(ErrorKind::Chunk), credit)
+                    .await;
+            }
+        };
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            self.trace_call(&call, &plan);
+        }
+        let invalidate = if self.nego.remote_invalidate {
+            remote_invalidate_rkey(&call.header)
+        } else {
+            None
+        };
+        let _ = self.send_plan(plan, invalidate, credit).await;
+    }
+
+    fn trace_call(&self, call: &Call, plan: &SendPlan) {
+        let word = |b: &[u8], i: usize| {
+            b.get(i * 4..i * 4 + 4)
+                .map_or(0, |w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+        };
+        let rpc = &call.inline;
+        // RPC reply: xid, REPLY, MSG_ACCEPTED, verifier (flavor, empty body), accept_stat,
+        // then the procedure's first result word (its status).
+        let first: Vec<u8> = plan
+            .inline
+            .iter()
+            .flat_map(|b| b.iter().copied())
+            .take(32)
+            .collect();
+        tracing::debug!(
+            peer = %self.peer,
+            xid = format_args!("{:#010x}", call.header.xid),
+            prog = word(rpc, 3),
+            vers = word(rpc, 4),
+            proc_ = word(rpc, 5),
+            rdma_proc = ?call.header.proc_,
+            read_chunks = call.header.read_list.len(),
+            write_chunks = call.header.write_list.len(),
+            reply_chunk = call.header.reply_chunk.as_ref().map(|c| c.capacity()),
+            reply_proc = ?plan.header.proc_,
+            send_len = plan.send_len(),
+            writes = plan.writes.len(),
+            write_chunk_bytes = ?plan.write_chunk_bytes,
+            reply_chunk_bytes = ?plan.reply_chunk_bytes,
+            accept_stat = word(&first, 5),
+            status = word(&first, 6),
+            "RDMA call"
+        );
+        if word(&first, 6) != 0 && tracing::enabled!(tracing::Level::TRACE) {
+            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+            let reply: Vec<u8> = plan.inline.iter().flat_map(|b| b.iter().copied()).collect();
+            tracing::trace!(call = %hex(&rpc[..rpc.len().min(600)]), reply = %hex(&reply[..reply.len().min(300)]), "RDMA call failed");
+        }
+    }
+
+    /// Answers a call that failed before its reply according to `f`.
+    async fn fail(&self, msg: &Bytes, call: Option<&Call>, f: Fail, credit: CreditGuard) {
+        match f {
+            Fail::Discard => RdmaMetrics::inc(&self.metrics().dropped),
+            Fail::Closed => self.fatal("invalid message"),
+            Fail::Error(kind) => {
+                let grant = call.map_or(self.limits.max_credits, |c| {
+                    self.limits.grant(c.header.credits)
+                });
+                let plan = match call {
+                    Some(c) => SendPlan::error(c.header.xid, c.header.vers, grant, kind),
+                    None => {
+                        let word = |i: usize| {
+                            msg.get(i * 4..i * 4 + 4)
+                                .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+                        };
+                        let (Some(xid), Some(vers)) = (word(0), word(1)) else {
+                            RdmaMetrics::inc(&self.metrics().dropped);
+                            return;
+                        };
+                        SendPlan::error(xid, vers, grant, kind)
+                    }
+                };
+                RdmaMetrics::inc(&self.metrics().errors_sent);
+                let _ = self.send_plan(plan, None, credit).await;
+            }
+        }
+    }
+
+    /// Pulls a call's Read chunks and returns the assembled RPC call.
+    async fn pull(&self, call: &Call) -> Result<Bytes, Fail> {
+        let plan = &call.reads;
+        if plan.pull_len() > self.bulk_size {
+            tracing::warn!(peer = %self.peer, len = plan.pull_len(), "read chunks exceed a bulk buffer");
+            return Err(Fail::Error(ErrorKind::Chunk));
+        }
+        if call.header.proc_ == Proc::NoMsg {
+            RdmaMetrics::inc(&self.metrics().calls_long);
+        } else {
+            RdmaMetrics::inc(&self.metrics().calls_read_chunk);
+        }
+        let buf = self.pool.get(Class::Bulk).await;
+        let batch = Batch {
+            wrs: read_requests(plan),
+            bufs: vec![buf],
+        };
+        let mut done = self.submit(batch, None).await?;
+        RdmaMetrics::add(&self.metrics().read_bytes, plan.pull_len() as u64);
+        let buf = done.bufs.pop().ok_or(Fail::Closed)?;
+        let pulled = buf.freeze(plan.pull_len());
+        let pieces = plan.assemble(&call.inline, &pulled)?;
+        let msg = crate::read_plan::assemble_contiguous(&pieces);
+        // The bulk buffer goes back to the pool now: a call that is a slice of it (a long call
+        // with no other chunk) is copied out, since the program may keep parts of a call.
+        Ok(if self.pool.locate(&msg).is_some() {
+            Bytes::copy_from_slice(&msg)
+        } else {
+            msg
+        })
+    }
+
+    /// Stages, posts and awaits the Writes and the Send of `plan`.
+    async fn send_plan(
+        &self,
+        plan: SendPlan,
+        invalidate: Option<u32>,
+        credit: CreditGuard,
+    ) -> Result<(), Fail> {
+        let pool = &self.pool;
+        let staged = stage_writes(
+            &plan.writes,
+            &|b| pool.locate(b).is_some(),
+            self.bulk_size,
+            self.ep.caps().max_sge as usize,
+        );
+        let Some(mut bufs) = pool.get_many(Class::Bulk, staged.used.len()).await else {
+            tracing::warn!(peer = %self.peer, bytes = staged.staged_bytes(), "reply too large to stage");
+            let p = SendPlan::error(
+                plan.header.xid,
+                plan.header.vers,
+                plan.header.credits,
+                ErrorKind::Chunk,
+            );
+            RdmaMetrics::inc(&self.metrics().errors_sent);
+            return Box::pin(self.send_plan(p, None, credit)).await;
+        };
+        for c in &staged.copies {
+            bufs[c.buf].as_mut_slice()[c.offset..c.offset + c.data.len()].copy_from_slice(&c.data);
+        }
+        let frozen: Vec<Bytes> = bufs
+            .into_iter()
+            .zip(&staged.used)
+            .map(|(b, used)| b.freeze(*used))
+            .collect();
+        let mut wrs = Vec::with_capacity(staged.writes.len() + 1);
+        let mut written = 0u64;
+        for (remote, srcs) in &staged.writes {
+            written += u64::from(remote.length);
+            wrs.push(WorkRequest::Write {
+                data: srcs
+                    .iter()
+                    .map(|s| match s {
+                        Src::Direct(b) => b.clone(),
+                        Src::Staged { buf, offset, len } => {
+                            frozen[*buf].slice(*offset..*offset + *len)
+                        }
+                    })
+                    .collect(),
+                rkey: remote.handle,
+                remote_addr: remote.offset,
+            });
+        }
+        let mut sb = pool.get(Class::Send).await;
+        let Some(len) = gather_send(&plan, sb.as_mut_slice()) else {
+            tracing::error!(peer = %self.peer, len = plan.send_len(), "reply header exceeds the send buffer");
+            self.fatal("send buffer too small");
+            return Err(Fail::Closed);
+        };
+        wrs.push(WorkRequest::Send {
+            data: vec![sb.freeze(len)],
+            invalidate,
+        });
+        let m = self.metrics();
+        match (
+            &plan.header.proc_,
+            plan.reply_chunk_bytes,
+            plan.write_chunk_bytes.iter().any(|b| *b > 0),
+        ) {
+            (Proc::Error(_), _, _) => {}
+            (_, Some(_), _) => RdmaMetrics::inc(&m.replies_reply_chunk),
+            (_, None, true) => RdmaMetrics::inc(&m.replies_write_chunk),
+            _ => RdmaMetrics::inc(&m.replies_inline),
+        }
+        RdmaMetrics::add(&m.write_bytes, written);
+        RdmaMetrics::add(&m.staged_bytes, staged.staged_bytes() as u64);
+        if invalidate.is_some() {
+            RdmaMetrics::inc(&m.send_with_invalidate);
+        }
+        self.submit(
+            Batch {
+                wrs,
+                bufs: Vec::new(),
+            },
+            Some(credit),
+        )
+        .await
+        .map(|_| ())
+    }
+}
