@@ -9,31 +9,7 @@ use common::*;
 /// EXCHANGE_ID and CREATE_SESSION without RECLAIM_COMPLETE (a client about to reclaim).
 fn session_without_reclaim_complete(port: u16, owner: &str) -> V4 {
     let mut c = V4::connect(port, 1, owner);
-    let verf = boot_verifier(owner.as_bytes());
-    let o = owner.as_bytes().to_vec();
-    let r = c
-        .compound(Ops::new().exchange_id(verf, &o, 0x1_0000))
-        .ok("EXCHANGE_ID");
-    let Res::ExchangeId {
-        clientid, seqid, ..
-    } = r.get(op::EXCHANGE_ID).res
-    else {
-        panic!("EXCHANGE_ID: {:?}", r.results);
-    };
-    let r = c
-        .compound(Ops::new().create_session(clientid, seqid, 8))
-        .ok("CREATE_SESSION");
-    let Res::CreateSession {
-        sessionid,
-        fore_slots,
-        ..
-    } = r.get(op::CREATE_SESSION).res
-    else {
-        panic!("CREATE_SESSION: {:?}", r.results);
-    };
-    c.clientid = clientid;
-    c.sessionid = sessionid;
-    c.slots = vec![0; fore_slots as usize];
+    c.establish_with(8, false);
     c
 }
 

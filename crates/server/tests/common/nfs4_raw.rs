@@ -1463,6 +1463,12 @@ impl V4 {
 
     /// EXCHANGE_ID, CREATE_SESSION and RECLAIM_COMPLETE on this connection.
     pub fn establish(&mut self, slots: u32) {
+        self.establish_with(slots, true);
+    }
+
+    /// EXCHANGE_ID and CREATE_SESSION, then RECLAIM_COMPLETE unless the client is about to
+    /// reclaim state after a server restart.
+    pub fn establish_with(&mut self, slots: u32, reclaim_complete: bool) {
         let verf = boot_verifier(&self.owner);
         let owner = self.owner.clone();
         // EXCHGID4_FLAG_USE_NON_PNFS
@@ -1489,8 +1495,10 @@ impl V4 {
         self.clientid = clientid;
         self.sessionid = sessionid;
         self.slots = vec![0; fore_slots as usize];
-        self.call(Ops::new().reclaim_complete(false))
-            .ok("RECLAIM_COMPLETE");
+        if reclaim_complete {
+            self.call(Ops::new().reclaim_complete(false))
+                .ok("RECLAIM_COMPLETE");
+        }
     }
 
     /// Sends one COMPOUND with exactly these operations and returns the raw COMPOUND4res.
