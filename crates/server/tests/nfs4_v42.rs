@@ -459,3 +459,86 @@ fn metric(text: &str, name: &str) -> Option<u64> {
         .and_then(|rest| rest.trim().parse::<f64>().ok())
         .map(|v| v as u64)
 }
+
+/// Reads a whole file with READ_PLUS in 1 MiB requests and rebuilds its bytes.
+fn read_plus_whole(c: &mut V4, fh: &[u8], sid: &Stateid, size: u64) -> Vec<u8> {
+    let mut out = vec![0u8; size as usize];
+    let mut pos = 0u64;
+    loop {
+        let (eof, segs) = read_plus(c, fh, sid, pos, MIB as u32);
+        let mut next = pos;
+        for s in &segs {
+            match s {
+                Segment::Data { offset, data } => {
+                    let o = *offset as usize;
+                    out[o..o + data.len()].copy_from_slice(data);
+                    next = next.max(offset + data.len() as u64);
+                }
+                Segment::Hole { offset, length } => next = next.max(offset + length),
+            }
+        }
+        if eof || next >= size {
+            break;
+        }
+        assert!(next > pos, "READ_PLUS does not advance at {pos}");
+        pos = next;
+    }
+    out
+}
+
+/// The sparse criteria on loopback: a 1 GiB file that is all hole reads back as zeros
+/// while the server sends under 1 MiB of READ_PLUS data, and a file of alternating 64 KiB data
+/// and holes reads back identical.
+#[test]
+fn read_plus_gib_hole_costs_no_payload_and_alternating_file_is_identical() {
+    let fx = Fixture::with_metrics();
+    let hole = fx.export.join("gib-hole");
+    std::fs::File::create(&hole)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let alt = fx.export.join("alternating");
+    let f = std::fs::File::create(&alt).unwrap();
+    let size = 8 * MIB;
+    let mut want = vec![0u8; size as usize];
+    let mut off = 0;
+    while off < size {
+        let chunk: Vec<u8> = (0..K64)
+            .map(|i| (i as u8) ^ (off / K64) as u8 | 1)
+            .collect();
+        f.write_all_at(&chunk, off).unwrap();
+        want[off as usize..(off + K64) as usize].copy_from_slice(&chunk);
+        off += 2 * K64;
+    }
+    f.set_len(size).unwrap();
+    drop(f);
+    assert!(
+        has_hole_at(&alt, K64),
+        "the test file system does not keep holes"
+    );
+
+    let metrics = fx.server.metrics.unwrap();
+    let data_metric = "rnfs_nfs4_read_plus_data_bytes_total";
+    let before = metric(&http_get(metrics, "/metrics"), data_metric).unwrap_or(0);
+    let mut c = V4::session(fx.server.port, 2, "gib-hole");
+    let dir = c.path_fh(&fx.export);
+    let (fh, sid) = open_read(&mut c, &dir, "gib-hole");
+    let got = read_plus_whole(&mut c, &fh, &sid, 1 << 30);
+    assert!(
+        got.iter().all(|b| *b == 0),
+        "the hole did not read as zeros"
+    );
+    c.close_ok(&fh, &sid);
+    let after = metric(&http_get(metrics, "/metrics"), data_metric)
+        .unwrap_or_else(|| panic!("{data_metric} not exported"));
+    assert!(
+        after - before < MIB,
+        "1 GiB of hole cost {} bytes of READ_PLUS data",
+        after - before
+    );
+
+    let (fh, sid) = open_read(&mut c, &dir, "alternating");
+    let got = read_plus_whole(&mut c, &fh, &sid, size);
+    assert!(got == want, "alternating data/hole file differs");
+    c.close_ok(&fh, &sid);
+}
