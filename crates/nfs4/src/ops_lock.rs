@@ -141,7 +141,14 @@ impl Nfs4 {
                         return Err(st::BAD_STATEID.into());
                     }
                     if minor == 0 && *clientid != o.client {
-                        return Err(st::INVAL.into());
+                        let unknown =
+                            s.is_stale_client(*clientid) || !s.clients.contains_key(clientid);
+                        return Err(if unknown {
+                            st::STALE_CLIENTID
+                        } else {
+                            st::INVAL
+                        }
+                        .into());
                     }
                     let need = if write {
                         share::ACCESS_WRITE
