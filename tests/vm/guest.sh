@@ -5,6 +5,9 @@
 # version and transport, runs tests/vm/workload.py on each mount and prints one
 #   RESULT server=S vers=V transport=T case=C status=PASS|FAIL|SKIP time=SECS reason=TEXT
 # line per case on the console, then powers the guest off.
+# The whole script is one function, read completely before it runs: edits to this file on the
+# host while a guest runs it cannot derail that run.
+main() {
 PLAN=$1
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb
@@ -138,7 +141,10 @@ RNFSD_LOG=/run/rnfsd.log
 RNFSD_CLAIMS=$RNFSD_SUPPORTS
 start_rnfsd() {
 	[ -x "$RNFSD" ] || { say "rnfsd: $RNFSD is not an executable"; return 1; }
-	mkdir -p /srv/rnfsd /run/rnfsd-state && mount -t tmpfs -o mode=0777 tmpfs /srv/rnfsd
+	# a fresh state directory each time: otherwise the clients recorded by the previous
+	# combination would hold the new instance in its NFSv4 grace period for a lease
+	RNFSD_STATE=$(mktemp -d /run/rnfsd-state.XXXX)
+	mkdir -p /srv/rnfsd && mount -t tmpfs -o mode=0777 tmpfs /srv/rnfsd
 	echo "/srv/rnfsd $SUBNET(rw,no_root_squash,insecure)" >/run/rnfsd.exports
 	# descriptor limits: the kernel's defaults for a process outside systemd (soft 1024, hard
 	# 4096) unless RNFSD_NOFILE=SOFT:HARD (systemd services get 1024:524288)
@@ -148,7 +154,7 @@ start_rnfsd() {
 			say "rnfsd: cannot set ulimit -n $RNFSD_NOFILE"
 	fi
 	# shellcheck disable=SC2086
-	env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports --state-dir /run/rnfsd-state \
+	env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports --state-dir "$RNFSD_STATE" \
 		--listen 0.0.0.0:2049 $RNFSD_ARGS >"$RNFSD_LOG" 2>&1 &
 	RNFSD_PID=$!
 	ulimit -H -n "$lim_h" 2>/dev/null
@@ -176,6 +182,16 @@ start_rnfsd() {
 		4) RNFSD_CLAIMS="$RNFSD_CLAIMS tcp:4.0 tcp:4.1 tcp:4.2" ;;
 		esac
 	done
+	# an rdma:// listener in the ready line claims RDMA for the same versions
+	if grep -q "rnfsd ready:.*rdma://" "$RNFSD_LOG"; then
+		for v in $regs; do
+			case "$v" in
+			3) RNFSD_CLAIMS="$RNFSD_CLAIMS rdma:3" ;;
+			4) RNFSD_CLAIMS="$RNFSD_CLAIMS rdma:4.0 rdma:4.1 rdma:4.2" ;;
+			esac
+		done
+	fi
+	say "rnfsd claims: $(echo $RNFSD_CLAIMS | tr ' ' '\n' | sort -u | tr '\n' ' ')"
 }
 stop_rnfsd() {
 	[ -n "$RNFSD_PID" ] || return 0
@@ -306,3 +322,6 @@ done
 dmesg >/tmp/dmesg.txt
 save /tmp/dmesg.txt
 say "DONE"
+}
+
+main "$@"

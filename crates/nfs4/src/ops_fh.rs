@@ -10,6 +10,13 @@ use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
 use crate::proto::{fattr as fa, st, NFS4_VERIFIER_SIZE};
 use crate::pseudo::{PseudoFs, Target};
 
+/// ACCESS4_XAREAD (RFC 8276).
+const XAREAD: u32 = 0x40;
+/// ACCESS4_XAWRITE.
+const XAWRITE: u32 = 0x80;
+/// ACCESS4_XALIST.
+const XALIST: u32 = 0x100;
+
 /// Longest component name decoded (longer ones get NAMETOOLONG from the backend).
 pub const MAX_COMPONENT: usize = 4096;
 
@@ -108,25 +115,39 @@ impl Nfs4 {
 
     pub(crate) fn access(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let mask = d.u32()?;
-        if mask & !0x3f != 0 {
+        // 0x40..0x100 are the RFC 8276 extended-attribute bits the 4.2 client asks for.
+        if mask & !0x1ff != 0 {
             return Err(st::INVAL.into());
         }
-        let (granted, is_dir) = match ctx.cur()? {
+        // `all`: the read/modify rights too, from which the extended-attribute bits follow.
+        let (all, is_dir) = match ctx.cur()? {
             Fh::Pseudo(_) => (mask & (vfs::access::READ | vfs::access::LOOKUP), true),
             Fh::Real(_) => {
                 let (c, n) = self.real(ctx)?;
+                let want = (mask & 0x3f) | vfs::access::READ | vfs::access::MODIFY;
                 (
-                    self.vfs.access(&c, &n, mask),
+                    self.vfs.access(&c, &n, want),
                     n.attr.ftype == FileType::Directory,
                 )
             }
         };
+        let mut granted = all & mask & 0x3f;
         // Only the bits meaningful for the object type count as supported.
-        let meaningful = if is_dir {
+        let mut meaningful = if is_dir {
             0x1f
         } else {
             vfs::access::READ | vfs::access::MODIFY | vfs::access::EXTEND | vfs::access::EXECUTE
         };
+        // XAREAD / XALIST follow read permission, XAWRITE write permission (RFC 8276 8.4.1).
+        if ctx.minor >= 2 {
+            meaningful |= XAREAD | XAWRITE | XALIST;
+            if all & vfs::access::READ != 0 {
+                granted |= (XAREAD | XALIST) & mask;
+            }
+            if all & vfs::access::MODIFY != 0 {
+                granted |= XAWRITE & mask;
+            }
+        }
         let mut e = Encoder::new();
         e.u32(mask & meaningful);
         e.u32(granted & meaningful);

@@ -222,7 +222,17 @@ fn mode_allows(c: &Creds, a: &Attr, want: u32, owner_override: bool) -> bool {
 impl Vfs {
     /// Opens every export root and the handle key.
     pub fn new(cfg: VfsConfig) -> std::io::Result<Self> {
-        sys::raise_nofile_limit();
+        // Two descriptor caches share the limit with sockets and directory reads: each gets at
+        // most a quarter of it, whatever was configured.
+        let nofile = sys::raise_nofile_limit();
+        let fd_cache = cfg.fd_cache.min((nofile / 4) as usize).max(16);
+        if fd_cache < cfg.fd_cache {
+            tracing::info!(
+                limit = nofile,
+                cache = fd_cache,
+                "descriptor caches sized to the open-files limit"
+            );
+        }
         // The client applies its own umask; modes it sends are final.
         sys::set_umask(0);
         let key = HandleKey::load_or_create(&cfg.state_dir.join("fh.key"))?;
@@ -284,8 +294,8 @@ impl Vfs {
         Ok(Self {
             key,
             exports,
-            paths: FdCache::new(cfg.fd_cache),
-            data: FdCache::new(cfg.fd_cache),
+            paths: FdCache::new(fd_cache),
+            data: FdCache::new(fd_cache),
             write_verifier: verifier,
             host_names,
         })
