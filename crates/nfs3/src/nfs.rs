@@ -309,6 +309,34 @@ impl Nfs3 {
         }
     }
 
+    /// Walks a directory from `cookie`, turning entries into reply entries until the reply
+    /// would exceed `limit` bytes (status, post_op_attr, verifier, end of list and eof
+    /// included); shared by READDIR and READDIRPLUS.
+    #[allow(clippy::too_many_arguments)]
+    fn collect<T: DirReplyEntry>(
+        &self,
+        c: &Caller,
+        d: &Node,
+        cookie: u64,
+        verf: [u8; 8],
+        plus: bool,
+        limit: usize,
+        make: impl Fn(vfs::DirEntry) -> T,
+    ) -> (Result<bool, VfsError>, Vec<T>) {
+        let mut used = 4 + 4 + FATTR3_SIZE + 8 + 4 + 4;
+        let mut entries = Vec::new();
+        let r = self.vfs.readdir(c, d, cookie, verf, plus, |e| {
+            let ent = make(e);
+            used += ent.wire_len();
+            if used > limit {
+                return false;
+            }
+            entries.push(ent);
+            true
+        });
+        (r, entries)
+    }
+
     fn readdir(&self, ctx: &CallContext, a: ReaddirArgs) -> ReaddirRes {
         let (c, d) = match self.auth(ctx, &a.dir) {
             Ok(x) => x,
@@ -316,22 +344,11 @@ impl Nfs3 {
         };
         // status, post_op_attr, cookieverf, end-of-list word and eof.
         let limit = (a.count as usize).min(MAX_DIR_REPLY);
-        let mut used = 4 + 4 + FATTR3_SIZE + 8 + 4 + 4;
-        let mut entries = Vec::new();
-        let r = self
-            .vfs
-            .readdir(&c, &d, a.cookie, a.cookieverf, false, |e| {
-                let ent = Entry3 {
-                    fileid: e.fileid,
-                    name: e.name,
-                    cookie: e.cookie,
-                };
-                used += ent.wire_len();
-                if used > limit {
-                    return false;
-                }
-                entries.push(ent);
-                true
+        let (r, mut entries) =
+            self.collect(&c, &d, a.cookie, a.cookieverf, false, limit, |e| Entry3 {
+                fileid: e.fileid,
+                name: e.name,
+                cookie: e.cookie,
             });
         let empty = entries.is_empty();
         finish_dir(r, empty, &d, |eof| {
@@ -352,26 +369,18 @@ impl Nfs3 {
             Err(e) => return fail(e, PostOpAttr(None)),
         };
         let limit = (a.maxcount as usize).min(MAX_DIR_REPLY);
-        let mut used = 4 + 4 + FATTR3_SIZE + 8 + 4 + 4;
-        let mut entries = Vec::new();
-        let r = self.vfs.readdir(&c, &d, a.cookie, a.cookieverf, true, |e| {
+        let (r, mut entries) = self.collect(&c, &d, a.cookie, a.cookieverf, true, limit, |e| {
             let (fh, attr) = match e.plus {
                 Some((fh, attr)) => (Some(Fh3(fh)), Some(fattr3(&attr))),
                 None => (None, None),
             };
-            let ent = Entryplus3 {
+            Entryplus3 {
                 fileid: e.fileid,
                 name: e.name,
                 cookie: e.cookie,
                 name_attributes: PostOpAttr(attr),
                 name_handle: PostOpFh3(fh),
-            };
-            used += ent.wire_len();
-            if used > limit {
-                return false;
             }
-            entries.push(ent);
-            true
         });
         let empty = entries.is_empty();
         finish_dir(r, empty, &d, |eof| {
@@ -455,6 +464,24 @@ impl Nfs3 {
             }),
             Err(e) => fail(e, wcc(&n.attr, self.fresh(&n).as_ref())),
         }
+    }
+}
+
+/// A READDIR or READDIRPLUS entry with its encoded size.
+trait DirReplyEntry {
+    /// Bytes the entry takes in the reply.
+    fn wire_len(&self) -> usize;
+}
+
+impl DirReplyEntry for Entry3 {
+    fn wire_len(&self) -> usize {
+        Entry3::wire_len(self)
+    }
+}
+
+impl DirReplyEntry for Entryplus3 {
+    fn wire_len(&self) -> usize {
+        Entryplus3::wire_len(self)
     }
 }
 
