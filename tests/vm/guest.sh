@@ -119,6 +119,14 @@ start_knfsd() {
 		echo "rdma 20049" >/proc/fs/nfsd/portlist || say "knfsd: cannot listen on rdma 20049"
 	fi
 	KNFSD_T0=$(date +%s)
+	# the reclaim case restarts knfsd (its state is in the kernel: stop and start the threads)
+	cat >/run/knfsd-restart <<-EOF
+		#!/bin/bash
+		rpc.nfsd 0 && rpc.nfsd 8 || exit 1
+		[ "$RDMA_OK" = 1 ] && { echo "rdma 20049" >/proc/fs/nfsd/portlist || exit 1; }
+		echo "knfsd restarted"
+	EOF
+	chmod 755 /run/knfsd-restart
 	say "knfsd: versions $(cat /proc/fs/nfsd/versions), ports $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
 }
 stop_knfsd() {
@@ -148,17 +156,36 @@ start_rnfsd() {
 	echo "/srv/rnfsd $SUBNET(rw,no_root_squash,insecure)" >/run/rnfsd.exports
 	# descriptor limits: the kernel's defaults for a process outside systemd (soft 1024, hard
 	# 4096) unless RNFSD_NOFILE=SOFT:HARD (systemd services get 1024:524288)
-	local lim_s=$(ulimit -S -n) lim_h=$(ulimit -H -n)
-	if [ -n "$RNFSD_NOFILE" ]; then
-		ulimit -H -n "${RNFSD_NOFILE#*:}" && ulimit -S -n "${RNFSD_NOFILE%%:*}" ||
-			say "rnfsd: cannot set ulimit -n $RNFSD_NOFILE"
-	fi
-	# shellcheck disable=SC2086
-	env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports --state-dir "$RNFSD_STATE" \
-		--listen 0.0.0.0:2049 $RNFSD_ARGS >"$RNFSD_LOG" 2>&1 &
+	# the launcher also restarts rnfsd after a SIGKILL (the reclaim case), with the same state
+	cat >/run/rnfsd-launch <<-EOF
+		#!/bin/bash
+		$([ -n "$RNFSD_NOFILE" ] && echo "ulimit -H -n ${RNFSD_NOFILE#*:}; ulimit -S -n ${RNFSD_NOFILE%%:*}")
+		exec env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports --state-dir "$RNFSD_STATE" \\
+			--listen 0.0.0.0:2049 --metrics 127.0.0.1:9464 --lease-time 15 $RNFSD_ARGS >>"$RNFSD_LOG" 2>&1
+	EOF
+	cat >/run/rnfsd-restart <<-EOF
+		#!/bin/bash
+		# kill -9 rnfsd and start it again on the same state directory; waits until it is ready
+		pid=\$(cat /run/rnfsd.pid)
+		kill -9 "\$pid"
+		for _ in \$(seq 300); do # until it is gone (a zombie holds no sockets)
+			[ -e /proc/\$pid ] && [ "\$(awk '{print \$3}' /proc/\$pid/stat 2>/dev/null)" != Z ] || break
+			sleep 0.1
+		done
+		n=\$(grep -c "rnfsd ready:" "$RNFSD_LOG")
+		setsid /run/rnfsd-launch </dev/null &
+		echo \$! >/run/rnfsd.pid
+		for _ in \$(seq 600); do
+			[ "\$(grep -c "rnfsd ready:" "$RNFSD_LOG")" -gt "\$n" ] && { echo "rnfsd restarted (pid \$(cat /run/rnfsd.pid))"; exit 0; }
+			sleep 0.1
+		done
+		echo "rnfsd did not get ready after the restart"; tail -n 20 "$RNFSD_LOG"; exit 1
+	EOF
+	chmod 755 /run/rnfsd-launch /run/rnfsd-restart
+	: >"$RNFSD_LOG"
+	/run/rnfsd-launch &
 	RNFSD_PID=$!
-	ulimit -H -n "$lim_h" 2>/dev/null
-	ulimit -S -n "$lim_s" 2>/dev/null
+	echo "$RNFSD_PID" >/run/rnfsd.pid
 	local i
 	for i in $(seq 600); do
 		grep -q "rnfsd ready:" "$RNFSD_LOG" && break
@@ -263,10 +290,13 @@ run_combo() { # server vers transport
 	fi
 	result "$s" "$v" "$t" mount PASS "$(elapsed "$t0")" "$(grep " $MNT " /proc/mounts | cut -d' ' -f4)"
 	wl=/tmp/wl-$s-$v-$t
+	local extra=(--vers "$v" --restart-cmd "/run/$s-restart")
+	[ "$s" = rnfsd ] && extra+=(--metrics-url http://127.0.0.1:9464/metrics)
 	timeout -k 10 "$WORKLOAD_TIMEOUT" python3 "$REPO/tests/vm/workload.py" --dir "$MNT/work" \
 		--label "server=$s vers=$v transport=$t" --cases "$CASES" --seed "$SEED" \
-		--tarball "$TARBALL" --log "$wl.log" $WORKLOAD_ARGS | tee "$wl.out"
+		--tarball "$TARBALL" --log "$wl.log" "${extra[@]}" $WORKLOAD_ARGS | tee "$wl.out"
 	rc=${PIPESTATUS[0]}
+	[ "$s" = rnfsd ] && RNFSD_PID=$(cat /run/rnfsd.pid) # the reclaim case restarts it
 	save "$wl.log" "$wl.out"
 	for c in ${CASES//,/ }; do # a case that printed nothing died with the workload
 		grep -q " case=$c status=" "$wl.out" ||

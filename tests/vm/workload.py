@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import traceback
+import urllib.request
 
 MiB = 1 << 20
 LOG = None
@@ -599,6 +600,159 @@ def case_tar(d, a):
     check(not os.path.exists(dst), "tree still exists after rm -r")
 
 
+def metrics(a):
+    """The server's Prometheus counters as {name or name{labels}: value}; None without a URL."""
+    if not a.metrics_url:
+        return None
+    try:
+        text = urllib.request.urlopen(a.metrics_url, timeout=30).read().decode()
+    except OSError as e:
+        raise Fail(f"cannot read server metrics at {a.metrics_url}: {e}")
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            k, _, v = line.rpartition(" ")
+            try:
+                out[k] = float(v)
+            except ValueError:
+                pass
+    return out
+
+
+def metric_delta(m0, m1, name):
+    check(name in m1, f"the server does not export {name}")
+    return m1[name] - m0.get(name, 0)
+
+
+def case_sparse(d, a):
+    """Sparse files: alternating 64 KiB data and holes read back identical (and the server keeps
+    the holes); a file that is all hole (1 GiB with NFSv4.2) reads back as zeros. With NFSv4.2
+    and server metrics, READ_PLUS must send the hole as HOLE segments: under 1 MiB of payload."""
+    K64 = 64 << 10
+    # alternating data and holes, written through the mount
+    size = a.alt_mib * MiB
+    alt = os.path.join(d, "alternating")
+    model = bytearray(size)
+    fd = os.open(alt, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+    try:
+        for off in range(0, size, 2 * K64):
+            chunk = bytes(((i * 7 + off // K64) & 0xFF) | 1 for i in range(256)) * (K64 // 256)
+            pwrite_all(fd, chunk, off)
+            model[off:off + K64] = chunk
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    drop_caches()
+    used = os.stat(alt).st_blocks * 512
+    log(f"alternating: {size} bytes, {used} bytes allocated on the server")
+    check(used <= size // 2 + MiB,
+          f"the server allocated {used} bytes for {size // 2} bytes of data: holes were filled")
+    m0 = metrics(a)
+    got = read_file(alt)
+    m1 = metrics(a)
+    check(len(got) == size, f"read {len(got)} bytes of {size}")
+    check(got == model, f"alternating data/holes differ at byte {first_diff(got, model)}")
+    if m0 is not None and a.vers == "4.2":
+        data = metric_delta(m0, m1, "rnfs_nfs4_read_plus_data_bytes_total")
+        hole = metric_delta(m0, m1, "rnfs_nfs4_read_plus_hole_bytes_total")
+        log(f"alternating: READ_PLUS data {data:.0f} bytes, holes {hole:.0f} bytes")
+        check(hole >= size // 4, f"READ_PLUS described only {hole:.0f} bytes as holes")
+        check(data <= size * 3 // 4, f"READ_PLUS sent {data:.0f} bytes of data for {size // 2}")
+    os.unlink(alt)
+
+    # all hole
+    hole_mib = a.hole_mib if a.vers == "4.2" else min(a.hole_mib, 64)
+    size = hole_mib * MiB
+    path = os.path.join(d, "hole")
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    drop_caches()
+    m0 = metrics(a)
+    zero = bytes(MiB)
+    fd = os.open(path, os.O_RDONLY)
+    n = 0
+    try:
+        while True:
+            b = os.read(fd, MiB)
+            if not b:
+                break
+            check(b == zero[:len(b)], f"non-zero byte in the hole near offset {n}")
+            n += len(b)
+    finally:
+        os.close(fd)
+    m1 = metrics(a)
+    check(n == size, f"read {n} bytes of a {size}-byte hole")
+    if m0 is not None and a.vers == "4.2":
+        data = metric_delta(m0, m1, "rnfs_nfs4_read_plus_data_bytes_total")
+        hole = metric_delta(m0, m1, "rnfs_nfs4_read_plus_hole_bytes_total")
+        read = metric_delta(m0, m1, "rnfs_nfs4_read_bytes_total")
+        log(f"{hole_mib} MiB hole: READ_PLUS data {data:.0f} bytes, holes {hole:.0f} bytes, "
+            f"READ {read:.0f} bytes")
+        check(data + read < MiB,
+              f"{hole_mib} MiB of hole cost {data:.0f} bytes of READ_PLUS and {read:.0f} of READ")
+        check(hole >= size, f"READ_PLUS described {hole:.0f} of {size} bytes as hole")
+    os.unlink(path)
+
+
+def case_reclaim(d, a):
+    """NFSv4 state survives a server crash: a process holds a file open with a byte-range lock
+    while the server is killed (SIGKILL for rnfsd) and restarted; afterwards I/O on the open file
+    works, another process is still refused the lock, and the server counts the reclaims."""
+    if a.vers == "3":
+        raise Skip("NFSv3 is mounted nolock here: its locks would go through NLM, not NFSv4 state")
+    if not a.restart_cmd:
+        raise Skip("the harness gave no --restart-cmd for this server")
+    import fcntl
+    path = os.path.join(d, "locked")
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+    try:
+        pwrite_all(fd, b"before", 0)
+        os.fsync(fd)
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 4096, 0)
+        t0 = time.monotonic()
+        r = subprocess.run(a.restart_cmd, shell=True, capture_output=True, text=True, timeout=300)
+        log(f"restart ({time.monotonic() - t0:.1f}s): rc={r.returncode} {r.stdout} {r.stderr}")
+        check(r.returncode == 0, f"restarting the server failed: {one_line(r.stdout + r.stderr)}")
+        # the first I/O after the restart makes the client notice it and reclaim
+        t0 = time.monotonic()
+        pwrite_all(fd, b"after", 4096)
+        os.fsync(fd)
+        log(f"write + fsync after the restart: {time.monotonic() - t0:.1f}s")
+        probe = ("import fcntl, os, sys\n"
+                 "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+                 "try:\n"
+                 "    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 4096, 0)\n"
+                 "    print('GRANTED')\n"
+                 "except OSError as e:\n"
+                 "    print('DENIED', e.errno)\n")
+        r = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True,
+                           timeout=600)
+        log(f"conflicting lock from another process: {r.stdout.strip()} {r.stderr.strip()}")
+        check(r.stdout.startswith("DENIED"),
+              f"another process got the lock after the restart ({one_line(r.stdout + r.stderr)}):"
+              " the server lost it")
+        m = metrics(a)
+        if m is not None:
+            opens = m.get('rnfs_nfs4_reclaims_total{kind="open"}', 0)
+            locks = m.get('rnfs_nfs4_reclaims_total{kind="lock"}', 0)
+            log(f"reclaims admitted by the restarted server: {opens:.0f} opens, {locks:.0f} locks")
+            check(opens >= 1 and locks >= 1,
+                  f"the restarted server admitted {opens:.0f} open and {locks:.0f} lock reclaims")
+        fcntl.lockf(fd, fcntl.LOCK_UN, 4096, 0)
+    finally:
+        os.close(fd)
+    drop_caches()
+    got = read_file(path)
+    check(got[:6] == b"before" and got[4096:4101] == b"after" and len(got) == 4101,
+          f"file after the restart: {len(got)} bytes, {got[:6]!r} ... {got[4096:4101]!r}")
+    os.unlink(path)
+
+
 CASES = {
     "smoke": case_smoke,
     "bigfile": case_bigfile,
@@ -611,6 +765,8 @@ CASES = {
     "fsync": case_fsync,
     "fsx": case_fsx,
     "tar": case_tar,
+    "sparse": case_sparse,
+    "reclaim": case_reclaim,
 }
 
 
@@ -631,6 +787,11 @@ def main():
     ap.add_argument("--nfiles", type=int, default=1000)
     ap.add_argument("--ndir", type=int, default=2000)
     ap.add_argument("--fsx-ops", type=int, default=2000)
+    ap.add_argument("--vers", default="", help="NFS version of the mount (3, 4.0, 4.1, 4.2)")
+    ap.add_argument("--metrics-url", help="the server's Prometheus endpoint, for data-path checks")
+    ap.add_argument("--restart-cmd", help="shell command that crashes and restarts the server")
+    ap.add_argument("--hole-mib", type=int, default=1024, help="all-hole file size (v4.2)")
+    ap.add_argument("--alt-mib", type=int, default=16, help="alternating data/hole file size")
     a = ap.parse_args()
     LOG = open(a.log, "a") if a.log else sys.stderr
     failed = 0

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use vfs::{Attr, FileType, FsStat, SetAttrs, SetTime, Time};
 use xdr::{Decoder, Encoder};
 
-use crate::proto::{fattr as fa, ftype, st, LEASE_SECONDS, NFS4_FHSIZE};
+use crate::proto::{fattr as fa, ftype, st, NFS4_FHSIZE};
 
 /// Longest bitmap accepted from a client (words).
 pub const MAX_BITMAP_WORDS: usize = 1024;
@@ -174,6 +174,8 @@ pub struct Object<'a> {
     pub mounted_on_fileid: u64,
     /// File-system usage, fetched only when asked for.
     pub fsstat: &'a dyn Fn() -> Option<FsStat>,
+    /// The server's lease time in seconds.
+    pub lease: u32,
 }
 
 fn time(e: &mut Encoder, t: Time) {
@@ -225,7 +227,7 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
                 v.u64(a.fsid);
                 v.u64(0);
             }
-            fa::LEASE_TIME => v.u32(LEASE_SECONDS),
+            fa::LEASE_TIME => v.u32(o.lease),
             fa::RDATTR_ERROR => v.u32(st::OK),
             fa::ACLSUPPORT => v.u32(0),
             fa::CANSETTIME

@@ -143,8 +143,25 @@ pub struct Nfs4 {
     pub pseudo: PseudoFs,
     /// All client state.
     pub state: Mutex<State>,
-    /// Counter of READ_PLUS payload bytes sent as data (holes cost nothing).
+    /// Data-path counters exported as metrics.
+    pub counters: Counters,
+    /// Lease time in seconds (the lease_time attribute; State holds it as a Duration).
+    pub lease_secs: u32,
+}
+
+/// Counters that show what the data path did (holes sent as holes, reclaims admitted).
+#[derive(Default)]
+pub struct Counters {
+    /// READ_PLUS payload bytes sent as DATA segments.
     pub read_plus_data_bytes: std::sync::atomic::AtomicU64,
+    /// Bytes of file that READ_PLUS described as HOLE segments (no payload sent).
+    pub read_plus_hole_bytes: std::sync::atomic::AtomicU64,
+    /// READ payload bytes.
+    pub read_bytes: std::sync::atomic::AtomicU64,
+    /// Reclaiming OPENs admitted during grace.
+    pub reclaimed_opens: std::sync::atomic::AtomicU64,
+    /// Reclaiming LOCKs admitted during grace.
+    pub reclaimed_locks: std::sync::atomic::AtomicU64,
 }
 
 /// What SEQUENCE decided.
@@ -177,8 +194,20 @@ impl Nfs4 {
             vfs,
             pseudo,
             state: Mutex::new(state),
-            read_plus_data_bytes: Default::default(),
+            counters: Counters::default(),
+            lease_secs: crate::proto::LEASE_SECONDS,
         }
+    }
+
+    /// Sets the lease time (default [`crate::proto::LEASE_SECONDS`]); the grace period after a
+    /// restart lasts one lease too.
+    pub fn with_lease(mut self, secs: u32) -> Self {
+        let secs = secs.max(1);
+        self.lease_secs = secs;
+        self.state
+            .get_mut()
+            .set_lease(std::time::Duration::from_secs(secs as u64));
+        self
     }
 
     /// Resolves the current file handle to a real object, admitting the caller.
@@ -525,13 +554,43 @@ impl sunrpc::metrics::MetricsSource for Nfs4 {
         ] {
             let _ = writeln!(out, "rnfs_nfs4_state{{kind=\"{k}\"}} {v}");
         }
-        let _ = writeln!(out, "# HELP rnfs_nfs4_read_plus_data_bytes_total READ_PLUS payload sent as data (holes are free).");
-        let _ = writeln!(out, "# TYPE rnfs_nfs4_read_plus_data_bytes_total counter");
+        let c = &self.counters;
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        for (name, help, v) in [
+            (
+                "rnfs_nfs4_read_plus_data_bytes_total",
+                "READ_PLUS payload sent as DATA segments.",
+                load(&c.read_plus_data_bytes),
+            ),
+            (
+                "rnfs_nfs4_read_plus_hole_bytes_total",
+                "File bytes READ_PLUS described as HOLE segments, sent without payload.",
+                load(&c.read_plus_hole_bytes),
+            ),
+            (
+                "rnfs_nfs4_read_bytes_total",
+                "READ payload sent.",
+                load(&c.read_bytes),
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let _ = writeln!(out, "{name} {v}");
+        }
         let _ = writeln!(
             out,
-            "rnfs_nfs4_read_plus_data_bytes_total {}",
-            self.read_plus_data_bytes
-                .load(std::sync::atomic::Ordering::Relaxed)
+            "# HELP rnfs_nfs4_reclaims_total Reclaiming OPENs and LOCKs admitted during grace."
+        );
+        let _ = writeln!(out, "# TYPE rnfs_nfs4_reclaims_total counter");
+        let _ = writeln!(
+            out,
+            "rnfs_nfs4_reclaims_total{{kind=\"open\"}} {}",
+            load(&c.reclaimed_opens)
+        );
+        let _ = writeln!(
+            out,
+            "rnfs_nfs4_reclaims_total{{kind=\"lock\"}} {}",
+            load(&c.reclaimed_locks)
         );
     }
 }

@@ -321,7 +321,7 @@ impl Nfs4 {
                 return Ok(out);
             }
         }
-        if !c.confirmed && c.renewed.elapsed().as_secs() > crate::proto::LEASE_SECONDS as u64 {
+        if !c.confirmed && c.renewed.elapsed() > s.lease {
             // An unconfirmed record not confirmed within a lease is gone.
             s.expire(id);
             return Err(st::STALE_CLIENTID.into());

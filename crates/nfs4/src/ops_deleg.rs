@@ -7,7 +7,7 @@
 //! delegation; a holder that does not return it within a lease loses it (revocation).
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use sunrpc::{msg, Credential};
@@ -15,7 +15,7 @@ use xdr::{Decoder, Encoder};
 
 use crate::compound::{callback_sec, Ctx, Nfs4, OpResult};
 use crate::ops_file::{file_key, put_stateid};
-use crate::proto::{share, st, LEASE_SECONDS};
+use crate::proto::{share, st};
 use crate::state::{Deleg, FileKey, State, StateObj, Stateid};
 
 /// CB_COMPOUND operation numbers.
@@ -74,7 +74,7 @@ impl Nfs4 {
         file: FileKey,
         client: u64,
     ) -> Result<(), u32> {
-        let lease = Duration::from_secs(LEASE_SECONDS as u64);
+        let lease = s.lease;
         let mut wait = false;
         let held: Vec<([u8; 12], Deleg)> = s
             .states

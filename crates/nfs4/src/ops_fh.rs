@@ -62,6 +62,7 @@ impl Nfs4 {
                     fh: &fhb,
                     mounted_on_fileid: a.fileid,
                     fsstat: &none,
+                    lease: self.lease_secs,
                 };
                 attr::encode_fattr(e, req, &o, ctx.minor);
             }
@@ -86,6 +87,7 @@ impl Nfs4 {
             fh: &n.fh,
             mounted_on_fileid: mounted_on,
             fsstat: &fsstat,
+            lease: self.lease_secs,
         };
         attr::encode_fattr(e, req, &o, minor);
     }
@@ -456,12 +458,12 @@ impl Nfs4 {
 
 fn encode_plain(s: &Nfs4, e: &mut Encoder, fh: &Bytes, attr: &Attr, req: &Bitmap, minor: u32) {
     let none = || None;
-    let _ = s;
     let o = Object {
         attr,
         fh,
         mounted_on_fileid: attr.fileid,
         fsstat: &none,
+        lease: s.lease_secs,
     };
     attr::encode_fattr(e, req, &o, minor);
 }

@@ -299,6 +299,9 @@ impl Nfs4 {
             let client = self.check_client(ctx, s, clientid)?;
             if let Claim::Previous = claim {
                 s.may_reclaim(client)?;
+                self.counters
+                    .reclaimed_opens
+                    .fetch_add(1, Ordering::Relaxed);
             } else if s.in_grace()
                 || (ctx.minor >= 1 && !s.clients.get(&client).is_some_and(|c| c.reclaim_complete))
             {
@@ -306,11 +309,20 @@ impl Nfs4 {
                 // RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
                 return Err(st::GRACE.into());
             }
-            let new_owner = ctx.minor == 0
-                && !s
-                    .owners
-                    .get(&(clientid, owner.clone(), false))
-                    .is_some_and(|o| o.confirmed);
+            let owner_key = (clientid, owner.clone(), false);
+            if ctx.minor == 0 && matches!(claim, Claim::Previous) {
+                // A reclaiming owner needs no OPEN_CONFIRM: it was confirmed before the
+                // restart, and the client's reclaim compound returns no handle to confirm with.
+                let o = s.owners.entry(owner_key.clone()).or_insert(OwnerSeq {
+                    seqid,
+                    confirmed: true,
+                    last: None,
+                    last_open: None,
+                });
+                o.confirmed = true;
+            }
+            let new_owner =
+                ctx.minor == 0 && !s.owners.get(&owner_key).is_some_and(|o| o.confirmed);
             let (file_node, dir_before, dir_after, attrset, created) = match &claim {
                 Claim::Fh | Claim::Previous => {
                     if create.is_some() {
@@ -691,6 +703,9 @@ impl Nfs4 {
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
         let (data, eof, _) = self.vfs.read(&c, &n, offset, count)?;
+        self.counters
+            .read_bytes
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
         let mut e = Encoder::new();
         e.bool(eof);
         e.opaque_bulk(data);
@@ -747,13 +762,17 @@ impl Nfs4 {
         for x in extents {
             match x {
                 Extent::Data { offset, data } => {
-                    self.read_plus_data_bytes
+                    self.counters
+                        .read_plus_data_bytes
                         .fetch_add(data.len() as u64, Ordering::Relaxed);
                     e.u32(0); // NFS4_CONTENT_DATA
                     e.u64(offset);
                     e.opaque_bulk(data);
                 }
                 Extent::Hole { offset, len } => {
+                    self.counters
+                        .read_plus_hole_bytes
+                        .fetch_add(len, Ordering::Relaxed);
                     e.u32(1); // NFS4_CONTENT_HOLE
                     e.u64(offset);
                     e.u64(len);

@@ -214,6 +214,9 @@ impl Nfs4 {
             };
             if reclaim {
                 s.may_reclaim(client)?;
+                self.counters
+                    .reclaimed_locks
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             } else if s.in_grace() {
                 return Err(st::GRACE.into());
             }

@@ -264,6 +264,8 @@ pub struct State {
     pub reclaim_done: HashSet<Bytes>,
     /// End of the grace period, while it lasts.
     pub grace_until: Option<Instant>,
+    /// The lease clients must renew within; also the length of the grace period.
+    pub lease: Duration,
 }
 
 impl Default for State {
@@ -307,7 +309,16 @@ impl State {
             reclaimable: HashSet::new(),
             reclaim_done: HashSet::new(),
             grace_until: None,
+            lease: Duration::from_secs(LEASE_SECONDS as u64),
         }
+    }
+
+    /// Sets the lease (and, when one runs, the grace period) to `lease`.
+    pub fn set_lease(&mut self, lease: Duration) {
+        if let Some(until) = self.grace_until.as_mut() {
+            *until = *until - self.lease + lease;
+        }
+        self.lease = lease;
     }
 
     /// State backed by a client database: clients recorded there may reclaim during a grace
@@ -325,10 +336,9 @@ impl State {
         if !s.reclaimable.is_empty() {
             tracing::info!(
                 clients = s.reclaimable.len(),
-                seconds = LEASE_SECONDS,
-                "grace period: clients may reclaim their state"
+                "grace period of one lease: clients may reclaim their state"
             );
-            s.grace_until = Some(Instant::now() + Duration::from_secs(LEASE_SECONDS as u64));
+            s.grace_until = Some(Instant::now() + s.lease);
         }
         s.db = Some(db);
         s
@@ -439,7 +449,7 @@ impl State {
     /// Removes clients whose lease expired long ago and that hold nothing others want.
     /// Expired clients stay (courtesy) until a conflicting request calls [`State::expire`].
     pub fn expired_clients(&self) -> Vec<u64> {
-        let lease = Duration::from_secs(LEASE_SECONDS as u64);
+        let lease = self.lease;
         self.clients
             .values()
             .filter(|c| c.renewed.elapsed() > lease)

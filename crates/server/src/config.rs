@@ -53,6 +53,10 @@ pub struct Args {
     /// Open descriptors cached per kind (paths, data).
     #[arg(long, default_value_t = 8192)]
     pub fd_cache: usize,
+    /// NFSv4 lease time in seconds; the grace period after a restart lasts one lease.
+    #[arg(long, value_name = "SECS", default_value_t = 90,
+          value_parser = clap::value_parser!(u32).range(5..=3600))]
+    pub lease_time: u32,
     // --- RPC-over-RDMA (crates/verbs, crates/rpcrdma) ---
     /// Serve NFS over RPC-over-RDMA on ADDR:PORT (default: port 20049 on every address that
     /// has an RDMA device, when there is one; without devices rnfsd logs why and serves TCP).

@@ -79,7 +79,9 @@ async fn run(args: Args) -> Result<(), String> {
     let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
     disp.register(Arc::new(nfs3::Nfs3::new(vfs.clone())));
     disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
-    let v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir).map_err(|e| e.to_string())?;
+    let v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
+        .map_err(|e| e.to_string())?
+        .with_lease(args.lease_time);
     let v4 = Arc::new(v4);
     metrics.add_source(v4.clone());
     disp.register(v4);

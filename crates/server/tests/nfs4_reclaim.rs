@@ -158,3 +158,78 @@ fn opens_and_locks_are_reclaimed_after_sigkill() {
         b"acknowledged before the crash"
     );
 }
+
+/// The Linux 4.0 client reclaims with PUTFH(file) + OPEN(CLAIM_PREVIOUS) + GETATTR: no GETFH,
+/// so it has no handle to send OPEN_CONFIRM with. The reclaimed open must need no confirmation
+/// (as with knfsd), and WRITE and a reclaiming LOCK work on it at once.
+#[test]
+fn v40_reclaimed_open_needs_no_confirm() {
+    let mut fx = Fixture::new();
+    let mut a = V4::v40(fx.server.port, "reclaim-v40");
+    let dir = a.path_fh(&fx.export);
+    let id = a.clientid;
+    let r = a
+        .compound(
+            Ops::new()
+                .putfh(&dir)
+                .open(
+                    0,
+                    share::ACCESS_BOTH,
+                    share::DENY_NONE,
+                    id,
+                    b"oo",
+                    &OpenHow::Unchecked(Sattr::mode(0o644)),
+                    &Claim::Null(b"f".to_vec()),
+                )
+                .getfh(),
+        )
+        .ok("OPEN");
+    let fh = r.fh();
+    let sid = r.open_stateid();
+    a.compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
+        .ok("OPEN_CONFIRM");
+
+    fx.server.crash_and_restart();
+
+    let mut a = V4::v40(fx.server.port, "reclaim-v40");
+    let id = a.clientid;
+    let r = a
+        .compound(Ops::new().putfh(&fh).open(
+            2,
+            share::ACCESS_BOTH,
+            share::DENY_NONE,
+            id,
+            b"oo",
+            &OpenHow::NoCreate,
+            &Claim::Previous(0),
+        ))
+        .ok("OPEN CLAIM_PREVIOUS");
+    let Res::Open { rflags, .. } = r.get(op::OPEN).res else {
+        panic!("OPEN: {:?}", r.results);
+    };
+    assert_eq!(rflags & 2, 0, "a reclaimed open asked for OPEN_CONFIRM");
+    let open = r.open_stateid();
+    a.compound(
+        Ops::new()
+            .putfh(&fh)
+            .write(&open, 0, FILE_SYNC4, b"after the crash"),
+    )
+    .ok("WRITE with the reclaimed open");
+    let locker = Locker::New {
+        open_seqid: 3,
+        open_stateid: open,
+        lock_seqid: 0,
+        clientid: id,
+        owner: b"lo".to_vec(),
+    };
+    a.compound(
+        Ops::new()
+            .putfh(&fh)
+            .lock_with(true, lock_type::WRITE, 0, 10, &locker),
+    )
+    .ok("LOCK reclaim");
+    assert_eq!(
+        std::fs::read(fx.export.join("f")).unwrap(),
+        b"after the crash"
+    );
+}
