@@ -47,6 +47,17 @@ pub struct Args {
     /// Calls executing at once over all connections.
     #[arg(long, default_value_t = 1024)]
     pub max_total_in_flight: usize,
+    /// Reply bytes queued per connection for a client that reads slowly.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_queued_reply_bytes: usize,
+    /// Seconds a client may take to send a record it has begun; then it is disconnected.
+    #[arg(long, value_name = "SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub record_timeout: u64,
+    /// Seconds a client may leave its replies unread; then it is disconnected.
+    #[arg(long, value_name = "SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub write_timeout: u64,
     /// Replies kept in the duplicate request cache.
     #[arg(long, default_value_t = 8192)]
     pub drc_entries: usize,

@@ -91,7 +91,22 @@ async fn run(args: Args) -> Result<(), String> {
         max_connections: args.max_connections,
         max_in_flight: args.max_in_flight,
         max_total_in_flight: args.max_total_in_flight,
+        max_queued_reply_bytes: args.max_queued_reply_bytes,
+        record_timeout: std::time::Duration::from_secs(args.record_timeout),
+        write_timeout: std::time::Duration::from_secs(args.write_timeout),
     };
+    tracing::info!(
+        max_connections = tcp_cfg.max_connections,
+        max_record = tcp_cfg.max_record,
+        max_in_flight = tcp_cfg.max_in_flight,
+        max_total_in_flight = tcp_cfg.max_total_in_flight,
+        max_queued_reply_bytes = tcp_cfg.max_queued_reply_bytes,
+        record_timeout_s = args.record_timeout,
+        write_timeout_s = args.write_timeout,
+        drc_entries = args.drc_entries,
+        lease_time_s = args.lease_time,
+        "limits"
+    );
 
     let mut ready = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();

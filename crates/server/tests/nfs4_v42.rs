@@ -3,10 +3,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
-use std::time::Duration;
 
 use common::nfs4_raw::*;
 use common::*;
@@ -442,22 +441,6 @@ fn copy_between_files() {
     assert_ne!(r.status, st::OK, "COPY onto a file opened read-only");
     c.close_ok(&sfh, &ssid);
     c.close_ok(&dfh, &dsid);
-}
-
-fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
-
-fn metric(text: &str, name: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name))
-        .and_then(|rest| rest.trim().parse::<f64>().ok())
-        .map(|v| v as u64)
 }
 
 /// Reads a whole file with READ_PLUS in 1 MiB requests and rebuilds its bytes.

@@ -4,7 +4,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -569,22 +569,6 @@ fn restart_keeps_handles_and_changes_write_verifier() {
 // ---------------------------------------------------------------------------------------------
 // Metrics
 // ---------------------------------------------------------------------------------------------
-
-fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
-
-fn metric(text: &str, name: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name))
-        .and_then(|rest| rest.trim().parse::<f64>().ok())
-        .map(|v| v as u64)
-}
 
 #[test]
 fn metrics_count_getattr_calls() {

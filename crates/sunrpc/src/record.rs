@@ -55,6 +55,11 @@ impl RecordReader {
         (4 + len.min(self.max_record)).saturating_sub(buf.len())
     }
 
+    /// Whether a record has begun but is not complete (bytes of it in `buf` or fragments kept).
+    pub fn mid_record(&self, buf: &BytesMut) -> bool {
+        self.in_record || !buf.is_empty()
+    }
+
     /// Takes the next complete record out of `buf`, or returns `Ok(None)` if more bytes are needed.
     pub fn next_record(&mut self, buf: &mut BytesMut) -> Result<Option<Bytes>, RecordError> {
         loop {

@@ -4,16 +4,24 @@
 //! many calls run at once and replies leave in completion order, and a writer that sends each
 //! reply's segments with one vectored write. Bounded channels give backpressure: a client that
 //! stops reading its replies stops being read from.
+//!
+//! What one connection can hold is bounded by configuration: `max_in_flight` calls, from the
+//! record's arrival until its reply is written, each at most `max_record` bytes in and one reply
+//! out; and no new call is read while more than `max_queued_reply_bytes` of replies wait for the
+//! socket. A client that stalls mid-record for `record_timeout`, or does not take replies for
+//! `write_timeout`, is disconnected, which frees all of it.
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use xdr::{Reply, Segment};
 
 use crate::dispatch::{BackChannel, Dispatcher, TransportKind};
@@ -22,13 +30,25 @@ use crate::dispatch::{BackChannel, Dispatcher, TransportKind};
 /// It holds the queue weakly, so a session that outlives its connection does not keep the
 /// connection's writer (and socket) alive.
 struct TcpBackChannel {
-    tx: mpsc::WeakSender<Reply>,
+    tx: mpsc::WeakSender<Queued>,
 }
 
 impl BackChannel for TcpBackChannel {
     fn send_call(&self, msg: Reply) -> bool {
-        self.tx.upgrade().is_some_and(|tx| tx.try_send(msg).is_ok())
+        self.tx
+            .upgrade()
+            .is_some_and(|tx| tx.try_send((msg, None)).is_ok())
     }
+}
+
+/// A message for the writer, with the in-flight permit of its call (released once written).
+type Queued = (Reply, Option<OwnedSemaphorePermit>);
+
+/// Reply bytes of one connection waiting for the socket; the reader waits while over the limit.
+#[derive(Default)]
+struct Backlog {
+    bytes: AtomicUsize,
+    drained: Notify,
 }
 use crate::record::{record_header, RecordReader};
 
@@ -44,6 +64,12 @@ pub struct TcpConfig {
     /// Calls executing at once over all connections of the listener, which bounds the memory
     /// held by calls (each up to `max_record` bytes).
     pub max_total_in_flight: usize,
+    /// Reply bytes queued per connection above which no new call is read from it.
+    pub max_queued_reply_bytes: usize,
+    /// A record begun but not completed within this time closes the connection (slowloris).
+    pub record_timeout: Duration,
+    /// A socket that accepts no reply bytes for this long closes the connection.
+    pub write_timeout: Duration,
 }
 
 impl Default for TcpConfig {
@@ -53,6 +79,9 @@ impl Default for TcpConfig {
             max_connections: 4096,
             max_in_flight: 128,
             max_total_in_flight: 1024,
+            max_queued_reply_bytes: 16 << 20,
+            record_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -105,22 +134,42 @@ async fn serve_connection(
     total: Arc<Semaphore>,
 ) -> io::Result<()> {
     let (mut rd, wr) = sock.into_split();
-    let (tx, rx) = mpsc::channel::<Reply>(cfg.max_in_flight.max(1));
-    let writer = tokio::spawn(write_replies(wr, rx));
+    let (tx, rx) = mpsc::channel::<Queued>(cfg.max_in_flight.max(1));
+    let backlog = Arc::new(Backlog::default());
+    let writer = tokio::spawn(write_replies(wr, rx, cfg.write_timeout, backlog.clone()));
     let in_flight = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
     let back: Arc<dyn BackChannel> = Arc::new(TcpBackChannel { tx: tx.downgrade() });
     let mut rr = RecordReader::new(cfg.max_record);
     let mut buf = BytesMut::with_capacity(64 * 1024);
-    let result = loop {
+    // When the record being received began (None between records: idle is allowed).
+    let mut record_start: Option<Instant> = None;
+    let result = 'conn: loop {
         let rec = match rr.next_record(&mut buf) {
             Ok(Some(r)) => r,
             Ok(None) => {
                 let want = rr.wanted(&buf).max(4096);
                 buf.reserve(want.max(64 * 1024));
-                match rd.read_buf(&mut buf).await {
-                    Ok(0) => break Ok(()),
-                    Ok(_) => continue,
-                    Err(e) => break Err(e),
+                let deadline = if rr.mid_record(&buf) {
+                    *record_start.get_or_insert_with(Instant::now) + cfg.record_timeout
+                } else {
+                    record_start = None;
+                    // idle between records: no limit (far enough never to fire)
+                    Instant::now() + Duration::from_secs(365 * 24 * 3600)
+                };
+                tokio::select! {
+                    r = rd.read_buf(&mut buf) => match r {
+                        Ok(0) => break Ok(()),
+                        Ok(_) => continue,
+                        Err(e) => break Err(e),
+                    },
+                    _ = tokio::time::sleep_until(deadline) => {
+                        tracing::warn!(%peer, timeout = ?cfg.record_timeout, received = buf.len(),
+                            "record not completed in time, closing connection");
+                        disp.metrics().count_error("tcp_record_timeout");
+                        break Err(io::ErrorKind::TimedOut.into());
+                    }
+                    // the writer gave up (a client that does not read): stop reading too
+                    _ = tx.closed() => break Ok(()),
                 }
             }
             Err(e) => {
@@ -129,10 +178,22 @@ async fn serve_connection(
                 break Err(io::Error::new(io::ErrorKind::InvalidData, e));
             }
         };
+        record_start = None;
         // Replies to our back-channel calls: nothing waits for them.
         if rec.len() >= 8 && rec[4..8] == [0, 0, 0, 1] {
             disp.metrics().count_error("backchannel_reply");
             continue;
+        }
+        // a client that does not read its replies is not read from either
+        loop {
+            let drained = backlog.drained.notified();
+            if backlog.bytes.load(Ordering::Acquire) <= cfg.max_queued_reply_bytes {
+                break;
+            }
+            tokio::select! {
+                _ = drained => {}
+                _ = tx.closed() => break 'conn Ok(()),
+            }
         }
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
             break Ok(());
@@ -143,6 +204,7 @@ async fn serve_connection(
         let disp = disp.clone();
         let tx = tx.clone();
         let back = back.clone();
+        let backlog = backlog.clone();
         // The call runs on a blocking thread; queueing its reply waits asynchronously, so a
         // client that stops reading holds its own permits, not a thread or the global ones.
         let work = tokio::task::spawn_blocking(move || {
@@ -152,9 +214,10 @@ async fn serve_connection(
         });
         tokio::spawn(async move {
             if let Ok(Some(reply)) = work.await {
-                let _ = tx.send(reply).await;
+                backlog.bytes.fetch_add(reply.wire_len(), Ordering::AcqRel);
+                // the permit travels with the reply: the call counts until it is written
+                let _ = tx.send((reply, Some(permit))).await;
             }
-            drop(permit);
         });
     };
     drop(tx);
@@ -166,9 +229,11 @@ static ZEROS: [u8; 4] = [0; 4];
 
 async fn write_replies(
     mut wr: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Reply>,
+    mut rx: mpsc::Receiver<Queued>,
+    timeout: Duration,
+    backlog: Arc<Backlog>,
 ) -> io::Result<()> {
-    let mut batch: Vec<Reply> = Vec::with_capacity(16);
+    let mut batch: Vec<Queued> = Vec::with_capacity(16);
     while let Some(first) = rx.recv().await {
         batch.push(first);
         while batch.len() < 16 {
@@ -177,9 +242,12 @@ async fn write_replies(
                 Err(_) => break,
             }
         }
-        let headers: Vec<[u8; 4]> = batch.iter().map(|r| record_header(r.wire_len())).collect();
+        let headers: Vec<[u8; 4]> = batch
+            .iter()
+            .map(|(r, _)| record_header(r.wire_len()))
+            .collect();
         let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(batch.len() * 4);
-        for (r, h) in batch.iter().zip(headers.iter()) {
+        for ((r, _), h) in batch.iter().zip(headers.iter()) {
             slices.push(IoSlice::new(h));
             for s in &r.segments {
                 slices.push(IoSlice::new(s.bytes()));
@@ -191,8 +259,22 @@ async fn write_replies(
                 }
             }
         }
-        write_all_vectored(&mut wr, &mut slices).await?;
+        if let Err(e) = write_all_vectored(&mut wr, &mut slices, timeout).await {
+            if e.kind() == io::ErrorKind::TimedOut {
+                tracing::warn!(peer = ?wr.peer_addr().ok(), ?timeout,
+                    "client took no reply bytes in time, closing connection");
+            }
+            return Err(e);
+        }
         drop(slices);
+        let written: usize = batch
+            .iter()
+            .filter(|(_, p)| p.is_some())
+            .map(|(r, _)| r.wire_len())
+            .sum();
+        backlog.bytes.fetch_sub(written, Ordering::AcqRel);
+        backlog.drained.notify_one();
+        // releases the written calls' in-flight permits
         batch.clear();
     }
     wr.shutdown().await
@@ -201,9 +283,13 @@ async fn write_replies(
 async fn write_all_vectored(
     wr: &mut tokio::net::tcp::OwnedWriteHalf,
     mut slices: &mut [IoSlice<'_>],
+    timeout: Duration,
 ) -> io::Result<()> {
     while !slices.is_empty() {
-        let n = wr.write_vectored(slices).await?;
+        let n = match tokio::time::timeout(timeout, wr.write_vectored(slices)).await {
+            Ok(r) => r?,
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        };
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }

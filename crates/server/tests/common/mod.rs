@@ -45,6 +45,8 @@ pub struct ServerConfig {
     pub exports_file: Option<PathBuf>,
     /// `--metrics 127.0.0.1:0`.
     pub metrics: bool,
+    /// More command-line arguments (limits, timeouts).
+    pub args: Vec<String>,
 }
 
 /// A running `rnfsd`; killed on drop.
@@ -146,6 +148,7 @@ impl Server {
         if self.cfg.metrics {
             cmd.arg("--metrics").arg("127.0.0.1:0");
         }
+        cmd.args(&self.cfg.args);
         cmd.env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
@@ -193,6 +196,21 @@ impl Server {
             }
         }
         self.child = Some(child);
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("server not running").id()
+    }
+
+    /// A field of /proc/PID/status in KiB (VmRSS: resident now, VmHWM: the peak).
+    pub fn status_kib(&self, field: &str) -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("read /proc/PID/status");
+        text.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc/PID/status"))
     }
 
     /// Everything the server logged so far.
@@ -331,13 +349,23 @@ impl Fixture {
         Self::build(mode, Some(options), false)
     }
 
+    /// Like [`Fixture::with_metrics`], with more `rnfsd` arguments.
+    pub fn with_args(args: &[&str]) -> Fixture {
+        Self::build_with(0o777, None, true, args)
+    }
+
     fn build(mode: u32, options: Option<&str>, metrics: bool) -> Fixture {
+        Self::build_with(mode, options, metrics, &[])
+    }
+
+    fn build_with(mode: u32, options: Option<&str>, metrics: bool, args: &[&str]) -> Fixture {
         let tmp = tempfile::tempdir().unwrap();
         let export = mkdir_mode(&tmp.path().join("export"), mode);
         let state = tmp.path().join("state");
         let mut cfg = ServerConfig {
             state_dir: state,
             metrics,
+            args: args.iter().map(|a| a.to_string()).collect(),
             ..Default::default()
         };
         match options {
@@ -533,6 +561,16 @@ impl RpcClient {
     /// Calls as `uid`/`gid` from now on.
     pub fn set_user(&mut self, uid: u32, gid: u32) {
         self.cred = auth_sys(uid, gid);
+    }
+
+    /// A second handle on the same connection, to read replies on another thread while this
+    /// one sends.
+    pub fn reader(&self) -> RpcClient {
+        RpcClient {
+            stream: self.stream.try_clone().expect("clone the connection"),
+            xid: self.xid,
+            cred: self.cred.clone(),
+        }
     }
 
     /// The local (source) port of the connection.
@@ -983,4 +1021,22 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     }
     v.truncate(len);
     v
+}
+
+/// GET `path` from the metrics endpoint at `addr`; the whole HTTP response.
+pub fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The value of the first sample of `name` (with its labels, if any) in a metrics text.
+pub fn metric(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
 }
