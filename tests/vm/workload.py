@@ -753,6 +753,60 @@ def case_reclaim(d, a):
     os.unlink(path)
 
 
+def case_crash(d, a):
+    """Crash consistency with the kernel client: the server is killed (SIGKILL for rnfsd; knfsd's
+    threads stopped and started) while the client writes a file with an fsync every 8 MiB. The
+    writer must see no error (the client resends what the restarted server, with its new write
+    verifier, may not have), and the file must read back identical."""
+    if not a.restart_cmd:
+        raise Skip("the harness gave no --restart-cmd for this server")
+    import threading
+    n = max(a.big_mib, 24)
+    path = os.path.join(d, "crash")
+    progress = [0]
+    errors = []
+
+    def chunk(i):
+        return hashlib.sha256(b"crash %d" % i).digest() * (MiB // 32)
+
+    def writer():
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+            try:
+                for i in range(n):
+                    pwrite_all(fd, chunk(i), i * MiB)
+                    progress[0] = i + 1
+                    if i % 8 == 7:
+                        os.fsync(fd)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except Exception as e:  # reported below: the client must hide the crash
+            errors.append(e)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    t0 = time.monotonic()
+    while progress[0] < n // 3 and t.is_alive() and time.monotonic() - t0 < 300:
+        time.sleep(0.01)
+    at = progress[0]
+    r = subprocess.run(a.restart_cmd, shell=True, capture_output=True, text=True, timeout=300)
+    log(f"crash after {at} of {n} MiB written: rc={r.returncode} {r.stdout} {r.stderr}")
+    check(r.returncode == 0, f"restarting the server failed: {one_line(r.stdout + r.stderr)}")
+    t.join(timeout=900)
+    check(not t.is_alive(), "the writer hung after the server restarted")
+    check(not errors, f"the writer failed across the crash: {errors[0] if errors else ''}")
+    check(at < n, "the writer finished before the crash: nothing was tested")
+    drop_caches()
+    want = hashlib.sha256()
+    for i in range(n):
+        want.update(chunk(i))
+    got = hashlib.sha256(read_file(path)).hexdigest()
+    check(got == want.hexdigest(), "the file differs from what was written across the crash")
+    check(os.stat(path).st_size == n * MiB, f"size {os.stat(path).st_size} != {n * MiB}")
+    os.unlink(path)
+
+
 CASES = {
     "smoke": case_smoke,
     "bigfile": case_bigfile,
@@ -767,6 +821,7 @@ CASES = {
     "tar": case_tar,
     "sparse": case_sparse,
     "reclaim": case_reclaim,
+    "crash": case_crash,
 }
 
 
