@@ -457,3 +457,154 @@ fn private_directory_is_not_searchable_or_listable() {
     assert_eq!(c.create(&dh, "new", 0o644).status(), Nfsstat3::Acces);
     assert!(!d.join("new").exists());
 }
+
+#[test]
+fn symlinks_to_another_export_are_not_followed() {
+    let t = two_exports();
+    std::fs::write(t.b.join("secret"), b"b only").unwrap();
+    // absolute and relative links from export a into export b
+    std::os::unix::fs::symlink(&t.b, t.a.join("abs")).unwrap();
+    std::os::unix::fs::symlink("../b", t.a.join("rel")).unwrap();
+    std::os::unix::fs::symlink(t.b.join("secret"), t.a.join("file")).unwrap();
+    let mut c = t.server.client();
+    let ra = c.mnt_ok(&t.a);
+    for n in ["abs", "rel", "file"] {
+        let l = c.lookup_ok(&ra, n);
+        assert_eq!(c.getattr(&l).expect_ok("GETATTR").ftype, Ftype3::Lnk, "{n}");
+        assert_eq!(c.lookup(&l, "secret").status(), Nfsstat3::Notdir, "{n}");
+        assert_eq!(c.read(&l, 0, 100).status(), Nfsstat3::Inval, "{n}");
+        assert_eq!(
+            c.write(&l, 0, Bytes::from_static(b"x"), StableHow::FileSync)
+                .status(),
+            Nfsstat3::Inval,
+            "{n}"
+        );
+        assert_eq!(c.create(&l, "new", 0o644).status(), Nfsstat3::Notdir, "{n}");
+    }
+    // MNT of a path through a link in a is not followed into b
+    assert_eq!(c.mnt(t.a.join("abs")).status(), Mountstat3::Notdir);
+    assert_eq!(c.mnt(t.a.join("rel")).status(), Mountstat3::Notdir);
+    assert_eq!(std::fs::read(t.b.join("secret")).unwrap(), b"b only");
+    assert_eq!(std::fs::read_dir(&t.b).unwrap().count(), 1);
+}
+
+#[test]
+fn devices_fifos_and_sockets_are_never_opened() {
+    let fx = Fixture::new();
+    let e = &fx.export;
+    // what a local user (or a root client without root_squash) could leave in an export
+    let mk = |name: &str, mode: u32, dev: libc::dev_t| {
+        let p = std::ffi::CString::new(e.join(name).as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mknod reads the NUL-terminated path we own; no memory is shared.
+        assert_eq!(
+            unsafe { libc::mknod(p.as_ptr(), mode, dev) },
+            0,
+            "mknod {name}"
+        );
+    };
+    mk("zero", libc::S_IFCHR | 0o666, libc::makedev(1, 5));
+    mk("pipe", libc::S_IFIFO | 0o666, 0);
+    let _sock = std::os::unix::net::UnixListener::bind(e.join("sock")).unwrap();
+    let (mut c, root) = fx.connect();
+    c.set_read_timeout(std::time::Duration::from_secs(20));
+    for (n, t) in [
+        ("zero", Ftype3::Chr),
+        ("pipe", Ftype3::Fifo),
+        ("sock", Ftype3::Sock),
+    ] {
+        let fh = c.lookup_ok(&root, n);
+        assert_eq!(c.getattr(&fh).expect_ok("GETATTR").ftype, t, "{n}");
+        // never opened: reading /dev/zero would answer, a FIFO would hang the call
+        assert_eq!(c.read(&fh, 0, 4096).status(), Nfsstat3::Inval, "READ {n}");
+        assert_eq!(
+            c.write(&fh, 0, Bytes::from_static(b"x"), StableHow::FileSync)
+                .status(),
+            Nfsstat3::Inval,
+            "WRITE {n}"
+        );
+        assert_eq!(c.commit(&fh).status(), Nfsstat3::Inval, "COMMIT {n}");
+    }
+    // Only privileged callers make device nodes: not a user, not root squashed to nobody.
+    let chr = |dir: &Fh3, name: &str| MknodArgs {
+        where_: DiropArgs3 {
+            dir: dir.clone(),
+            name: Bytes::copy_from_slice(name.as_bytes()),
+        },
+        what: Mknoddata3::Chr(Devicedata3 {
+            dev_attributes: mode_sattr(0o666),
+            spec: Specdata3 {
+                specdata1: 8,
+                specdata2: 0,
+            },
+        }),
+    };
+    let r: MknodRes = c.nfs(NfsProc3::Mknod, &chr(&root, "sda"));
+    assert_eq!(r.status(), Nfsstat3::Perm, "MKNOD chr as a user");
+    c.set_user(0, 0);
+    let r: MknodRes = c.nfs(NfsProc3::Mknod, &chr(&root, "sda"));
+    assert_eq!(r.status(), Nfsstat3::Perm, "MKNOD chr as squashed root");
+    assert!(!e.join("sda").exists());
+    // FIFOs need no privilege
+    c.set_user(TEST_UID, TEST_UID);
+    let fifo = MknodArgs {
+        where_: DiropArgs3 {
+            dir: root.clone(),
+            name: Bytes::from_static(b"fifo2"),
+        },
+        what: Mknoddata3::Fifo(mode_sattr(0o600)),
+    };
+    let r: MknodRes = c.nfs(NfsProc3::Mknod, &fifo);
+    r.expect_ok("MKNOD fifo");
+    let m = std::fs::symlink_metadata(e.join("fifo2")).unwrap();
+    assert_eq!(m.mode() & libc::S_IFMT, libc::S_IFIFO);
+    assert_eq!(m.uid(), TEST_UID);
+}
+
+#[test]
+fn client_address_acls_are_enforced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mine = mkdir_mode(&tmp.path().join("mine"), 0o777);
+    let theirs = mkdir_mode(&tmp.path().join("theirs"), 0o777);
+    std::fs::write(theirs.join("f"), b"not for 127.0.0.1").unwrap();
+    let exports = tmp.path().join("exports");
+    let write = |theirs_clients: &str| {
+        std::fs::write(
+            &exports,
+            format!(
+                "{} 127.0.0.0/8(rw,insecure)\n{} {theirs_clients}\n",
+                mine.display(),
+                theirs.display()
+            ),
+        )
+        .unwrap()
+    };
+    // first everyone on loopback, to get handles a client could keep
+    write("127.0.0.1(rw,insecure)");
+    let mut s = Server::with_exports_file(&tmp.path().join("state"), &exports);
+    let mut c = s.client();
+    let rt = c.mnt_ok(&theirs);
+    let f = c.lookup_ok(&rt, "f");
+    drop(c);
+    // then only hosts elsewhere: 192.0.2.0/24 and a name that does not resolve here
+    write("192.0.2.0/24(rw,insecure) nosuch.invalid(rw,insecure)");
+    let cfg = s.cfg.clone();
+    s.restart_with(cfg);
+    let mut c = s.client();
+    assert_eq!(c.mnt(&theirs).status(), Mountstat3::Acces);
+    assert_eq!(c.getattr(&rt).status(), Nfsstat3::Acces);
+    assert_eq!(c.getattr(&f).status(), Nfsstat3::Acces);
+    assert_eq!(c.read(&f, 0, 100).status(), Nfsstat3::Acces);
+    assert_eq!(c.lookup(&rt, "f").status(), Nfsstat3::Acces);
+    assert_eq!(
+        c.write(&f, 0, Bytes::from_static(b"x"), StableHow::FileSync)
+            .status(),
+        Nfsstat3::Acces
+    );
+    // the export this client may use still works
+    let rm = c.mnt_ok(&mine);
+    c.create_ok(&rm, "ok", 0o644);
+    assert_eq!(
+        std::fs::read(theirs.join("f")).unwrap(),
+        b"not for 127.0.0.1"
+    );
+}
