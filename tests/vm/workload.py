@@ -807,6 +807,41 @@ def case_crash(d, a):
     os.unlink(path)
 
 
+def case_rdmapath(d, a):
+    """The RPC-over-RDMA data path, from rnfsd's metrics: reading back a file places READ data
+    with RDMA Writes straight from the registered buffer it was read into (no staging copy),
+    replies use Send With Invalidate, and no memory is registered while doing I/O."""
+    if a.transport != "rdma":
+        raise Skip("RDMA only")
+    if not a.metrics_url:
+        raise Skip("no server metrics to check the data path with")
+    size = 32 * MiB
+    path = os.path.join(d, "rdma")
+    data = b"".join(hashlib.sha256(b"rdma %d" % i).digest() * (MiB // 32) for i in range(32))
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    try:
+        pwrite_all(fd, data, 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    drop_caches()
+    m0 = metrics(a)
+    got = read_file(path)
+    m1 = metrics(a)
+    check(got == data, f"read back differs at byte {first_diff(got, data)}")
+    written = metric_delta(m0, m1, "rnfs_rdma_write_bytes_total")
+    staged = metric_delta(m0, m1, "rnfs_rdma_staged_bytes_total")
+    inval = metric_delta(m0, m1, "rnfs_rdma_send_with_invalidate_total")
+    regs = metric_delta(m0, m1, "rnfs_rdma_registrations")
+    log(f"rdma read of {size} bytes: RDMA Write {written:.0f} bytes, staged (copied) "
+        f"{staged:.0f}, Send With Invalidate {inval:.0f}, new registrations {regs:.0f}")
+    check(written >= size, f"only {written:.0f} bytes went out by RDMA Write")
+    check(staged < size // 16, f"{staged:.0f} of {written:.0f} RDMA Write bytes were copied first")
+    check(inval > 0, "no reply used Send With Invalidate")
+    check(regs == 0, f"{regs:.0f} memory registrations during I/O")
+    os.unlink(path)
+
+
 CASES = {
     "smoke": case_smoke,
     "bigfile": case_bigfile,
@@ -822,6 +857,7 @@ CASES = {
     "sparse": case_sparse,
     "reclaim": case_reclaim,
     "crash": case_crash,
+    "rdmapath": case_rdmapath,
 }
 
 
@@ -843,6 +879,7 @@ def main():
     ap.add_argument("--ndir", type=int, default=2000)
     ap.add_argument("--fsx-ops", type=int, default=2000)
     ap.add_argument("--vers", default="", help="NFS version of the mount (3, 4.0, 4.1, 4.2)")
+    ap.add_argument("--transport", default="", help="transport of the mount (tcp, rdma)")
     ap.add_argument("--metrics-url", help="the server's Prometheus endpoint, for data-path checks")
     ap.add_argument("--restart-cmd", help="shell command that crashes and restarts the server")
     ap.add_argument("--hole-mib", type=int, default=1024, help="all-hole file size (v4.2)")

@@ -127,8 +127,20 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None)),
         };
-        match self.vfs.read(&c, &n, a.offset, a.count.min(MAX_IO)) {
-            Ok((data, eof, attr)) => Res3::Ok(ReadResOk {
+        let count = a.count.min(MAX_IO);
+        let read = ctx.bulk_payload(
+            count as usize,
+            |buf| {
+                let (k, eof, attr) = self.vfs.read_into(&c, &n, a.offset, buf)?;
+                Ok((k, (eof, attr)))
+            },
+            || {
+                let (data, eof, attr) = self.vfs.read(&c, &n, a.offset, count)?;
+                Ok((data, (eof, attr)))
+            },
+        );
+        match read {
+            Ok((data, (eof, attr))) => Res3::Ok(ReadResOk {
                 file_attributes: post(Some(&attr)),
                 count: data.len() as u32,
                 eof,

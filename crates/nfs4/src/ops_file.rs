@@ -702,7 +702,17 @@ impl Nfs4 {
         let count = ctx.cap_reply(d.u32()?);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
-        let (data, eof, _) = self.vfs.read(&c, &n, offset, count)?;
+        let (data, eof) = ctx.rpc.bulk_payload(
+            count as usize,
+            |buf| {
+                let (k, eof, _) = self.vfs.read_into(&c, &n, offset, buf)?;
+                Ok::<_, OpFail>((k, eof))
+            },
+            || {
+                let (data, eof, _) = self.vfs.read(&c, &n, offset, count)?;
+                Ok((data, eof))
+            },
+        )?;
         self.counters
             .read_bytes
             .fetch_add(data.len() as u64, Ordering::Relaxed);

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use sunrpc::{Dispatcher, TransportKind};
+use sunrpc::{BulkAlloc, BulkBuf, Dispatcher, Origin, TransportKind};
 use tokio::sync::{oneshot, Notify, Semaphore};
 use verbs::{
     AcceptOptions, Batch, Buf, Class, CmEvent, Completion, ConnectRequest, Device, Endpoint, IdKey,
@@ -534,11 +534,23 @@ impl Conn {
             }
         };
         let disp = self.srv.disp.clone();
-        let peer = self.peer;
-        let reply = tokio::task::spawn_blocking(move || {
-            disp.dispatch_with(rpc, peer, TransportKind::Rdma, None)
-        })
-        .await;
+        // With a Write list, READ data goes into a registered bulk buffer the RDMA Write
+        // sends from as it is (no staging copy); without one it travels inline anyway.
+        let bulk: Option<Arc<dyn BulkAlloc>> = if call.header.write_list.is_empty() {
+            None
+        } else {
+            Some(Arc::new(PoolBulk {
+                pool: self.pool.clone(),
+                size: self.bulk_size,
+            }))
+        };
+        let origin = Origin {
+            peer: self.peer,
+            transport: TransportKind::Rdma,
+            back: None,
+            bulk,
+        };
+        let reply = tokio::task::spawn_blocking(move || disp.dispatch_from(rpc, origin)).await;
         let Ok(Some(reply)) = reply else {
             RdmaMetrics::inc(&self.metrics().dropped);
             return;
@@ -751,5 +763,35 @@ impl Conn {
         )
         .await
         .map(|_| ())
+    }
+}
+
+/// Registered bulk buffers offered to READ (see [`sunrpc::BulkAlloc`]): taken only when one is
+/// free at once, so a busy pool makes READ use ordinary memory (and the reply is staged) rather
+/// than wait.
+struct PoolBulk {
+    pool: Pool,
+    size: usize,
+}
+
+impl BulkAlloc for PoolBulk {
+    fn alloc(&self, len: usize) -> Option<Box<dyn BulkBuf>> {
+        if len > self.size {
+            return None;
+        }
+        Some(Box::new(PoolBuf(self.pool.try_get(Class::Bulk)?)))
+    }
+}
+
+/// A registered bulk buffer being filled with READ data.
+struct PoolBuf(verbs::Buf);
+
+impl BulkBuf for PoolBuf {
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        self.0.as_mut_slice()
+    }
+
+    fn freeze(self: Box<Self>, len: usize) -> Bytes {
+        self.0.freeze(len)
     }
 }

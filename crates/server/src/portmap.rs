@@ -216,6 +216,7 @@ mod tests {
             peer: peer.parse().unwrap(),
             transport: TransportKind::Udp,
             back: None,
+            bulk: None,
         }
     }
 

@@ -39,6 +39,43 @@ impl std::fmt::Debug for dyn BackChannel {
     }
 }
 
+/// Memory for bulk reply payloads (READ data) offered by a transport that can send from its own
+/// buffers without copying them: over RPC-over-RDMA, registered memory that an RDMA Write
+/// places straight into the client's buffer.
+pub trait BulkAlloc: Send + Sync {
+    /// A buffer of at least `len` bytes, or None when the transport has none to offer now (the
+    /// program then uses ordinary memory and the transport copies).
+    fn alloc(&self, len: usize) -> Option<Box<dyn BulkBuf>>;
+}
+
+impl std::fmt::Debug for dyn BulkAlloc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BulkAlloc")
+    }
+}
+
+/// A transport buffer being filled with a bulk payload.
+pub trait BulkBuf: Send {
+    /// The whole buffer, filled from its start.
+    fn as_mut_slice(&mut self) -> &mut [u8];
+    /// The first `len` bytes as the payload; the buffer returns to the transport when the last
+    /// reference to them is dropped.
+    fn freeze(self: Box<Self>, len: usize) -> Bytes;
+}
+
+/// Where a call came from and what its transport offers the procedure.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// Caller's address and source port.
+    pub peer: SocketAddr,
+    /// Transport the call came over.
+    pub transport: TransportKind,
+    /// The connection, for calls back to the client, when the transport offers one.
+    pub back: Option<Arc<dyn BackChannel>>,
+    /// Transport memory for bulk payloads, when the transport can send from it without a copy.
+    pub bulk: Option<Arc<dyn BulkAlloc>>,
+}
+
 /// Everything a procedure knows about its caller.
 #[derive(Debug, Clone)]
 pub struct CallContext {
@@ -56,6 +93,28 @@ pub struct CallContext {
     pub transport: TransportKind,
     /// The connection, for calls back to the client, when the transport offers one.
     pub back: Option<std::sync::Arc<dyn BackChannel>>,
+    /// Transport memory for bulk payloads (see [`BulkAlloc`]).
+    pub bulk: Option<std::sync::Arc<dyn BulkAlloc>>,
+}
+
+impl CallContext {
+    /// A bulk payload of at most `len` bytes, made in transport memory by `fill_into` (given
+    /// the buffer, returns how many bytes it wrote) when the transport offers a buffer, else by
+    /// `own` in memory of its own.
+    pub fn bulk_payload<T, E>(
+        &self,
+        len: usize,
+        fill_into: impl FnOnce(&mut [u8]) -> Result<(usize, T), E>,
+        own: impl FnOnce() -> Result<(Bytes, T), E>,
+    ) -> Result<(Bytes, T), E> {
+        let Some(mut buf) = self.bulk.as_ref().and_then(|b| b.alloc(len)) else {
+            return own();
+        };
+        let s = buf.as_mut_slice();
+        let n = len.min(s.len());
+        let (k, t) = fill_into(&mut s[..n])?;
+        Ok((buf.freeze(k.min(n)), t))
+    }
 }
 
 /// Why a procedure produced no normal result.
@@ -159,6 +218,18 @@ impl Dispatcher {
         transport: TransportKind,
         back: Option<Arc<dyn BackChannel>>,
     ) -> Option<Reply> {
+        let origin = Origin {
+            peer,
+            transport,
+            back,
+            bulk: None,
+        };
+        self.dispatch_from(msg, origin)
+    }
+
+    /// [`Dispatcher::dispatch`] with everything the transport offers.
+    pub fn dispatch_from(&self, msg: Bytes, origin: Origin) -> Option<Reply> {
+        let peer = origin.peer;
         let args_len = msg.len();
         let (hdr, args) = match msg::decode_call(msg) {
             Ok(x) => x,
@@ -208,7 +279,7 @@ impl Dispatcher {
             }
         }
         let start = Instant::now();
-        let reply = self.run(prog.as_ref(), hdr, args, peer, transport, back);
+        let reply = self.run(prog.as_ref(), hdr, args, origin);
         self.metrics
             .observe(prog.program(), name, start.elapsed().as_secs_f64());
         if cached {
@@ -222,23 +293,17 @@ impl Dispatcher {
         Some(reply)
     }
 
-    fn run(
-        &self,
-        prog: &dyn Program,
-        hdr: CallHeader,
-        args: Decoder,
-        peer: SocketAddr,
-        transport: TransportKind,
-        back: Option<Arc<dyn BackChannel>>,
-    ) -> Reply {
+    fn run(&self, prog: &dyn Program, hdr: CallHeader, args: Decoder, origin: Origin) -> Reply {
+        let peer = origin.peer;
         let ctx = CallContext {
             xid: hdr.xid,
             vers: hdr.vers,
             proc_: hdr.proc_,
             cred: hdr.cred,
             peer,
-            transport,
-            back,
+            transport: origin.transport,
+            back: origin.back,
+            bulk: origin.bulk,
         };
         let mut e = Encoder::with_capacity(512);
         msg::encode_accepted(&mut e, hdr.xid, AcceptStat::Success);
@@ -430,5 +495,69 @@ mod tests {
         run(&d, call(400_000, 3, 0, &[])).unwrap();
         run(&d, call(400_000, 3, 0, &[])).unwrap();
         assert_eq!(p.calls.load(Ordering::SeqCst), 3);
+    }
+
+    /// A transport with one 64-byte buffer, to see where bulk payloads end up.
+    struct OneBuf(parking_lot::Mutex<Option<Vec<u8>>>);
+
+    struct VecBuf(Vec<u8>);
+
+    impl BulkBuf for VecBuf {
+        fn as_mut_slice(&mut self) -> &mut [u8] {
+            &mut self.0
+        }
+        fn freeze(self: Box<Self>, len: usize) -> Bytes {
+            let mut v = self.0;
+            v.truncate(len);
+            Bytes::from(v)
+        }
+    }
+
+    impl BulkAlloc for OneBuf {
+        fn alloc(&self, len: usize) -> Option<Box<dyn BulkBuf>> {
+            let v = self.0.lock().take()?;
+            (len <= v.len()).then(|| Box::new(VecBuf(v)) as Box<dyn BulkBuf>)
+        }
+    }
+
+    fn ctx_with(bulk: Option<Arc<dyn BulkAlloc>>) -> CallContext {
+        CallContext {
+            xid: 1,
+            vers: 3,
+            proc_: 6,
+            cred: Credential::None,
+            peer: PEER.parse().unwrap(),
+            transport: TransportKind::Rdma,
+            back: None,
+            bulk,
+        }
+    }
+
+    #[test]
+    fn bulk_payload_fills_transport_memory_when_offered() {
+        let bulk = Arc::new(OneBuf(parking_lot::Mutex::new(Some(vec![0u8; 64]))));
+        let ctx = ctx_with(Some(bulk.clone()));
+        let fill = |b: &mut [u8]| -> Result<(usize, u8), ()> {
+            assert_eq!(b.len(), 10, "the buffer is cut to the payload's maximum");
+            b[..4].copy_from_slice(b"data");
+            Ok((4, 7))
+        };
+        let (data, t) = ctx
+            .bulk_payload(10, fill, || panic!("own buffer used"))
+            .unwrap();
+        assert_eq!((&data[..], t), (&b"data"[..], 7));
+        // the only buffer is taken: the next payload is made in memory of its own
+        let (data, t) = ctx
+            .bulk_payload(
+                10,
+                |_| panic!("no buffer left"),
+                || Ok::<_, ()>((Bytes::from_static(b"own"), 8)),
+            )
+            .unwrap();
+        assert_eq!((&data[..], t), (&b"own"[..], 8));
+        // and without a transport allocator at all
+        let ctx = ctx_with(None);
+        let r = ctx.bulk_payload(10, |_| panic!("no allocator"), || Err::<(Bytes, ()), _>(5));
+        assert_eq!(r.unwrap_err(), 5);
     }
 }

@@ -13,5 +13,8 @@ pub mod msg;
 pub mod record;
 pub mod tcp;
 
-pub use dispatch::{BackChannel, CallContext, Dispatcher, ProcError, Program, TransportKind};
+pub use dispatch::{
+    BackChannel, BulkAlloc, BulkBuf, CallContext, Dispatcher, Origin, ProcError, Program,
+    TransportKind,
+};
 pub use msg::{AuthSys, Credential};

@@ -1,9 +1,11 @@
 //! RPC over TCP (and UDP for the port mapper).
 //!
-//! Each connection has a reader that splits records and starts one blocking task per call, so
-//! many calls run at once and replies leave in completion order, and a writer that sends each
-//! reply's segments with one vectored write. Bounded channels give backpressure: a client that
-//! stops reading its replies stops being read from.
+//! Each connection has a reader task that splits records and runs each call on a blocking
+//! thread, so many calls run at once and replies leave in completion order. The thread that made
+//! a reply writes it to the socket itself (one vectored, non-blocking write of the record
+//! marking and the reply's segments) when nothing is queued before it; only what the socket
+//! does not take at once is queued for the connection's writer task. So a call costs one
+//! hand-off (reader to worker thread), not three.
 //!
 //! What one connection can hold is bounded by configuration: `max_in_flight` calls, from the
 //! record's arrival until its reply is written, each at most `max_record` bytes in and one reply
@@ -17,40 +19,230 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::VecDeque;
+use std::sync::Weak;
+
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
-use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use xdr::{Reply, Segment};
 
 use crate::dispatch::{BackChannel, Dispatcher, TransportKind};
+use crate::record::{record_header, RecordReader};
 
-/// Calls to the client on a TCP connection share the reply queue with ordinary replies.
-/// It holds the queue weakly, so a session that outlives its connection does not keep the
-/// connection's writer (and socket) alive.
+/// Calls to the client on a TCP connection go out like replies. It holds the connection's
+/// output weakly, so a session that outlives its connection does not keep the socket open.
 struct TcpBackChannel {
-    tx: mpsc::WeakSender<Queued>,
+    out: Weak<ReplyOut>,
 }
 
 impl BackChannel for TcpBackChannel {
     fn send_call(&self, msg: Reply) -> bool {
-        self.tx
-            .upgrade()
-            .is_some_and(|tx| tx.try_send((msg, None)).is_ok())
+        self.out.upgrade().is_some_and(|o| o.send(msg, None))
     }
 }
 
-/// A message for the writer, with the in-flight permit of its call (released once written).
+/// A record for the socket, with the in-flight permit of its call (released once written).
 type Queued = (Reply, Option<OwnedSemaphorePermit>);
 
-/// Reply bytes of one connection waiting for the socket; the reader waits while over the limit.
-#[derive(Default)]
-struct Backlog {
-    bytes: AtomicUsize,
+/// Replies in a batch the writer task sends with one vectored write.
+const WRITE_BATCH: usize = 16;
+
+/// The output side of a connection, shared by the threads that make replies and the writer task.
+struct ReplyOut {
+    half: OwnedWriteHalf,
+    state: parking_lot::Mutex<OutState>,
+    /// Wakes the writer task: records were queued, or the connection is closing.
+    wake: Notify,
+    /// Wakes the reader: queued bytes went down.
     drained: Notify,
+    /// Wakes the reader: the socket failed or the client stopped taking replies.
+    dead: Notify,
+    /// Queued record bytes, readable without the lock.
+    queued_bytes: AtomicUsize,
 }
-use crate::record::{record_header, RecordReader};
+
+#[derive(Default)]
+struct OutState {
+    queue: VecDeque<Queued>,
+    /// Bytes of the first queued record already written.
+    offset: usize,
+    /// Nothing more is written (a write failed or timed out); queued records were dropped.
+    failed: bool,
+    /// The reader is done and every call has finished: the writer exits once the queue is empty.
+    closing: bool,
+}
+
+static ZEROS: [u8; 4] = [0; 4];
+
+/// The slices of `records` (record marking included), skipping the first `offset` bytes.
+fn record_slices<'a>(
+    records: impl Iterator<Item = &'a Reply>,
+    headers: &'a [[u8; 4]],
+    mut offset: usize,
+) -> Vec<IoSlice<'a>> {
+    let mut parts: Vec<&'a [u8]> = Vec::with_capacity(headers.len() * 4);
+    for (r, h) in records.zip(headers) {
+        parts.push(h);
+        for s in &r.segments {
+            parts.push(s.bytes());
+            if let Segment::Bulk(b) = s {
+                let pad = xdr::pad4(b.len()) - b.len();
+                if pad > 0 {
+                    parts.push(&ZEROS[..pad]);
+                }
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(parts.len());
+    for p in parts {
+        if offset >= p.len() {
+            offset -= p.len();
+            continue;
+        }
+        out.push(IoSlice::new(&p[offset..]));
+        offset = 0;
+    }
+    out
+}
+
+impl ReplyOut {
+    fn new(half: OwnedWriteHalf) -> Self {
+        Self {
+            half,
+            state: parking_lot::Mutex::new(OutState::default()),
+            wake: Notify::new(),
+            drained: Notify::new(),
+            dead: Notify::new(),
+            queued_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// Writes `reply` now if the socket takes it and nothing is queued before it, else queues
+    /// (the rest of) it for the writer task. False when the connection can send no more.
+    fn send(&self, reply: Reply, permit: Option<OwnedSemaphorePermit>) -> bool {
+        let len = 4 + reply.wire_len();
+        let mut st = self.state.lock();
+        if st.failed || st.closing {
+            return false;
+        }
+        let mut written = 0;
+        if st.queue.is_empty() {
+            let hdr = [record_header(reply.wire_len())];
+            let slices = record_slices(std::iter::once(&reply), &hdr, 0);
+            match self.half.try_write_vectored(&slices) {
+                Ok(n) if n == len => return true,
+                Ok(n) => written = n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    self.fail(&mut st);
+                    return false;
+                }
+            }
+            st.offset = written;
+        }
+        st.queue.push_back((reply, permit));
+        self.queued_bytes.fetch_add(len - written, Ordering::AcqRel);
+        drop(st);
+        self.wake.notify_one();
+        true
+    }
+
+    /// Marks the output failed and drops what was queued (releasing its calls' permits).
+    fn fail(&self, st: &mut OutState) {
+        st.failed = true;
+        st.queue.clear();
+        st.offset = 0;
+        self.queued_bytes.store(0, Ordering::Release);
+        self.dead.notify_one();
+        self.drained.notify_one();
+        self.wake.notify_one();
+    }
+
+    /// One non-blocking vectored write of queued records; Ok(false) when the socket is full.
+    fn write_queued(&self) -> io::Result<bool> {
+        let mut st = self.state.lock();
+        if st.failed {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        let n_rec = st.queue.len().min(WRITE_BATCH);
+        let headers: Vec<[u8; 4]> = st
+            .queue
+            .iter()
+            .take(n_rec)
+            .map(|(r, _)| record_header(r.wire_len()))
+            .collect();
+        let res = {
+            let slices = record_slices(st.queue.iter().map(|(r, _)| r), &headers, st.offset);
+            self.half.try_write_vectored(&slices)
+        };
+        let mut n = match res {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => {
+                self.fail(&mut st);
+                return Err(e);
+            }
+        };
+        self.queued_bytes.fetch_sub(n, Ordering::AcqRel);
+        while let Some((r, _)) = st.queue.front() {
+            let left = 4 + r.wire_len() - st.offset;
+            if n < left {
+                st.offset += n;
+                break;
+            }
+            n -= left;
+            st.offset = 0;
+            st.queue.pop_front(); // releases the call's in-flight permit
+        }
+        drop(st);
+        self.drained.notify_one();
+        Ok(true)
+    }
+}
+
+/// The connection's writer task: sends what [`ReplyOut::send`] could not, waiting for the
+/// socket; gives up on a client that takes nothing for `timeout`.
+async fn write_queued(out: Arc<ReplyOut>, timeout: Duration) -> io::Result<()> {
+    loop {
+        let woken = out.wake.notified();
+        let idle = {
+            let st = out.state.lock();
+            if st.failed {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            if st.queue.is_empty() && st.closing {
+                return Ok(());
+            }
+            st.queue.is_empty()
+        };
+        if idle {
+            woken.await;
+            continue;
+        }
+        if out.write_queued()? {
+            continue;
+        }
+        match tokio::time::timeout(timeout, out.half.writable()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let mut st = out.state.lock();
+                out.fail(&mut st);
+                return Err(e);
+            }
+            Err(_) => {
+                tracing::warn!(peer = ?out.half.peer_addr().ok(), ?timeout,
+                    "client took no reply bytes in time, closing connection");
+                let mut st = out.state.lock();
+                out.fail(&mut st);
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+        }
+    }
+}
 
 /// Limits of the TCP transport.
 #[derive(Debug, Clone)]
@@ -134,11 +326,13 @@ async fn serve_connection(
     total: Arc<Semaphore>,
 ) -> io::Result<()> {
     let (mut rd, wr) = sock.into_split();
-    let (tx, rx) = mpsc::channel::<Queued>(cfg.max_in_flight.max(1));
-    let backlog = Arc::new(Backlog::default());
-    let writer = tokio::spawn(write_replies(wr, rx, cfg.write_timeout, backlog.clone()));
-    let in_flight = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
-    let back: Arc<dyn BackChannel> = Arc::new(TcpBackChannel { tx: tx.downgrade() });
+    let out = Arc::new(ReplyOut::new(wr));
+    let writer = tokio::spawn(write_queued(out.clone(), cfg.write_timeout));
+    let max_in_flight = cfg.max_in_flight.clamp(1, Semaphore::MAX_PERMITS);
+    let in_flight = Arc::new(Semaphore::new(max_in_flight));
+    let back: Arc<dyn BackChannel> = Arc::new(TcpBackChannel {
+        out: Arc::downgrade(&out),
+    });
     let mut rr = RecordReader::new(cfg.max_record);
     let mut buf = BytesMut::with_capacity(64 * 1024);
     // When the record being received began (None between records: idle is allowed).
@@ -169,7 +363,7 @@ async fn serve_connection(
                         break Err(io::ErrorKind::TimedOut.into());
                     }
                     // the writer gave up (a client that does not read): stop reading too
-                    _ = tx.closed() => break Ok(()),
+                    _ = out.dead.notified() => break Ok(()),
                 }
             }
             Err(e) => {
@@ -186,13 +380,13 @@ async fn serve_connection(
         }
         // a client that does not read its replies is not read from either
         loop {
-            let drained = backlog.drained.notified();
-            if backlog.bytes.load(Ordering::Acquire) <= cfg.max_queued_reply_bytes {
+            let drained = out.drained.notified();
+            if out.queued_bytes.load(Ordering::Acquire) <= cfg.max_queued_reply_bytes {
                 break;
             }
             tokio::select! {
                 _ = drained => {}
-                _ = tx.closed() => break 'conn Ok(()),
+                _ = out.dead.notified() => break 'conn Ok(()),
             }
         }
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
@@ -202,100 +396,24 @@ async fn serve_connection(
             break Ok(());
         };
         let disp = disp.clone();
-        let tx = tx.clone();
         let back = back.clone();
-        let backlog = backlog.clone();
-        // The call runs on a blocking thread; queueing its reply waits asynchronously, so a
-        // client that stops reading holds its own permits, not a thread or the global ones.
-        let work = tokio::task::spawn_blocking(move || {
+        let out = out.clone();
+        // The call runs on a blocking thread, which also writes its reply (or queues it, and
+        // the in-flight permit with it: the call counts until its reply is written).
+        tokio::task::spawn_blocking(move || {
             let reply = disp.dispatch_with(rec, peer, TransportKind::Tcp, Some(back));
             drop(global);
-            reply
-        });
-        tokio::spawn(async move {
-            if let Ok(Some(reply)) = work.await {
-                backlog.bytes.fetch_add(reply.wire_len(), Ordering::AcqRel);
-                // the permit travels with the reply: the call counts until it is written
-                let _ = tx.send((reply, Some(permit))).await;
+            if let Some(reply) = reply {
+                out.send(reply, Some(permit));
             }
         });
     };
-    drop(tx);
+    // every call finishes (its reply written or dropped) before the writer is told to close
+    let _all = in_flight.acquire_many(max_in_flight as u32).await;
+    out.state.lock().closing = true;
+    out.wake.notify_one();
     let _ = writer.await;
     result
-}
-
-static ZEROS: [u8; 4] = [0; 4];
-
-async fn write_replies(
-    mut wr: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Queued>,
-    timeout: Duration,
-    backlog: Arc<Backlog>,
-) -> io::Result<()> {
-    let mut batch: Vec<Queued> = Vec::with_capacity(16);
-    while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < 16 {
-            match rx.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
-            }
-        }
-        let headers: Vec<[u8; 4]> = batch
-            .iter()
-            .map(|(r, _)| record_header(r.wire_len()))
-            .collect();
-        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(batch.len() * 4);
-        for ((r, _), h) in batch.iter().zip(headers.iter()) {
-            slices.push(IoSlice::new(h));
-            for s in &r.segments {
-                slices.push(IoSlice::new(s.bytes()));
-                if let Segment::Bulk(b) = s {
-                    let pad = xdr::pad4(b.len()) - b.len();
-                    if pad > 0 {
-                        slices.push(IoSlice::new(&ZEROS[..pad]));
-                    }
-                }
-            }
-        }
-        if let Err(e) = write_all_vectored(&mut wr, &mut slices, timeout).await {
-            if e.kind() == io::ErrorKind::TimedOut {
-                tracing::warn!(peer = ?wr.peer_addr().ok(), ?timeout,
-                    "client took no reply bytes in time, closing connection");
-            }
-            return Err(e);
-        }
-        drop(slices);
-        let written: usize = batch
-            .iter()
-            .filter(|(_, p)| p.is_some())
-            .map(|(r, _)| r.wire_len())
-            .sum();
-        backlog.bytes.fetch_sub(written, Ordering::AcqRel);
-        backlog.drained.notify_one();
-        // releases the written calls' in-flight permits
-        batch.clear();
-    }
-    wr.shutdown().await
-}
-
-async fn write_all_vectored(
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
-    mut slices: &mut [IoSlice<'_>],
-    timeout: Duration,
-) -> io::Result<()> {
-    while !slices.is_empty() {
-        let n = match tokio::time::timeout(timeout, wr.write_vectored(slices)).await {
-            Ok(r) => r?,
-            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
-        };
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        IoSlice::advance_slices(&mut slices, n);
-    }
-    Ok(())
 }
 
 /// Serves RPC over UDP on `sock` (each datagram one call), for the port mapper.

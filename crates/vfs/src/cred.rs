@@ -41,9 +41,11 @@ thread_local! {
     static CURRENT: RefCell<Option<Creds>> = const { RefCell::new(None) };
 }
 
-/// Whether this process can switch identities at all (it runs as root).
+/// Whether this process can switch identities at all (it runs as root). Asked once: every
+/// file-system call checks it.
 pub fn can_switch() -> bool {
-    sys::geteuid() == 0
+    static ROOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ROOT.get_or_init(|| sys::geteuid() == 0)
 }
 
 /// Makes `c` the identity of the current thread's file-system calls.

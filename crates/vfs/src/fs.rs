@@ -589,17 +589,8 @@ impl Vfs {
         offset: u64,
         count: u32,
     ) -> VfsResult<(Bytes, bool, Attr)> {
-        self.same_export(caller, node)?;
-        Self::check_regular(node)?;
-        // Reading needs read permission; execute-only files may be read by a client paging
-        // them in (knfsd does the same).
-        if !mode_allows(&caller.creds, &node.attr, 4, true)
-            && !mode_allows(&caller.creds, &node.attr, 1, false)
-        {
-            return Err(VfsError::Errno(libc::EACCES));
-        }
+        let fd = self.read_fd(caller, node)?;
         let count = count.min(MAX_IO) as usize;
-        let fd = self.data_fd(node)?;
         if offset >= node.attr.size {
             // Nothing to read (and offsets past i64::MAX would make pread fail).
             let attr = self.attr(fd.as_fd())?;
@@ -612,6 +603,41 @@ impl Vfs {
         let attr = self.attr(fd.as_fd())?;
         let eof = n < count || offset.saturating_add(n as u64) >= attr.size;
         Ok((buf.freeze(), eof, attr))
+    }
+
+    /// READ into `buf` (transport memory the reply is sent from, e.g. registered for RDMA),
+    /// at most `MAX_IO` bytes of it; returns the bytes read, EOF flag and attributes.
+    pub fn read_into(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> VfsResult<(usize, bool, Attr)> {
+        let fd = self.read_fd(caller, node)?;
+        let count = buf.len().min(MAX_IO as usize);
+        let n = if offset >= node.attr.size && offset > i64::MAX as u64 {
+            0
+        } else {
+            sys::pread_slice(fd.as_fd(), &mut buf[..count], offset)?
+        };
+        let attr = self.attr(fd.as_fd())?;
+        let eof = n < count || offset.saturating_add(n as u64) >= attr.size;
+        Ok((n, eof, attr))
+    }
+
+    /// The checks READ makes, then the file's data descriptor.
+    fn read_fd(&self, caller: &Caller, node: &Node) -> VfsResult<Arc<OwnedFd>> {
+        self.same_export(caller, node)?;
+        Self::check_regular(node)?;
+        // Reading needs read permission; execute-only files may be read by a client paging
+        // them in (knfsd does the same).
+        if !mode_allows(&caller.creds, &node.attr, 4, true)
+            && !mode_allows(&caller.creds, &node.attr, 1, false)
+        {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        self.data_fd(node)
     }
 
     /// WRITE: `data` at `offset` with the durability asked; returns what was done and the

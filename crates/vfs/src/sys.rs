@@ -311,6 +311,36 @@ pub fn pread_into(
     Ok(done)
 }
 
+/// `pread(fd, buf, offset)` until `buf` is full or the end of the file; the bytes read.
+pub fn pread_slice(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut done = 0usize;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        // SAFETY: rest is a live, writable slice of rest.len() bytes.
+        let n = unsafe {
+            libc::pread64(
+                fd.as_raw_fd(),
+                rest.as_mut_ptr().cast(),
+                rest.len(),
+                offset + done as i64,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        done += n as usize;
+    }
+    Ok(done)
+}
+
 /// `pwritev2(fd, [data], offset, flags)` until all of `data` is written.
 pub fn pwrite_all(
     fd: BorrowedFd<'_>,
