@@ -328,8 +328,9 @@ stop_capture() {
 for s in $SERVERS; do
 	say "=== server $s"
 	up=0
-	for t in $TRANSPORTS; do
-		for v in $VERSIONS; do
+	for combo in $COMBOS; do
+		t=${combo%%:*} v=${combo#*:}
+		{
 			RNFSD_LOG=/run/rnfsd-$v-$t.log
 			if [ "$up" = 0 ]; then
 				if ! "start_$s"; then
@@ -344,7 +345,7 @@ for s in $SERVERS; do
 				stop_rnfsd
 				up=0
 			fi
-		done
+		}
 	done
 	[ "$up" = 1 ] && "stop_$s"
 	say "=== server $s done"
