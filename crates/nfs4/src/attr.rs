@@ -5,6 +5,7 @@ use bytes::Bytes;
 use vfs::{Attr, FileType, FsStat, SetAttrs, SetTime, Time};
 use xdr::{Decoder, Encoder};
 
+use crate::idmap::IdMap;
 use crate::proto::{fattr as fa, ftype, st, NFS4_FHSIZE};
 
 /// Longest bitmap accepted from a client (words).
@@ -176,6 +177,8 @@ pub struct Object<'a> {
     pub fsstat: &'a dyn Fn() -> Option<FsStat>,
     /// The server's lease time in seconds.
     pub lease: u32,
+    /// How owner and owner_group are written.
+    pub idmap: &'a IdMap,
 }
 
 fn time(e: &mut Encoder, t: Time) {
@@ -272,8 +275,8 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
             fa::MAXREAD | fa::MAXWRITE => v.u64(vfs::fs::MAX_IO as u64),
             fa::MODE => v.u32(a.mode & 0o7777),
             fa::NUMLINKS => v.u32(a.nlink),
-            fa::OWNER => v.opaque(a.uid.to_string().as_bytes()),
-            fa::OWNER_GROUP => v.opaque(a.gid.to_string().as_bytes()),
+            fa::OWNER => v.opaque(o.idmap.owner(a.uid).as_bytes()),
+            fa::OWNER_GROUP => v.opaque(o.idmap.group(a.gid).as_bytes()),
             fa::RAWDEV => {
                 v.u32(a.rdev.0);
                 v.u32(a.rdev.1);
@@ -296,17 +299,6 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
     e.opaque(&v.finish().to_bytes());
 }
 
-/// Parses an owner or group string: numeric ids only (the Linux client sends them when the
-/// server does, which is our default).
-fn parse_id(s: &[u8]) -> Result<u32, u32> {
-    if s.is_empty() {
-        return Err(st::INVAL);
-    }
-    let s = std::str::from_utf8(s).map_err(|_| st::BADOWNER)?;
-    let id = s.split('@').next().unwrap_or(s);
-    id.parse::<u32>().map_err(|_| st::BADOWNER)
-}
-
 fn settime(d: &mut Decoder) -> Result<SetTime, u32> {
     match d.u32().map_err(|_| st::BADXDR)? {
         0 => Ok(SetTime::ServerNow),
@@ -323,7 +315,7 @@ fn settime(d: &mut Decoder) -> Result<SetTime, u32> {
 }
 
 /// Decodes a fattr4 to set; returns the changes and the bitmap of attributes set.
-pub fn decode_sattr(d: &mut Decoder, minor: u32) -> Result<(SetAttrs, Bitmap), u32> {
+pub fn decode_sattr(d: &mut Decoder, minor: u32, idmap: &IdMap) -> Result<(SetAttrs, Bitmap), u32> {
     let bm = Bitmap::decode(d).map_err(|_| st::BADXDR)?;
     let vals = d.opaque(MAX_ATTR_VALS).map_err(|_| st::BADXDR)?;
     let mut v = Decoder::new(vals);
@@ -340,8 +332,10 @@ pub fn decode_sattr(d: &mut Decoder, minor: u32) -> Result<(SetAttrs, Bitmap), u
         match n {
             fa::SIZE => s.size = Some(v.u64().map_err(bad)?),
             fa::MODE => s.mode = Some(v.u32().map_err(bad)? & 0o7777),
-            fa::OWNER => s.uid = Some(parse_id(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?),
-            fa::OWNER_GROUP => s.gid = Some(parse_id(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?),
+            fa::OWNER => s.uid = Some(idmap.parse_owner(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?),
+            fa::OWNER_GROUP => {
+                s.gid = Some(idmap.parse_group(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?)
+            }
             fa::TIME_ACCESS_SET => s.atime = settime(&mut v)?,
             fa::TIME_MODIFY_SET => s.mtime = settime(&mut v)?,
             _ => return Err(st::ATTRNOTSUPP),
@@ -384,14 +378,19 @@ mod tests {
         v.opaque(b"1000");
         e.opaque(&v.finish().to_bytes());
         let mut d = Decoder::new(e.finish().to_bytes());
-        let (s, _) = decode_sattr(&mut d, 1).unwrap();
+        let (s, _) = decode_sattr(&mut d, 1, &IdMap::default()).unwrap();
         assert_eq!((s.size, s.mode, s.uid), (Some(10), Some(0o644), Some(1000)));
 
         let mut e = Encoder::new();
         Bitmap::of(&[fa::TYPE]).encode(&mut e);
         e.opaque(&[0, 0, 0, 1]);
         assert_eq!(
-            decode_sattr(&mut Decoder::new(e.finish().to_bytes()), 1).err(),
+            decode_sattr(
+                &mut Decoder::new(e.finish().to_bytes()),
+                1,
+                &IdMap::default()
+            )
+            .err(),
             Some(st::INVAL)
         );
 
@@ -401,7 +400,12 @@ mod tests {
         v.opaque(b"bob");
         e.opaque(&v.finish().to_bytes());
         assert_eq!(
-            decode_sattr(&mut Decoder::new(e.finish().to_bytes()), 1).err(),
+            decode_sattr(
+                &mut Decoder::new(e.finish().to_bytes()),
+                1,
+                &IdMap::default()
+            )
+            .err(),
             Some(st::BADOWNER)
         );
     }

@@ -147,6 +147,8 @@ pub struct Nfs4 {
     pub counters: Counters,
     /// Lease time in seconds (the lease_time attribute; State holds it as a Duration).
     pub lease_secs: u32,
+    /// owner / owner_group strings.
+    pub idmap: crate::idmap::IdMap,
 }
 
 /// Counters that show what the data path did (holes sent as holes, reclaims admitted).
@@ -196,7 +198,14 @@ impl Nfs4 {
             state: Mutex::new(state),
             counters: Counters::default(),
             lease_secs: crate::proto::LEASE_SECONDS,
+            idmap: crate::idmap::IdMap::default(),
         }
+    }
+
+    /// Writes owner and owner_group as `name@domain` (numeric strings without a domain).
+    pub fn with_idmap_domain(mut self, domain: Option<String>) -> Self {
+        self.idmap = crate::idmap::IdMap::new(domain);
+        self
     }
 
     /// Sets the lease time (default [`crate::proto::LEASE_SECONDS`]); the grace period after a

@@ -5,6 +5,7 @@
 pub mod attr;
 pub mod compound;
 pub mod db;
+pub mod idmap;
 mod ops_client;
 mod ops_deleg;
 mod ops_dir;

@@ -48,7 +48,7 @@ impl Nfs4 {
             _ => return Err(st::BADTYPE.into()),
         };
         let name = component(d)?;
-        let (s, bm) = attr::decode_sattr(d, ctx.minor)?;
+        let (s, bm) = attr::decode_sattr(d, ctx.minor, &self.idmap)?;
         let (c, dir) = self.cur_dir(ctx)?;
         if let Kind::Link(target) = &kind {
             if target.is_empty() {

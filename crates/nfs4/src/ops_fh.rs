@@ -63,6 +63,7 @@ impl Nfs4 {
                     mounted_on_fileid: a.fileid,
                     fsstat: &none,
                     lease: self.lease_secs,
+                    idmap: &self.idmap,
                 };
                 attr::encode_fattr(e, req, &o, ctx.minor);
             }
@@ -88,6 +89,7 @@ impl Nfs4 {
             mounted_on_fileid: mounted_on,
             fsstat: &fsstat,
             lease: self.lease_secs,
+            idmap: &self.idmap,
         };
         attr::encode_fattr(e, req, &o, minor);
     }
@@ -253,7 +255,7 @@ impl Nfs4 {
                 body: Some(b),
             }
         };
-        let (s, bm) = attr::decode_sattr(d, ctx.minor).map_err(attrsset_fail)?;
+        let (s, bm) = attr::decode_sattr(d, ctx.minor, &self.idmap).map_err(attrsset_fail)?;
         let (c, n) = match ctx.cur() {
             Ok(Fh::Pseudo(_)) => return Err(attrsset_fail(st::ROFS)),
             Ok(Fh::Real(_)) => self.real(ctx).map_err(|f| attrsset_fail(f.status))?,
@@ -464,6 +466,7 @@ fn encode_plain(s: &Nfs4, e: &mut Encoder, fh: &Bytes, attr: &Attr, req: &Bitmap
         mounted_on_fileid: attr.fileid,
         fsstat: &none,
         lease: s.lease_secs,
+        idmap: &s.idmap,
     };
     attr::encode_fattr(e, req, &o, minor);
 }

@@ -244,15 +244,18 @@ impl Nfs4 {
             1 => Some(match d.u32()? {
                 0 => (
                     CreateMode::Unchecked,
-                    Some(attr::decode_sattr(d, ctx.minor)?),
+                    Some(attr::decode_sattr(d, ctx.minor, &self.idmap)?),
                 ),
-                1 => (CreateMode::Guarded, Some(attr::decode_sattr(d, ctx.minor)?)),
+                1 => (
+                    CreateMode::Guarded,
+                    Some(attr::decode_sattr(d, ctx.minor, &self.idmap)?),
+                ),
                 2 => (CreateMode::Exclusive(verifier(d)?), None),
                 3 if ctx.minor >= 1 => {
                     let v = verifier(d)?;
                     (
                         CreateMode::Exclusive(v),
-                        Some(attr::decode_sattr(d, ctx.minor)?),
+                        Some(attr::decode_sattr(d, ctx.minor, &self.idmap)?),
                     )
                 }
                 _ => return Err(st::BADXDR.into()),

@@ -64,6 +64,10 @@ pub struct Args {
     /// Open descriptors cached per kind (paths, data).
     #[arg(long, default_value_t = 8192)]
     pub fd_cache: usize,
+    /// NFSv4 owner strings as NAME@DOMAIN from the user and group databases (default: numeric
+    /// ids, as the Linux client uses with AUTH_SYS).
+    #[arg(long, value_name = "DOMAIN")]
+    pub idmap_domain: Option<String>,
     /// NFSv4 lease time in seconds; the grace period after a restart lasts one lease.
     #[arg(long, value_name = "SECS", default_value_t = 90,
           value_parser = clap::value_parser!(u32).range(5..=3600))]

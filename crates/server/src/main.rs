@@ -81,7 +81,8 @@ async fn run(args: Args) -> Result<(), String> {
     disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
     let v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
         .map_err(|e| e.to_string())?
-        .with_lease(args.lease_time);
+        .with_lease(args.lease_time)
+        .with_idmap_domain(args.idmap_domain.clone());
     let v4 = Arc::new(v4);
     metrics.add_source(v4.clone());
     disp.register(v4);

@@ -646,3 +646,50 @@ fn pseudo_fs_mounted_on_fileid_is_not_the_parent_directory() {
          the directory itself)"
     );
 }
+
+/// owner / owner_group: numeric strings by default; `name@domain` with --idmap-domain, with
+/// numbers kept for ids without a name, and names of other domains refused (BADOWNER).
+#[test]
+fn owner_strings_numeric_or_mapped_to_names() {
+    for (domain, root_owner) in [(None, "0"), (Some("example.org"), "root@example.org")] {
+        let args: Vec<&str> = domain
+            .map(|d| vec!["--idmap-domain", d])
+            .unwrap_or_default();
+        let fx = Fixture::with_args(&args);
+        std::fs::write(fx.export.join("rootfile"), b"x").unwrap();
+        std::fs::write(fx.export.join("nameless"), b"x").unwrap();
+        std::os::unix::fs::chown(fx.export.join("nameless"), Some(3_999_999), Some(3_999_999))
+            .unwrap();
+        let mut c = V4::session(fx.server.port, 1, "idmap");
+        let owner_bits = [fa::OWNER, fa::OWNER_GROUP];
+        let f = c.path_fh(&fx.export.join("rootfile"));
+        let a = c.getattr(&f, &owner_bits);
+        assert_eq!(a.owner.as_deref(), Some(root_owner), "{domain:?}");
+        assert_eq!(a.group.as_deref(), Some(root_owner), "{domain:?}");
+        let n = c.path_fh(&fx.export.join("nameless"));
+        let a = c.getattr(&n, &owner_bits);
+        assert_eq!(a.owner.as_deref(), Some("3999999"), "{domain:?}");
+        // SETATTR as root (squashed to nobody: EPERM for a chown), so only the parsing is
+        // observable: a foreign name is BADOWNER whatever the domain, a number is parsed
+        let set = |owner: &str| Sattr {
+            owner: Some(owner.to_string()),
+            ..Default::default()
+        };
+        let r = c.call(
+            Ops::new()
+                .putfh(&f)
+                .setattr(&Stateid::default(), &set("root@elsewhere.org")),
+        );
+        assert_eq!(r.status, st::BADOWNER, "{domain:?}: {}", r.summary());
+        let r = c.call(Ops::new().putfh(&f).setattr(&Stateid::default(), &set("0")));
+        assert_ne!(r.status, st::BADOWNER, "{domain:?}: {}", r.summary());
+        if domain.is_some() {
+            let r = c.call(
+                Ops::new()
+                    .putfh(&f)
+                    .setattr(&Stateid::default(), &set("root@example.org")),
+            );
+            assert_ne!(r.status, st::BADOWNER, "{}", r.summary());
+        }
+    }
+}

@@ -11,6 +11,11 @@ pub mod handle;
 mod sys;
 pub mod types;
 
+/// User and group names from the system's databases (NSS), for NFSv4 owner strings.
+pub mod nss {
+    pub use crate::sys::{group_id, group_name, user_id, user_name};
+}
+
 pub use cred::Creds;
 pub use error::{VfsError, VfsResult};
 pub use fs::{Caller, Client, Node, Vfs, VfsConfig};

@@ -578,3 +578,91 @@ pub fn cwd() -> BorrowedFd<'static> {
     // expected; it is never closed and is only passed to *at system calls.
     unsafe { BorrowedFd::borrow_raw(libc::AT_FDCWD) }
 }
+
+/// Calls a reentrant NSS lookup (`getpwuid_r` and friends) with a buffer that grows on ERANGE;
+/// `call` gets the buffer and returns the C error number and whether an entry was found.
+fn nss_lookup<T>(mut call: impl FnMut(&mut [u8]) -> (i32, Option<T>)) -> Option<T> {
+    let mut buf = vec![0u8; 4096];
+    loop {
+        match call(&mut buf) {
+            (0, found) => return found,
+            (libc::ERANGE, _) if buf.len() < (1 << 20) => buf.resize(buf.len() * 2, 0),
+            _ => return None,
+        }
+    }
+}
+
+/// The name of user `uid` in the passwd database (files, LDAP, ... through NSS), if any.
+pub fn user_name(uid: u32) -> Option<String> {
+    nss_lookup(|buf| {
+        // SAFETY: an all-zero passwd is a valid value for the out-parameter.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut res: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is to live memory of the stated size; on success pw_name
+        // points into buf, which outlives the CStr made from it here.
+        unsafe {
+            let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr().cast(), buf.len(), &mut res);
+            let name = (rc == 0 && !res.is_null())
+                .then(|| CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned());
+            (rc, name)
+        }
+    })
+}
+
+/// The uid of user `name` in the passwd database, if any.
+pub fn user_id(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    nss_lookup(|buf| {
+        // SAFETY: an all-zero passwd is a valid value for the out-parameter.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut res: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: c is NUL-terminated; the other pointers are to live memory of stated size.
+        let rc = unsafe {
+            libc::getpwnam_r(
+                c.as_ptr(),
+                &mut pwd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut res,
+            )
+        };
+        (rc, (rc == 0 && !res.is_null()).then_some(pwd.pw_uid))
+    })
+}
+
+/// The name of group `gid` in the group database, if any.
+pub fn group_name(gid: u32) -> Option<String> {
+    nss_lookup(|buf| {
+        // SAFETY: an all-zero group is a valid value for the out-parameter.
+        let mut grp: libc::group = unsafe { std::mem::zeroed() };
+        let mut res: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: as in user_name: gr_name points into buf, alive during the copy.
+        unsafe {
+            let rc = libc::getgrgid_r(gid, &mut grp, buf.as_mut_ptr().cast(), buf.len(), &mut res);
+            let name = (rc == 0 && !res.is_null())
+                .then(|| CStr::from_ptr(grp.gr_name).to_string_lossy().into_owned());
+            (rc, name)
+        }
+    })
+}
+
+/// The gid of group `name` in the group database, if any.
+pub fn group_id(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    nss_lookup(|buf| {
+        // SAFETY: an all-zero group is a valid value for the out-parameter.
+        let mut grp: libc::group = unsafe { std::mem::zeroed() };
+        let mut res: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: c is NUL-terminated; the other pointers are to live memory of stated size.
+        let rc = unsafe {
+            libc::getgrnam_r(
+                c.as_ptr(),
+                &mut grp,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut res,
+            )
+        };
+        (rc, (rc == 0 && !res.is_null()).then_some(grp.gr_gid))
+    })
+}

@@ -75,6 +75,7 @@ pub mod st {
     pub const OK: u32 = 0;
     pub const NOENT: u32 = 2;
     pub const EXIST: u32 = 17;
+    pub const BADOWNER: u32 = 10039;
     pub const INVAL: u32 = 22;
     pub const NOTEMPTY: u32 = 66;
     pub const DENIED: u32 = 10010;

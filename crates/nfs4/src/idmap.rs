@@ -1,0 +1,132 @@
+//! owner and owner_group strings (RFC 7530 section 5.9, RFC 8881 section 5.9).
+//!
+//! By default they are numeric ("1000"), which is what the Linux client sends and expects with
+//! AUTH_SYS (its `nfs4_disable_idmapping` default). With a domain configured, rnfsd sends
+//! `name@domain` from the server's user and group databases (NSS), as knfsd does with idmapd,
+//! falling back to the number for ids without a name; it accepts names of its domain and
+//! numbers in SETATTR and CREATE, and answers NFS4ERR_BADOWNER for anything else.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use crate::proto::st;
+
+/// Lookups kept per direction before the cache is emptied (names change rarely, but they do).
+const CACHE_MAX: usize = 4096;
+
+/// How ids map to owner strings.
+#[derive(Debug, Default)]
+pub struct IdMap {
+    domain: Option<String>,
+    users: Mutex<HashMap<u32, String>>,
+    groups: Mutex<HashMap<u32, String>>,
+}
+
+impl IdMap {
+    /// Numeric strings, or `name@domain` when a domain is given.
+    pub fn new(domain: Option<String>) -> Self {
+        Self {
+            domain: domain.filter(|d| !d.is_empty()),
+            ..Default::default()
+        }
+    }
+
+    /// The owner string of `uid`.
+    pub fn owner(&self, uid: u32) -> String {
+        self.name(uid, &self.users, vfs::nss::user_name)
+    }
+
+    /// The owner_group string of `gid`.
+    pub fn group(&self, gid: u32) -> String {
+        self.name(gid, &self.groups, vfs::nss::group_name)
+    }
+
+    /// The uid an owner string names.
+    pub fn parse_owner(&self, s: &[u8]) -> Result<u32, u32> {
+        self.parse(s, vfs::nss::user_id)
+    }
+
+    /// The gid an owner_group string names.
+    pub fn parse_group(&self, s: &[u8]) -> Result<u32, u32> {
+        self.parse(s, vfs::nss::group_id)
+    }
+
+    fn name(
+        &self,
+        id: u32,
+        cache: &Mutex<HashMap<u32, String>>,
+        lookup: fn(u32) -> Option<String>,
+    ) -> String {
+        let Some(domain) = &self.domain else {
+            return id.to_string();
+        };
+        if let Some(s) = cache.lock().get(&id) {
+            return s.clone();
+        }
+        let s = lookup(id).map_or_else(|| id.to_string(), |n| format!("{n}@{domain}"));
+        let mut c = cache.lock();
+        if c.len() >= CACHE_MAX {
+            c.clear();
+        }
+        c.insert(id, s.clone());
+        s
+    }
+
+    fn parse(&self, s: &[u8], lookup: fn(&str) -> Option<u32>) -> Result<u32, u32> {
+        if s.is_empty() {
+            return Err(st::INVAL);
+        }
+        let s = std::str::from_utf8(s).map_err(|_| st::BADOWNER)?;
+        let (who, dom) = match s.split_once('@') {
+            Some((w, d)) => (w, Some(d)),
+            None => (s, None),
+        };
+        if let Ok(id) = who.parse::<u32>() {
+            return Ok(id);
+        }
+        let (Some(domain), Some(dom)) = (&self.domain, dom) else {
+            return Err(st::BADOWNER);
+        };
+        if !dom.eq_ignore_ascii_case(domain) {
+            return Err(st::BADOWNER);
+        }
+        lookup(who).ok_or(st::BADOWNER)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_by_default() {
+        let m = IdMap::new(None);
+        assert_eq!(m.owner(0), "0");
+        assert_eq!(m.group(1000), "1000");
+        assert_eq!(m.parse_owner(b"1000"), Ok(1000));
+        assert_eq!(m.parse_owner(b"1000@any.domain"), Ok(1000));
+        assert_eq!(m.parse_owner(b"root@example.org"), Err(st::BADOWNER));
+        assert_eq!(m.parse_owner(b""), Err(st::INVAL));
+        assert_eq!(m.parse_group(b"\xff"), Err(st::BADOWNER));
+    }
+
+    #[test]
+    fn names_with_a_domain() {
+        let m = IdMap::new(Some("example.org".into()));
+        // root and its group exist on every Linux system; an unnamed id stays numeric
+        assert_eq!(m.owner(0), "root@example.org");
+        assert_eq!(m.group(0), "root@example.org");
+        assert_eq!(m.owner(3_999_999_999), "3999999999");
+        assert_eq!(m.parse_owner(b"root@example.org"), Ok(0));
+        assert_eq!(m.parse_owner(b"root@EXAMPLE.ORG"), Ok(0));
+        assert_eq!(m.parse_group(b"root@example.org"), Ok(0));
+        assert_eq!(m.parse_owner(b"42"), Ok(42));
+        assert_eq!(m.parse_owner(b"root@other.org"), Err(st::BADOWNER));
+        assert_eq!(m.parse_owner(b"root"), Err(st::BADOWNER));
+        assert_eq!(
+            m.parse_owner(b"no-such-user-xyz@example.org"),
+            Err(st::BADOWNER)
+        );
+    }
+}
