@@ -11,9 +11,10 @@ use std::hash::Hasher;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use bytes::Bytes;
+use common::nfsrs;
 use common::*;
 use futures::TryStreamExt;
-use nfs_rs::{Mount, Nfs4ErrorCode, NfsError, Time};
+use nfs_rs::{Mount, Nfs4ErrorCode, NfsError};
 
 /// Mounts the fixture's export over NFSv4.`version` as `uid`/`gid` (ephemeral source port).
 async fn mount_v4(fx: &Fixture, version: &str, uid: u32, gid: u32, extra: &str) -> Box<dyn Mount> {
@@ -207,43 +208,7 @@ async fn v41_setattr_mode_size_and_times() {
     .expect("chmod");
     assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o7777, 0o600);
 
-    m.setattr(f.fh.clone(), None, None, None, None, Some(100), None, None)
-        .await
-        .expect("truncate");
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), 100);
-    m.setattr(f.fh.clone(), None, None, None, None, Some(5000), None, None)
-        .await
-        .expect("extend");
-    let content = std::fs::read(&path).unwrap();
-    assert_eq!(content.len(), 5000);
-    assert!(content[..100].iter().all(|b| *b == 1));
-    assert!(content[100..].iter().all(|b| *b == 0));
-
-    let at = Time {
-        seconds: 1_000_000_000,
-        nseconds: 123_456_789,
-    };
-    let mt = Time {
-        seconds: 1_500_000_000,
-        nseconds: 987_654_321,
-    };
-    m.setattr(
-        f.fh.clone(),
-        None,
-        None,
-        None,
-        None,
-        None,
-        Some(at),
-        Some(mt),
-    )
-    .await
-    .expect("set times");
-    let md = std::fs::metadata(&path).unwrap();
-    assert_eq!((md.atime(), md.atime_nsec()), (1_000_000_000, 123_456_789));
-    assert_eq!((md.mtime(), md.mtime_nsec()), (1_500_000_000, 987_654_321));
-
-    let a = m.getattr(f.fh.clone()).await.expect("getattr");
+    let (a, at, mt) = nfsrs::truncate_extend_and_set_times(&*m, &f.fh, &path).await;
     assert_eq!(a.file_mode & 0o7777, 0o600);
     assert_eq!((a.uid, a.gid, a.filesize), (1000, 1000, 5000));
     assert_eq!(a.atime, at);

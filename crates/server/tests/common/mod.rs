@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod nfs4_raw;
+pub mod nfsrs;
 
 use std::fmt::Debug;
 use std::io::{self, BufRead, BufReader, Read, Write};
