@@ -290,7 +290,8 @@ run_combo() { # server vers transport
 	fi
 	result "$s" "$v" "$t" mount PASS "$(elapsed "$t0")" "$(grep " $MNT " /proc/mounts | cut -d' ' -f4)"
 	wl=/tmp/wl-$s-$v-$t
-	local extra=(--vers "$v" --transport "$t" --restart-cmd "/run/$s-restart")
+	local extra=(--vers "$v" --transport "$t" --restart-cmd "/run/$s-restart"
+		--mount-source "$ADDR:$path" --mount-opts "$opts")
 	[ "$s" = rnfsd ] && extra+=(--metrics-url http://127.0.0.1:9464/metrics)
 	timeout -k 10 "$WORKLOAD_TIMEOUT" python3 "$REPO/tests/vm/workload.py" --dir "$MNT/work" \
 		--label "server=$s vers=$v transport=$t" --cases "$CASES" --seed "$SEED" \

@@ -880,6 +880,114 @@ def case_rdmapath(d, a):
     os.unlink(path)
 
 
+def server_cpu_seconds(a):
+    """CPU seconds the server has used: rnfsd's own counter, or the sum over knfsd's threads."""
+    if a.metrics_url:
+        return metrics(a).get("rnfs_process_cpu_seconds_total")
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        if st[st.index("(") + 1:st.rindex(")")] == "nfsd":
+            fields = st[st.rindex(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / 100.0
+
+
+def case_perf(d, a):
+    """Not a test but figures (not in the default cases): dd write of --perf-mib MiB with
+    fsync, dd read after dropping caches, fio 4 KiB random reads (O_DIRECT, 32 in flight, 20 s)
+    when fio is installed, and the server's CPU seconds per MB moved. Logged as a PERF line."""
+    mib = a.perf_mib
+    path = os.path.join(d, "perf")
+    cpu0 = server_cpu_seconds(a)
+    t0 = time.monotonic()
+    r = subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={mib}",
+                        "conv=fsync"], capture_output=True, text=True, timeout=1800)
+    check(r.returncode == 0, f"dd write: {one_line(r.stderr)}")
+    wsec = time.monotonic() - t0
+    cpu1 = server_cpu_seconds(a)
+    drop_caches()
+    t0 = time.monotonic()
+    r = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M"], capture_output=True,
+                       text=True, timeout=1800)
+    check(r.returncode == 0, f"dd read: {one_line(r.stderr)}")
+    rsec = time.monotonic() - t0
+    cpu2 = server_cpu_seconds(a)
+    mb = mib * MiB / 1e6
+    figures = (f"dd write {mb / wsec:.1f} MB/s ({(cpu1 - cpu0) / mb * 1000:.2f} server CPU ms/MB), "
+               f"dd read {mb / rsec:.1f} MB/s ({(cpu2 - cpu1) / mb * 1000:.2f} server CPU ms/MB)")
+    if shutil.which("fio"):
+        out = os.path.join(d, "fio.json")
+        r = subprocess.run(["fio", "--name=randread", f"--filename={path}", "--rw=randread",
+                            "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=32",
+                            "--runtime=20", "--time_based", "--output-format=json",
+                            f"--output={out}"], capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0, f"fio: {one_line(r.stderr)}")
+        import json
+        with open(out) as f:
+            job = json.load(f)["jobs"][0]["read"]
+        os.unlink(out)
+        figures += (f", fio randread 4k x32 {job['iops']:.0f} IOPS "
+                    f"(mean {job['clat_ns']['mean'] / 1000:.0f} us)")
+    else:
+        figures += ", fio not installed: no random-read figure"
+    log(f"PERF {a.label}: {figures}")
+    print(f"PERF {a.label}: {figures}", flush=True)
+    os.unlink(path)
+
+
+def case_rdmaconns(d, a):
+    """rnfsd's memory with 1, 8 and 32 RDMA connections (not in the default cases): each extra
+    mount names the server by another address of the RDMA interface (the client shares one
+    transport per server address, even with nosharecache), so each opens a connection; the
+    resident size is read from the metrics after each step and must stay flat (the shared
+    receive queue and the pool are sized at start, not per connection)."""
+    if a.transport != "rdma" or not a.metrics_url or not a.mount_source:
+        raise Skip("needs an RDMA mount of rnfsd with metrics and --mount-source")
+    addr, _, export = a.mount_source.partition(":")
+    dev = subprocess.run(["ip", "-o", "addr", "show", "to", addr], capture_output=True,
+                         text=True).stdout.split()
+    check(len(dev) > 1, f"no interface has {addr}")
+    prefix = addr.rsplit(".", 1)[0]
+    mounts = []
+    rows = []
+    try:
+        for want in (1, 8, 32):
+            while len(mounts) + 1 < want:
+                alias = f"{prefix}.{100 + len(mounts)}"
+                subprocess.run(["ip", "addr", "add", f"{alias}/24", "dev", dev[1]],
+                               capture_output=True)
+                mp = f"/mnt/conn{len(mounts)}"
+                os.makedirs(mp, exist_ok=True)
+                r = subprocess.run(["mount", "-t", "nfs", "-o", a.mount_opts,
+                                    f"{alias}:{export}", mp], capture_output=True, text=True,
+                                   timeout=120)
+                check(r.returncode == 0, f"mount {len(mounts) + 2}: {one_line(r.stderr)}")
+                mounts.append(mp)
+                os.statvfs(mp)
+            time.sleep(1)
+            m = metrics(a)
+            conns = m.get("rnfs_rdma_connections", 0)
+            rss = m.get("rnfs_process_resident_bytes", 0)
+            rows.append((want, conns, rss))
+            log(f"{want} mounts: rnfs_rdma_connections {conns:.0f}, resident {rss / MiB:.1f} MiB, "
+                f"registrations {m.get('rnfs_rdma_registrations', 0):.0f}")
+    finally:
+        for mp in mounts:
+            subprocess.run(["umount", mp], capture_output=True, timeout=120)
+    check(rows[-1][1] >= 32, f"only {rows[-1][1]:.0f} RDMA connections with 32 mounts")
+    grow = (rows[-1][2] - rows[0][2]) / MiB
+    text = ", ".join(f"{w} conns {r / MiB:.1f} MiB" for w, _, r in rows)
+    print(f"PERF {a.label}: rnfsd resident with {text}", flush=True)
+    check(grow < 16, f"resident memory grew by {grow:.1f} MiB from 1 to 32 connections")
+
+
 CASES = {
     "smoke": case_smoke,
     "bigfile": case_bigfile,
@@ -896,6 +1004,8 @@ CASES = {
     "reclaim": case_reclaim,
     "crash": case_crash,
     "rdmapath": case_rdmapath,
+    "perf": case_perf,
+    "rdmaconns": case_rdmaconns,
 }
 
 
@@ -922,6 +1032,9 @@ def main():
     ap.add_argument("--restart-cmd", help="shell command that crashes and restarts the server")
     ap.add_argument("--hole-mib", type=int, default=1024, help="all-hole file size (v4.2)")
     ap.add_argument("--alt-mib", type=int, default=16, help="alternating data/hole file size")
+    ap.add_argument("--perf-mib", type=int, default=256, help="dd size of the perf case")
+    ap.add_argument("--mount-source", help="ADDR:PATH of the mount, for extra mounts")
+    ap.add_argument("--mount-opts", default="", help="options of the mount, for extra mounts")
     a = ap.parse_args()
     LOG = open(a.log, "a") if a.log else sys.stderr
     failed = 0

@@ -85,6 +85,7 @@ async fn run(args: Args) -> Result<(), String> {
         .with_idmap_domain(args.idmap_domain.clone());
     let v4 = Arc::new(v4);
     metrics.add_source(v4.clone());
+    metrics.add_source(Arc::new(metrics_http::ProcessMetrics));
     disp.register(v4);
     let disp = Arc::new(disp);
     let tcp_cfg = TcpConfig {

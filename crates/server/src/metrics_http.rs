@@ -51,3 +51,38 @@ pub async fn serve(l: TcpListener, metrics: Arc<RpcMetrics>) -> io::Result<()> {
         });
     }
 }
+
+/// The server process's own resident memory and CPU time, so that memory per connection and
+/// CPU per byte can be read from the same endpoint as the RPC figures.
+pub struct ProcessMetrics;
+
+impl sunrpc::metrics::MetricsSource for ProcessMetrics {
+    fn render(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        // statm: sizes in pages; the second field is the resident set
+        if let Some(pages) = std::fs::read_to_string("/proc/self/statm")
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        {
+            let _ = writeln!(out, "# TYPE rnfs_process_resident_bytes gauge");
+            let _ = writeln!(out, "rnfs_process_resident_bytes {}", pages * 4096);
+        }
+        // stat: utime and stime are fields 14 and 15, after the parenthesised command name, in
+        // USER_HZ ticks (100 a second on Linux whatever the kernel's HZ)
+        if let Some(ticks) = std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .and_then(|s| {
+                let rest = &s[s.rfind(')')? + 2..];
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+            })
+        {
+            let _ = writeln!(out, "# TYPE rnfs_process_cpu_seconds_total counter");
+            let _ = writeln!(
+                out,
+                "rnfs_process_cpu_seconds_total {:.2}",
+                ticks as f64 / 100.0
+            );
+        }
+    }
+}

@@ -589,6 +589,10 @@ fn metrics_count_getattr_calls() {
     assert!(n > 0);
     assert_eq!(n, 7, "GETATTR count");
     assert_eq!(metric(&resp, mnt), Some(1), "MNT count");
+    // The process's own figures, for memory per connection and CPU per byte.
+    let rss = metric(&resp, "rnfs_process_resident_bytes ").expect("resident bytes");
+    assert!(rss > (1 << 20) && rss < (1 << 32), "resident {rss}");
+    assert!(metric(&resp, "rnfs_process_cpu_seconds_total ").is_some());
     // Another path is 404.
     assert!(http_get(addr, "/nope").starts_with("HTTP/1.1 404"));
 }
