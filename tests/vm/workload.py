@@ -836,13 +836,8 @@ def case_rdmapath(d, a):
     size = nmib * MiB
     path = os.path.join(d, "rdma")
     data = b"".join(hashlib.sha256(b"rdma %d" % i).digest() * (MiB // 32) for i in range(nmib))
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
-    try:
-        pwrite_all(fd, data, 0)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    drop_caches()
+    write_file(path, data)
+    drop_caches()  # syncs first
     m0 = metrics(a)
     got = read_file(path)
     m1 = metrics(a)

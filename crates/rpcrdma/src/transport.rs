@@ -269,6 +269,10 @@ impl Shared {
             },
             pool: dev.pool().clone(),
             bulk_size: dev.pool().config().bulk_size,
+            bulk: Arc::new(PoolBulk {
+                pool: dev.pool().clone(),
+                size: dev.pool().config().bulk_size,
+            }),
             credits: Arc::new(Credits::default()),
             waiters: Mutex::new(HashMap::new()),
             next_token: AtomicU64::new(1),
@@ -303,6 +307,8 @@ struct Conn {
     limits: Limits,
     pool: Pool,
     bulk_size: usize,
+    /// The pool's bulk buffers, offered to READ (calls with a Write list).
+    bulk: Arc<dyn BulkAlloc>,
     credits: Arc<Credits>,
     waiters: Mutex<HashMap<u64, oneshot::Sender<Done>>>,
     next_token: AtomicU64,
@@ -536,14 +542,7 @@ impl Conn {
         let disp = self.srv.disp.clone();
         // With a Write list, READ data goes into a registered bulk buffer the RDMA Write
         // sends from as it is (no staging copy); without one it travels inline anyway.
-        let bulk: Option<Arc<dyn BulkAlloc>> = if call.header.write_list.is_empty() {
-            None
-        } else {
-            Some(Arc::new(PoolBulk {
-                pool: self.pool.clone(),
-                size: self.bulk_size,
-            }))
-        };
+        let bulk = (!call.header.write_list.is_empty()).then(|| self.bulk.clone());
         let origin = Origin {
             peer: self.peer,
             transport: TransportKind::Rdma,

@@ -84,27 +84,23 @@ fn record_slices<'a>(
     headers: &'a [[u8; 4]],
     mut offset: usize,
 ) -> Vec<IoSlice<'a>> {
-    let mut parts: Vec<&'a [u8]> = Vec::with_capacity(headers.len() * 4);
-    for (r, h) in records.zip(headers) {
-        parts.push(h);
-        for s in &r.segments {
-            parts.push(s.bytes());
-            if let Segment::Bulk(b) = s {
-                let pad = xdr::pad4(b.len()) - b.len();
-                if pad > 0 {
-                    parts.push(&ZEROS[..pad]);
-                }
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(parts.len());
-    for p in parts {
+    let mut out = Vec::with_capacity(headers.len() * 4);
+    let mut push = |p: &'a [u8]| {
         if offset >= p.len() {
             offset -= p.len();
-            continue;
+        } else {
+            out.push(IoSlice::new(&p[offset..]));
+            offset = 0;
         }
-        out.push(IoSlice::new(&p[offset..]));
-        offset = 0;
+    };
+    for (r, h) in records.zip(headers) {
+        push(h);
+        for s in &r.segments {
+            push(s.bytes());
+            if let Segment::Bulk(b) = s {
+                push(&ZEROS[..xdr::pad4(b.len()) - b.len()]);
+            }
+        }
     }
     out
 }
