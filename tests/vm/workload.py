@@ -945,6 +945,9 @@ def case_rdmaconns(d, a):
     receive queue and the pool are sized at start, not per connection)."""
     if a.transport != "rdma" or not a.metrics_url or not a.mount_source:
         raise Skip("needs an RDMA mount of rnfsd with metrics and --mount-source")
+    if a.vers != "3":
+        raise Skip("NFSv4 clients share one connection among a server's addresses (trunking); "
+                   "run it with --vers 3")
     addr, _, export = a.mount_source.partition(":")
     dev = subprocess.run(["ip", "-o", "addr", "show", "to", addr], capture_output=True,
                          text=True).stdout.split()
@@ -970,16 +973,23 @@ def case_rdmaconns(d, a):
             m = metrics(a)
             conns = m.get("rnfs_rdma_connections", 0)
             rss = m.get("rnfs_process_resident_bytes", 0)
-            rows.append((want, conns, rss))
+            recv = sum(v for k, v in m.items()
+                       if k.startswith("rnfs_rdma_pool_bytes{") and 'class="recv"' in k)
+            rows.append((want, conns, rss, recv))
             log(f"{want} mounts: rnfs_rdma_connections {conns:.0f}, resident {rss / MiB:.1f} MiB, "
+                f"receive buffers {recv / MiB:.1f} MiB, "
                 f"registrations {m.get('rnfs_rdma_registrations', 0):.0f}")
     finally:
         for mp in mounts:
             subprocess.run(["umount", mp], capture_output=True, timeout=120)
     check(rows[-1][1] >= 32, f"only {rows[-1][1]:.0f} RDMA connections with 32 mounts")
     grow = (rows[-1][2] - rows[0][2]) / MiB
-    text = ", ".join(f"{w} conns {r / MiB:.1f} MiB" for w, _, r in rows)
+    text = ", ".join(f"{w} conns {r / MiB:.1f} MiB (receive buffers {b / MiB:.1f} MiB)"
+                     for w, _, r, b in rows)
     print(f"PERF {a.label}: rnfsd resident with {text}", flush=True)
+    check(rows[0][3] > 0, "the server does not export rnfs_rdma_pool_bytes")
+    check(len({b for _, _, _, b in rows}) == 1,
+          f"receive-buffer memory changed with the connections: {text}")
     check(grow < 16, f"resident memory grew by {grow:.1f} MiB from 1 to 32 connections")
 
 

@@ -26,6 +26,19 @@
 //! cannot stall) and a request of 2^32-1 gets `max_credits`. The Linux client asks for its
 //! slot count (128) in every call, so against it this equals knfsd, which ignores the request
 //! and always grants its fixed maximum.
+//!
+//! # Sharing the receive queue (flow control)
+//!
+//! All connections of a device receive from one shared receive queue, so the credits granted
+//! are a share of its buffers: [`Limits::fair_share`] caps each connection's grant at
+//! `receive buffers / connections` (never below [`MIN_SHARE`], never above `max_credits`),
+//! recomputed for every reply. A connection that arrives lowers everyone's next grant; one
+//! that leaves raises it. The grant only bounds what a well-behaved client sends; when many
+//! connections burst at once and the queue runs dry anyway, the client's Send gets an RNR NAK
+//! and is retried by its adapter (we accept with `rnr_retry_count` 7, "retry forever", which
+//! the connection manager hands to the client's QP), so a dry queue costs latency, never the
+//! connection. The credit overrun check stays against `max_credits`, the most ever granted: a
+//! client may have calls in flight from a larger earlier grant.
 
 use bytes::Bytes;
 
@@ -52,6 +65,10 @@ pub struct Limits {
 
 /// Largest NFS READ/WRITE payload the server is configured for (1 MiB).
 pub const MAX_IO: u32 = 1 << 20;
+
+/// Smallest credit cap [`Limits::fair_share`] gives a connection, however many share the
+/// receive queue: below this a client cannot keep a few reads and writes in flight.
+pub const MIN_SHARE: u32 = 8;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -276,7 +293,24 @@ impl Limits {
     /// Credits to grant for a request of `requested`: `min(max(requested, 1), max_credits)`,
     /// never zero (RFC 8166 3.3.1).
     pub fn grant(&self, requested: u32) -> u32 {
-        requested.clamp(1, self.max_credits.max(1))
+        self.grant_within(requested, self.max_credits)
+    }
+
+    /// Credits to grant for a request of `requested` when this connection's share of the
+    /// receive queue is `share` ([`Limits::fair_share`]): never zero, never above either cap.
+    pub fn grant_within(&self, requested: u32, share: u32) -> u32 {
+        requested.clamp(1, share.min(self.max_credits).max(1))
+    }
+
+    /// This connection's cap when `conns` connections share `recv_buffers` posted receive
+    /// buffers: an equal share, at least [`MIN_SHARE`] (or `max_credits` when smaller) and at
+    /// most `max_credits`.
+    pub fn fair_share(&self, recv_buffers: usize, conns: usize) -> u32 {
+        let max = self.max_credits.max(1);
+        let share = recv_buffers / conns.max(1);
+        u32::try_from(share)
+            .unwrap_or(u32::MAX)
+            .clamp(MIN_SHARE.min(max), max)
     }
 
     /// Checks that a newly received call keeps the peer within its grant; `in_flight` counts

@@ -127,6 +127,20 @@ impl MetricsSource for RdmaMetrics {
                 d.srq().posted()
             );
         }
+        let _ = writeln!(out, "# HELP rnfs_rdma_pool_bytes Registered pool memory per class, fixed at start-up (class recv: the shared receive queue's buffers, whatever the number of connections).");
+        let _ = writeln!(out, "# TYPE rnfs_rdma_pool_bytes gauge");
+        for d in devices.iter() {
+            let cfg = d.pool().config();
+            for c in verbs::Class::ALL {
+                let _ = writeln!(
+                    out,
+                    "rnfs_rdma_pool_bytes{{device=\"{}\",class=\"{}\"}} {}",
+                    d.name(),
+                    c.name(),
+                    cfg.count(c) * cfg.size(c)
+                );
+            }
+        }
         let _ = writeln!(out, "# TYPE rnfs_rdma_pool_buffers_in_use gauge");
         for d in devices.iter() {
             for c in verbs::Class::ALL {

@@ -1,7 +1,8 @@
 //! The RPC-over-RDMA version 1 transport engine: listens with RDMA-CM, accepts connections
 //! with RFC 8797 private data, and serves each call through the same [`Dispatcher`] as TCP.
 //!
-//! Per call (one tokio task each, the program itself on a blocking thread):
+//! Per call (one hand-off: the connection's completion task passes the message to a blocking
+//! thread, which runs everything below, program included, and posts the reply itself):
 //!
 //! 1. A receive completion on the connection's CQ: the message is copied out of the SRQ
 //!    buffer (at most the inline size) and the buffer goes back to the SRQ (reposted in
@@ -17,14 +18,16 @@
 //! 6. RDMA Writes (sources staged into registered buffers, [`crate::staging`]) and the Send
 //!    (header + inline message, copied into a send buffer), posted as one batch so the Writes
 //!    land first; Send With Invalidate when the peer allowed it and the call named exactly one
-//!    R_key ([`remote_invalidate_rkey`]).
+//!    R_key ([`remote_invalidate_rkey`]). The call ends there: the batch's completion, on the
+//!    completion task, frees its send-queue slots and buffers.
 //!
-//! The credit of a call is returned just before its reply is posted.
+//! The credit of a call is returned just before its reply is posted. Credits granted are the
+//! connection's share of its device's receive queue ([`Limits::fair_share`]).
 
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,8 +37,12 @@ use sunrpc::{BulkAlloc, BulkBuf, Dispatcher, Origin, TransportKind};
 use tokio::sync::{oneshot, Notify, Semaphore};
 use verbs::{
     AcceptOptions, Batch, Buf, Class, CmEvent, Completion, ConnectRequest, Device, Endpoint, IdKey,
-    Listener, Pool, PoolConfig, PostError, WcStatus, WorkRequest,
+    Listener, Pool, PostError, WcStatus, WorkRequest,
 };
+
+/// The pool sizes of each device (re-exported so that configuring the transport needs no
+/// direct dependency on the verbs crate).
+pub use verbs::PoolConfig;
 
 use crate::ddp::{plan_reply, remote_invalidate_rkey, SendPlan};
 use crate::header::{ErrorKind, Proc};
@@ -52,15 +59,22 @@ pub const NFS_RDMA_PORT: u16 = 20049;
 pub struct RdmaConfig {
     /// Where to listen; an unspecified address listens on every RDMA device.
     pub addr: SocketAddr,
-    /// Credits granted to each connection (calls in flight).
+    /// Most credits granted to a connection (calls in flight); each gets a fair share of its
+    /// device's receive buffers up to this ([`Limits::fair_share`]).
     pub credits: u32,
     /// Our inline sizes (sent in the CM private data).
     pub inline: InlineConfig,
     /// Receive buffers (the SRQ depth, shared by all connections of a device), send buffers and
     /// bulk buffers. Receive and send sizes are set from `inline`.
     pub pool: PoolConfig,
-    /// Send queue depth of each connection.
+    /// Send queue depth of each connection: its ring is most of a connection's memory, and
+    /// a reply's batch needs at most 257 entries (128 Write + 128 Reply chunk segments + Send).
     pub send_depth: u32,
+    /// Most connections per device; more are refused.
+    pub max_conns: usize,
+    /// Keep polling a connection's CQ for this long after its last work before sleeping on
+    /// the completion channel (zero: event-driven only).
+    pub busy_poll: Duration,
     /// Scatter/gather entries per send request.
     pub max_send_sge: u32,
     /// Listen backlog.
@@ -74,7 +88,10 @@ impl Default for RdmaConfig {
             credits: 128,
             inline: InlineConfig::default(),
             pool: PoolConfig::default(),
-            send_depth: 1024,
+            // 512 ring slots on providers that round depth + 1 up to a power of two (rxe)
+            send_depth: 511,
+            max_conns: 1024,
+            busy_poll: Duration::ZERO,
             max_send_sge: 16,
             backlog: 128,
         }
@@ -155,8 +172,22 @@ impl RdmaServer {
     /// Serves connections until the listener fails; a failure is logged and then this waits
     /// forever, so that the other transports keep serving.
     pub async fn serve(self, disp: Arc<Dispatcher>) -> io::Result<()> {
+        let shares = self
+            .devices
+            .iter()
+            .map(|d| {
+                let recv = d.pool().config().recv_count;
+                Arc::new(DevShare {
+                    device: d.clone(),
+                    // buffers awaiting their batched repost are not posted
+                    recv: recv.saturating_sub(verbs::REPOST_BATCH - 1),
+                    conns: AtomicUsize::new(0),
+                })
+            })
+            .collect();
         let srv = Arc::new(Shared {
             conns: Mutex::new(HashMap::new()),
+            shares,
             cfg: self.cfg,
             metrics: self.metrics,
             disp,
@@ -170,7 +201,7 @@ impl RdmaServer {
                 }
             };
             match ev {
-                CmEvent::ConnectRequest(req) => srv.connect(&self.devices, req),
+                CmEvent::ConnectRequest(req) => srv.connect(req),
                 CmEvent::Established(k) => {
                     if let Some(c) = srv.conn(k) {
                         tracing::info!(peer = %c.peer, device = c.ep.device().name(), send = c.nego.send, recv = c.nego.recv, remote_invalidate = c.nego.remote_invalidate, "RDMA connection established");
@@ -204,8 +235,18 @@ impl RdmaServer {
     }
 }
 
+/// What the connections of one device share: its receive queue's buffers.
+struct DevShare {
+    device: Arc<Device>,
+    /// Receive buffers posted at any time (at least).
+    recv: usize,
+    /// Connections on the device.
+    conns: AtomicUsize,
+}
+
 struct Shared {
     conns: Mutex<HashMap<IdKey, Arc<Conn>>>,
+    shares: Vec<Arc<DevShare>>,
     cfg: RdmaConfig,
     metrics: Arc<RdmaMetrics>,
     disp: Arc<Dispatcher>,
@@ -216,7 +257,7 @@ impl Shared {
         self.conns.lock().get(&k).cloned()
     }
 
-    fn connect(self: &Arc<Self>, devices: &[Arc<Device>], req: ConnectRequest) {
+    fn connect(self: &Arc<Self>, req: ConnectRequest) {
         let peer = req
             .peer
             .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
@@ -225,24 +266,22 @@ impl Shared {
             RdmaMetrics::inc(&self.metrics.connections_refused);
             req.reject();
         };
-        let Some(dev) = devices.iter().find(|d| d.key() == req.device_key()) else {
+        let Some(share) = self
+            .shares
+            .iter()
+            .find(|s| s.device.key() == req.device_key())
+            .cloned()
+        else {
             return refuse("request on a device that was not set up", req);
         };
-        // Every connection may have `credits` calls in the SRQ at once, and up to
-        // REPOST_BATCH - 1 consumed buffers wait to be reposted; beyond this many connections
-        // a burst could find no receive buffer, and the Linux client treats the resulting RNR
-        // NAK as fatal (it sets rnr_retry_count 0).
-        let recv = dev.pool().config().recv_count;
-        let max_conns =
-            (recv.saturating_sub(verbs::REPOST_BATCH) / self.cfg.credits as usize).max(1);
-        let on_dev = self
-            .conns
-            .lock()
-            .values()
-            .filter(|c| Arc::ptr_eq(c.ep.device(), dev))
-            .count();
-        if on_dev >= max_conns {
-            return refuse("connection limit of the device reached", req);
+        let dev = &share.device;
+        // The receive queue does not limit connections: grants shrink as connections arrive
+        // (Limits::fair_share) and a dry queue is retried by the client (RNR, rnr_retry 7).
+        if share.conns.load(Ordering::Acquire) >= self.cfg.max_conns {
+            return refuse(
+                "connection limit of the device reached (--rdma-max-conns)",
+                req,
+            );
         }
         let theirs = PrivateData::parse(&req.private_data);
         let nego = negotiate(self.cfg.inline, theirs);
@@ -274,11 +313,13 @@ impl Shared {
                 size: dev.pool().config().bulk_size,
             }),
             credits: Arc::new(Credits::default()),
+            share: share.clone(),
             waiters: Mutex::new(HashMap::new()),
             next_token: AtomicU64::new(1),
             sq: Semaphore::new(depth),
             closing: AtomicBool::new(false),
-            close_notify: Notify::new(),
+            outbox: Mutex::new(Vec::new()),
+            wake: Notify::new(),
             srv: self.clone(),
             peer,
             nego,
@@ -286,10 +327,17 @@ impl Shared {
         });
         tracing::debug!(%peer, private_data = ?theirs, ?nego, caps = ?conn.ep.caps(), "accepted RDMA connection");
         self.conns.lock().insert(conn.ep.key(), conn.clone());
+        share.conns.fetch_add(1, Ordering::AcqRel);
         RdmaMetrics::inc(&self.metrics.connections_accepted);
         self.metrics.connections.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(conn.run());
     }
+}
+
+/// A posted batch, until its completion.
+struct Waiter {
+    slots: u32,
+    tx: Option<oneshot::Sender<Done>>,
 }
 
 /// What a finished batch hands back.
@@ -310,11 +358,20 @@ struct Conn {
     /// The pool's bulk buffers, offered to READ (calls with a Write list).
     bulk: Arc<dyn BulkAlloc>,
     credits: Arc<Credits>,
-    waiters: Mutex<HashMap<u64, oneshot::Sender<Done>>>,
+    /// The device's receive queue, shared with its other connections.
+    share: Arc<DevShare>,
+    /// Posted batches by token: the send-queue slots their completion frees, and who waits
+    /// for it (RDMA Reads; replies are not waited for).
+    waiters: Mutex<HashMap<u64, Waiter>>,
     next_token: AtomicU64,
     sq: Semaphore,
     closing: AtomicBool,
-    close_notify: Notify,
+    /// Batches prepared by calls, posted by the completion task: a thread that served a call
+    /// has switched its credentials (vfs::cred), and the kernel refuses uverbs commands (rxe
+    /// posts through them) from a thread whose credentials differ from the opener's.
+    outbox: Mutex<Vec<(u64, Batch)>>,
+    /// Wakes the completion task: batches in the outbox, or the connection is closing.
+    wake: Notify,
 }
 
 /// Why a call stopped before its reply.
@@ -346,8 +403,9 @@ impl Conn {
         if !self.closing.swap(true, Ordering::AcqRel) {
             tracing::debug!(peer = %self.peer, why, "closing RDMA connection");
             self.sq.close();
-            self.ep.disconnect();
-            self.close_notify.notify_one();
+            // The completion task disconnects (teardown): this may run on a call's thread,
+            // which must not touch the device (see `outbox`).
+            self.wake.notify_one();
         }
     }
 
@@ -359,6 +417,14 @@ impl Conn {
         self.close(why);
     }
 
+    /// Credits for a reply to a call that asked for `requested`: the connection's current share
+    /// of the receive queue.
+    fn grant(&self, requested: u32) -> u32 {
+        let conns = self.share.conns.load(Ordering::Acquire);
+        self.limits
+            .grant_within(requested, self.limits.fair_share(self.share.recv, conns))
+    }
+
     fn is_closing(&self) -> bool {
         self.closing.load(Ordering::Acquire)
     }
@@ -366,12 +432,21 @@ impl Conn {
     /// The connection's completion loop; tears the connection down when it closes.
     async fn run(self: Arc<Self>) {
         let mut comps = Vec::with_capacity(32);
+        let busy = self.srv.cfg.busy_poll;
+        let mut last_work = Instant::now();
+        // Whether a completion event is requested and not delivered yet: a wake-up for the
+        // outbox leaves the CQ armed, and arming costs a system call on some providers.
+        let mut armed = false;
         'serve: loop {
+            if self.flush_outbox() {
+                last_work = Instant::now();
+            }
             loop {
                 comps.clear();
                 match self.ep.poll(&mut comps) {
                     Ok(0) => break,
                     Ok(_) => {
+                        last_work = Instant::now();
                         for c in comps.drain(..) {
                             self.on_completion(c);
                         }
@@ -385,9 +460,18 @@ impl Conn {
             if self.is_closing() {
                 break;
             }
-            if let Err(e) = self.ep.arm() {
-                self.fatal(&format!("arming the CQ failed: {e}"));
-                break;
+            // Busy polling (--rdma-busy-poll): while work came within the window, poll again
+            // after letting other tasks run instead of sleeping on the completion channel.
+            if !busy.is_zero() && last_work.elapsed() < busy {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            if !armed {
+                if let Err(e) = self.ep.arm() {
+                    self.fatal(&format!("arming the CQ failed: {e}"));
+                    break;
+                }
+                armed = true;
             }
             // A completion that arrived before arming raised no event: poll once more.
             comps.clear();
@@ -410,8 +494,9 @@ impl Conn {
                         self.fatal(&format!("waiting for completions failed: {e}"));
                         break;
                     }
+                    armed = false;
                 }
-                _ = self.close_notify.notified() => {}
+                _ = self.wake.notified() => {}
             }
         }
         self.teardown().await;
@@ -419,6 +504,7 @@ impl Conn {
 
     async fn teardown(self: &Arc<Self>) {
         self.close("teardown");
+        self.ep.disconnect();
         // Let posted work flush back (the QP is in the error state) for a while, then destroy
         // the QP, which returns whatever is still pending.
         let deadline = Instant::now() + Duration::from_secs(3);
@@ -438,8 +524,11 @@ impl Conn {
         for c in self.ep.destroy() {
             self.on_completion(c);
         }
+        self.outbox.lock().clear();
         self.waiters.lock().clear();
-        self.srv.conns.lock().remove(&self.ep.key());
+        if self.srv.conns.lock().remove(&self.ep.key()).is_some() {
+            self.share.conns.fetch_sub(1, Ordering::AcqRel);
+        }
         self.metrics().connections.fetch_sub(1, Ordering::Relaxed);
         tracing::info!(peer = %self.peer, "RDMA connection closed");
     }
@@ -470,7 +559,11 @@ impl Conn {
                     self.fatal(&e.to_string());
                     return;
                 }
-                tokio::spawn(self.clone().serve_call(msg, guard));
+                // One hand-off per call: the whole call, program included, runs on a blocking
+                // thread, which posts the reply itself; the completion comes back here.
+                let conn = self.clone();
+                let rt = tokio::runtime::Handle::current();
+                tokio::task::spawn_blocking(move || rt.block_on(conn.serve_call(msg, guard)));
             }
             Completion::Batch {
                 token,
@@ -481,12 +574,16 @@ impl Conn {
                 if !status.is_ok() && !self.is_closing() {
                     self.fatal(&format!("work request failed: {status}"));
                 }
-                if let Some(tx) = self.waiters.lock().remove(&token) {
-                    let _ = tx.send(Done {
-                        status,
-                        bufs,
-                        _keep: keep,
-                    });
+                let w = self.waiters.lock().remove(&token);
+                if let Some(w) = w {
+                    self.sq.add_permits(w.slots as usize);
+                    if let Some(tx) = w.tx {
+                        let _ = tx.send(Done {
+                            status,
+                            bufs,
+                            _keep: keep,
+                        });
+                    }
                 }
             }
         }
@@ -494,6 +591,24 @@ impl Conn {
 
     /// Posts `batch` (returning `credit` just before) and waits for its completion.
     async fn submit(&self, batch: Batch, credit: Option<CreditGuard>) -> Result<Done, Fail> {
+        let rx = self.post(batch, credit, true).await?.ok_or(Fail::Closed)?;
+        let done = rx.await.map_err(|_| Fail::Closed)?;
+        if !done.status.is_ok() {
+            return Err(Fail::Closed);
+        }
+        Ok(done)
+    }
+
+    /// Posts `batch` once the send queue has room for it, returning `credit` just before.
+    /// The completion frees its send-queue slots and buffers; with `wait` it is also handed
+    /// to the returned receiver. A failed completion closes the connection (see
+    /// [`Conn::on_completion`]), so a reply nobody waits for cannot fail unnoticed.
+    async fn post(
+        &self,
+        batch: Batch,
+        credit: Option<CreditGuard>,
+        wait: bool,
+    ) -> Result<Option<oneshot::Receiver<Done>>, Fail> {
         let n = batch.wrs.len() as u32;
         if n as usize > self.ep.caps().depth as usize {
             // Cannot happen with the header limits (at most 257 requests per reply, 128 per
@@ -501,25 +616,49 @@ impl Conn {
             self.fatal(&format!("a batch of {n} requests exceeds the send queue"));
             return Err(Fail::Closed);
         }
-        let permits = self.sq.acquire_many(n).await.map_err(|_| Fail::Closed)?;
+        // The slots are given back by the completion (on_completion), not by this call.
+        match self.sq.try_acquire_many(n) {
+            Ok(p) => p.forget(),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(Fail::Closed),
+            Err(tokio::sync::TryAcquireError::NoPermits) => self
+                .sq
+                .acquire_many(n)
+                .await
+                .map_err(|_| Fail::Closed)?
+                .forget(),
+        }
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.waiters.lock().insert(token, tx);
+        let (tx, rx) = if wait {
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        self.waiters.lock().insert(token, Waiter { slots: n, tx });
         drop(credit);
-        if let Err(e) = self.ep.post(token, batch) {
-            self.waiters.lock().remove(&token);
-            match e {
-                PostError::Closed => {}
-                e => self.fatal(&format!("posting failed: {e}")),
+        self.outbox.lock().push((token, batch));
+        self.wake.notify_one();
+        Ok(rx)
+    }
+
+    /// Posts the batches calls left in the outbox (on the completion task only, see `outbox`);
+    /// says whether there were any.
+    fn flush_outbox(&self) -> bool {
+        let batches = std::mem::take(&mut *self.outbox.lock());
+        let any = !batches.is_empty();
+        for (token, batch) in batches {
+            if let Err(e) = self.ep.post(token, batch) {
+                // Dropping the waiter's sender tells a waiting call that the batch is gone.
+                if let Some(w) = self.waiters.lock().remove(&token) {
+                    self.sq.add_permits(w.slots as usize);
+                }
+                match e {
+                    PostError::Closed => {}
+                    e => self.fatal(&format!("posting failed: {e}")),
+                }
             }
-            return Err(Fail::Closed);
         }
-        let done = rx.await.map_err(|_| Fail::Closed)?;
-        drop(permits);
-        if !done.status.is_ok() {
-            return Err(Fail::Closed);
-        }
-        Ok(done)
+        any
     }
 
     async fn serve_call(self: Arc<Self>, msg: Bytes, credit: CreditGuard) {
@@ -549,12 +688,12 @@ impl Conn {
             back: None,
             bulk,
         };
-        let reply = tokio::task::spawn_blocking(move || disp.dispatch_from(rpc, origin)).await;
-        let Ok(Some(reply)) = reply else {
+        // On a blocking thread (see on_completion): the program may block on the file system.
+        let Some(reply) = disp.dispatch_from(rpc, origin) else {
             RdmaMetrics::inc(&self.metrics().dropped);
             return;
         };
-        let grant = self.limits.grant(call.header.credits);
+        let grant = self.grant(call.header.credits);
         let plan = match plan_reply(&call.header, grant, &reply, self.nego.send as usize) {
             Ok(p) => p,
             Err(e) => {
@@ -621,9 +760,7 @@ impl Conn {
             Fail::Discard => RdmaMetrics::inc(&self.metrics().dropped),
             Fail::Closed => self.fatal("invalid message"),
             Fail::Error(kind) => {
-                let grant = call.map_or(self.limits.max_credits, |c| {
-                    self.limits.grant(c.header.credits)
-                });
+                let grant = self.grant(call.map_or(self.limits.max_credits, |c| c.header.credits));
                 let plan = match call {
                     Some(c) => SendPlan::error(c.header.xid, c.header.vers, grant, kind),
                     None => {
@@ -676,7 +813,7 @@ impl Conn {
         })
     }
 
-    /// Stages, posts and awaits the Writes and the Send of `plan`.
+    /// Stages and posts the Writes and the Send of `plan` (not waiting for their completion).
     async fn send_plan(
         &self,
         plan: SendPlan,
@@ -753,15 +890,11 @@ impl Conn {
         if invalidate.is_some() {
             RdmaMetrics::inc(&m.send_with_invalidate);
         }
-        self.submit(
-            Batch {
-                wrs,
-                bufs: Vec::new(),
-            },
-            Some(credit),
-        )
-        .await
-        .map(|_| ())
+        let batch = Batch {
+            wrs,
+            bufs: Vec::new(),
+        };
+        self.post(batch, Some(credit), false).await.map(|_| ())
     }
 }
 

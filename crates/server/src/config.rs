@@ -80,6 +80,35 @@ pub struct Args {
     /// Do not serve RPC-over-RDMA.
     #[arg(long)]
     pub no_rdma: bool,
+    /// Most RPC-over-RDMA credits (calls in flight) granted to one connection; connections
+    /// share the device's receive buffers, so each is granted a fair share of them, at most this.
+    #[arg(long, value_name = "N", default_value_t = 128,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub rdma_credits: u32,
+    /// Inline threshold offered in the RDMA connection private data, send and receive (bytes,
+    /// whole KiB from 1 KiB to 64 KiB; the peer's smaller size wins).
+    #[arg(long, value_name = "BYTES", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1024..=65536))]
+    pub rdma_inline: u32,
+    /// Receive buffers of each device's shared receive queue (memory: this x the inline size,
+    /// whatever the number of connections).
+    #[arg(long, value_name = "N", default_value_t = 2048,
+          value_parser = clap::value_parser!(u32).range(32..=65536))]
+    pub rdma_recv_buffers: u32,
+    /// 1 MiB buffers of each device's pool for RDMA Read and Write payloads.
+    #[arg(long, value_name = "N", default_value_t = 32,
+          value_parser = clap::value_parser!(u32).range(2..=4096))]
+    pub rdma_bulk_buffers: u32,
+    /// Most RDMA connections per device; more are refused.
+    #[arg(long, value_name = "N", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub rdma_max_conns: u32,
+    /// Busy-poll each RDMA connection's completion queue for this many microseconds after
+    /// its last completion before waiting for an event (0: event-driven only). Trades CPU for
+    /// latency under load.
+    #[arg(long, value_name = "USECS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub rdma_busy_poll: u64,
     // --- end RPC-over-RDMA ---
     /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
     #[arg(long, default_value = "info")]

@@ -208,6 +208,15 @@ async fn run(args: Args) -> Result<(), String> {
             addr: args.rdma.unwrap_or_else(|| {
                 SocketAddr::from(([0, 0, 0, 0], rpcrdma::transport::NFS_RDMA_PORT))
             }),
+            credits: args.rdma_credits,
+            inline: rpcrdma::InlineConfig::new(args.rdma_inline, args.rdma_inline),
+            pool: rpcrdma::transport::PoolConfig {
+                recv_count: args.rdma_recv_buffers as usize,
+                bulk_count: args.rdma_bulk_buffers as usize,
+                ..Default::default()
+            },
+            max_conns: args.rdma_max_conns as usize,
+            busy_poll: std::time::Duration::from_micros(args.rdma_busy_poll),
             ..Default::default()
         };
         let addr = cfg.addr;

@@ -3,7 +3,7 @@ use proptest::prelude::*;
 
 use super::{call, message, rpc_bytes, seg, words};
 use crate::header::*;
-use crate::limits::{Disposition, Limits, ValidationError};
+use crate::limits::{Disposition, Limits, ValidationError, MIN_SHARE};
 
 const XID: u32 = 0xdead_0001;
 
@@ -404,6 +404,32 @@ fn rpc_message_and_xid() {
 }
 
 #[test]
+fn fair_share_of_the_receive_queue() {
+    let l = Limits::default();
+    // one connection gets everything up to its maximum
+    assert_eq!(l.fair_share(2032, 1), 128);
+    assert_eq!(l.fair_share(2032, 0), 128, "no connection counted yet");
+    // 2032 buffers among 32 connections: 63 each
+    assert_eq!(l.fair_share(2032, 32), 63);
+    // many connections: never below MIN_SHARE, so the queue may run dry (RNR, retried)
+    assert_eq!(l.fair_share(2032, 1000), MIN_SHARE);
+    assert_eq!(l.fair_share(0, 5), MIN_SHARE);
+    // a maximum below MIN_SHARE wins
+    let small = Limits {
+        max_credits: 4,
+        ..l
+    };
+    assert_eq!(small.fair_share(2032, 1000), 4);
+    assert_eq!(small.fair_share(2032, 1), 4);
+    let zero = Limits {
+        max_credits: 0,
+        ..l
+    };
+    assert_eq!(zero.fair_share(2032, 1), 1);
+    assert_eq!(l.fair_share(usize::MAX, 1), 128);
+}
+
+#[test]
 fn credits() {
     let l = Limits::default();
     assert_eq!(
@@ -421,6 +447,11 @@ fn credits() {
         ..l
     };
     assert_eq!(zero.grant(5), 1);
+    assert_eq!(zero.grant_within(5, 0), 1);
+    assert_eq!(l.grant_within(128, 40), 40);
+    assert_eq!(l.grant_within(10, 40), 10);
+    assert_eq!(l.grant_within(0, 40), 1);
+    assert_eq!(l.grant_within(u32::MAX, 1000), 128);
     assert_eq!(l.check_credits(128, 128), Ok(()));
     let e = l.check_credits(129, 128).unwrap_err();
     assert_eq!(
