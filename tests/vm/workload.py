@@ -725,11 +725,15 @@ def case_reclaim(d, a):
         raise Skip("the harness gave no --restart-cmd for this server")
     import fcntl
     path = os.path.join(d, "locked")
+    t0 = time.monotonic()
     fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
     try:
         pwrite_all(fd, b"before", 0)
         os.fsync(fd)
+        log(f"open + write + fsync: {time.monotonic() - t0:.1f}s")
+        t0 = time.monotonic()
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 4096, 0)
+        log(f"lock: {time.monotonic() - t0:.1f}s")
         t0 = time.monotonic()
         r = subprocess.run(a.restart_cmd, shell=True, capture_output=True, text=True, timeout=300)
         log(f"restart ({time.monotonic() - t0:.1f}s): rc={r.returncode} {r.stdout} {r.stderr}")
@@ -739,6 +743,11 @@ def case_reclaim(d, a):
         pwrite_all(fd, b"after", 4096)
         os.fsync(fd)
         log(f"write + fsync after the restart: {time.monotonic() - t0:.1f}s")
+        if a.reclaimed_cmd:
+            # the write needed the reclaimed state, so the client has reclaimed by now
+            r = subprocess.run(a.reclaimed_cmd, shell=True, capture_output=True, text=True,
+                               timeout=60)
+            check(r.returncode == 0, f"{a.reclaimed_cmd} failed: {one_line(r.stdout + r.stderr)}")
         probe = ("import fcntl, os, sys\n"
                  "fd = os.open(sys.argv[1], os.O_RDWR)\n"
                  "try:\n"
@@ -746,9 +755,11 @@ def case_reclaim(d, a):
                  "    print('GRANTED')\n"
                  "except OSError as e:\n"
                  "    print('DENIED', e.errno)\n")
+        t0 = time.monotonic()
         r = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True,
                            timeout=600)
-        log(f"conflicting lock from another process: {r.stdout.strip()} {r.stderr.strip()}")
+        log(f"conflicting lock from another process ({time.monotonic() - t0:.1f}s): "
+            f"{r.stdout.strip()} {r.stderr.strip()}")
         check(r.stdout.startswith("DENIED"),
               f"another process got the lock after the restart ({one_line(r.stdout + r.stderr)}):"
               " the server lost it")
@@ -1035,6 +1046,8 @@ def main():
     ap.add_argument("--transport", default="", help="transport of the mount (tcp, rdma)")
     ap.add_argument("--metrics-url", help="the server's Prometheus endpoint, for data-path checks")
     ap.add_argument("--restart-cmd", help="shell command that crashes and restarts the server")
+    ap.add_argument("--reclaimed-cmd",
+                    help="shell command run once the client has reclaimed after a restart")
     ap.add_argument("--hole-mib", type=int, default=1024, help="all-hole file size (v4.2)")
     ap.add_argument("--alt-mib", type=int, default=16, help="alternating data/hole file size")
     ap.add_argument("--perf-mib", type=int, default=256, help="dd size of the perf case")
