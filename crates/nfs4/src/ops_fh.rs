@@ -424,11 +424,7 @@ impl Nfs4 {
                         let mut a = Encoder::new();
                         match &ent.plus {
                             Some((fh, attr)) => {
-                                let node = self.vfs.resolve(fh);
-                                match node {
-                                    Ok(node) => self.encode_node_attrs(&mut a, &node, &req, minor),
-                                    Err(_) => encode_plain(self, &mut a, fh, attr, &req, minor),
-                                }
+                                self.encode_entry_attrs(&mut a, &n, fh, attr, &req, minor)
                             }
                             None => {
                                 if let Err(f) = rdattr_error(&mut a, &req, st::ACCESS) {
@@ -458,17 +454,38 @@ impl Nfs4 {
     }
 }
 
-fn encode_plain(s: &Nfs4, e: &mut Encoder, fh: &Bytes, attr: &Attr, req: &Bitmap, minor: u32) {
-    let none = || None;
-    let o = Object {
-        attr,
-        fh,
-        mounted_on_fileid: attr.fileid,
-        fsstat: &none,
-        lease: s.lease_secs,
-        idmap: &s.idmap,
-    };
-    attr::encode_fattr(e, req, &o, minor);
+impl Nfs4 {
+    /// fattr4 of an entry of `dir` from the attributes READDIR read with its handle: the
+    /// entry is resolved (an open by handle and a stat more) only when a file-system
+    /// attribute such as space_avail is asked for, which the Linux client's READDIR does not.
+    fn encode_entry_attrs(
+        &self,
+        e: &mut Encoder,
+        dir: &Node,
+        fh: &Bytes,
+        attr: &Attr,
+        req: &Bitmap,
+        minor: u32,
+    ) {
+        let mounted_on = if self.vfs.is_export_root_attr(dir, attr) {
+            self.pseudo.junction_fileid(fh).unwrap_or(attr.fileid)
+        } else {
+            attr.fileid
+        };
+        let fsstat = || {
+            let n = self.vfs.resolve(fh).ok()?;
+            self.vfs.fsstat(&n).ok()
+        };
+        let o = Object {
+            attr,
+            fh,
+            mounted_on_fileid: mounted_on,
+            fsstat: &fsstat,
+            lease: self.lease_secs,
+            idmap: &self.idmap,
+        };
+        attr::encode_fattr(e, req, &o, minor);
+    }
 }
 
 /// Encodes an entry whose attributes cannot be read: only rdattr_error, when asked for.

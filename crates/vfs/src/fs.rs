@@ -436,6 +436,13 @@ impl Vfs {
         node.attr.fsid == e.root_dev && node.attr.fileid == e.root_ino
     }
 
+    /// Whether an object with attributes `attr`, found in `dir`'s export, is that export's
+    /// root directory (as [`Vfs::is_export_root`], without resolving it).
+    pub fn is_export_root_attr(&self, dir: &Node, attr: &Attr) -> bool {
+        let e = &self.exports[dir.export];
+        attr.fsid == e.root_dev && attr.fileid == e.root_ino
+    }
+
     fn handle_at(
         &self,
         export: usize,
@@ -995,17 +1002,45 @@ impl Vfs {
         if cookie != 0 && verifier != [0; 8] && verifier != self.cookie_verifier(dir) {
             return Err(VfsError::BadCookie);
         }
-        let path = dir.proc_path();
+        // "." relative to the node's O_PATH descriptor: one path component, not the walk of
+        // a /proc/self/fd path.
         let dfd = cred::with_creds(&caller.creds, || {
-            sys::openat(sys::cwd(), &path, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+            sys::openat(dir.fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
         })?;
         if cookie != 0 {
             sys::seek_dir(dfd.as_fd(), cookie)?;
         }
         let at_root = self.is_export_root(dir);
-        let mut buf = vec![0u8; 32 * 1024];
+        thread_local! {
+            static DENTS: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 32 * 1024]);
+        }
+        // The worker thread's buffer, reused (a fresh one should `accept` ever list again).
+        let dfd = dfd.as_fd();
+        DENTS.with(|b| match b.try_borrow_mut() {
+            Ok(mut buf) => {
+                self.read_entries(caller, dir, dfd, at_root, plus, &mut buf, &mut accept)
+            }
+            Err(_) => {
+                let mut buf = vec![0u8; 32 * 1024];
+                self.read_entries(caller, dir, dfd, at_root, plus, &mut buf, &mut accept)
+            }
+        })
+    }
+
+    /// The getdents64 loop of [`Vfs::readdir`].
+    #[allow(clippy::too_many_arguments)]
+    fn read_entries(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        dfd: BorrowedFd<'_>,
+        at_root: bool,
+        plus: bool,
+        buf: &mut [u8],
+        accept: &mut impl FnMut(DirEntry) -> bool,
+    ) -> VfsResult<bool> {
         loop {
-            let n = sys::getdents64(dfd.as_fd(), &mut buf)?;
+            let n = sys::getdents64(dfd, buf)?;
             if n == 0 {
                 return Ok(true);
             }
@@ -1019,15 +1054,16 @@ impl Vfs {
                     return Err(VfsError::Errno(libc::EIO));
                 }
                 let name_raw = &rec[19..reclen];
-                let nlen = name_raw
-                    .iter()
-                    .position(|b| *b == 0)
-                    .unwrap_or(name_raw.len());
-                let name = Bytes::copy_from_slice(&name_raw[..nlen]);
+                // the kernel terminates every name with NUL inside its record
+                let Some(nlen) = name_raw.iter().position(|b| *b == 0) else {
+                    return Err(VfsError::Errno(libc::EIO));
+                };
+                let cname = CStr::from_bytes_with_nul(&name_raw[..=nlen])
+                    .map_err(|_| VfsError::Errno(libc::EIO))?;
                 off += reclen;
                 let mut entry = DirEntry {
                     fileid: ino,
-                    name,
+                    name: Bytes::copy_from_slice(&name_raw[..nlen]),
                     cookie: next,
                     plus: None,
                 };
@@ -1035,7 +1071,7 @@ impl Vfs {
                     entry.fileid = dir.attr.fileid;
                 }
                 if plus {
-                    entry.plus = self.entry_plus(caller, dir, &entry.name, at_root);
+                    entry.plus = self.entry_plus(caller, dir, cname, at_root);
                 }
                 if !accept(entry) {
                     return Ok(false);
@@ -1048,17 +1084,17 @@ impl Vfs {
         &self,
         caller: &Caller,
         dir: &Node,
-        name: &Bytes,
+        name: &CStr,
         at_root: bool,
     ) -> Option<(Bytes, Attr)> {
-        if &name[..] == b"." || (&name[..] == b".." && at_root) {
+        let raw = name.to_bytes();
+        if raw == b"." || (raw == b".." && at_root) {
             return Some((dir.fh.clone(), dir.attr.clone()));
         }
-        if &name[..] == b".." {
-            return self.lookup(caller, dir, name).ok();
+        if raw == b".." {
+            return self.lookup(caller, dir, raw).ok();
         }
-        let c = CString::new(&name[..]).ok()?;
-        self.lookup_c(caller, dir, &c).ok()
+        self.lookup_c(caller, dir, name).ok()
     }
 
     /// Export paths with their root handles, for building the NFSv4 pseudo file system.
