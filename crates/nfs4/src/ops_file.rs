@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use vfs::{CreateMode, Extent, FileType, Node, SetAttrs, Stability};
+use vfs::{CreateMode, Extent, FileType, Node, SetAttrs, Span, Stability};
 use xdr::{Decoder, Encoder, Reply};
 
 use crate::attr::{self, Bitmap};
@@ -768,7 +768,44 @@ impl Nfs4 {
         let count = ctx.cap_reply(d.u32()?);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
-        let (extents, eof, _) = self.vfs.read_extents(&c, &n, offset, count)?;
+        // Over RDMA (a Write list) data extents are read straight into registered memory that
+        // the RDMA Write sends from; otherwise (or with no buffer free) into memory of our own.
+        let (bulk, spans) = ctx.rpc.bulk_payload(
+            count as usize,
+            |buf| {
+                let (spans, eof, _) = self.vfs.read_extents_into(&c, &n, offset, buf)?;
+                let used = spans
+                    .iter()
+                    .map(|s| match s {
+                        Span::Data { at, len, .. } => at + len,
+                        Span::Hole { .. } => 0,
+                    })
+                    .max()
+                    .unwrap_or(0);
+                Ok::<_, OpFail>((used, Some((spans, eof))))
+            },
+            || Ok((Bytes::new(), None)),
+        )?;
+        let (extents, eof) = match spans {
+            Some((spans, eof)) => {
+                let mut extents = Vec::with_capacity(spans.len());
+                for s in spans {
+                    extents.push(match s {
+                        Span::Data { offset, at, len } if at + len <= bulk.len() => Extent::Data {
+                            offset,
+                            data: bulk.slice(at..at + len),
+                        },
+                        Span::Data { .. } => return Err(st::SERVERFAULT.into()),
+                        Span::Hole { offset, len } => Extent::Hole { offset, len },
+                    });
+                }
+                (extents, eof)
+            }
+            None => {
+                let (extents, eof, _) = self.vfs.read_extents(&c, &n, offset, count)?;
+                (extents, eof)
+            }
+        };
         let mut e = Encoder::new();
         e.bool(eof);
         e.u32(extents.len() as u32);

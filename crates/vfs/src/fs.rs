@@ -1146,6 +1146,59 @@ impl Vfs {
         offset: u64,
         count: u32,
     ) -> VfsResult<(Vec<Extent>, bool, Attr)> {
+        let mut data = Vec::new();
+        let (spans, eof, attr) =
+            self.scan_extents(caller, node, offset, count, |fd, pos, want| {
+                let mut buf = BytesMut::with_capacity(want);
+                let n = sys::pread_into(fd, &mut buf, want, pos)?;
+                data.push(buf.freeze());
+                Ok(n)
+            })?;
+        let mut data = data.into_iter();
+        let out = spans
+            .into_iter()
+            .map(|s| match s {
+                Span::Hole { offset, len } => Extent::Hole { offset, len },
+                Span::Data { offset, .. } => Extent::Data {
+                    offset,
+                    data: data.next().unwrap_or_default(),
+                },
+            })
+            .collect();
+        Ok((out, eof, attr))
+    }
+
+    /// READ_PLUS into the caller's buffer (registered transport memory): data extents are read
+    /// back to back into `dst`, at most `dst.len()` bytes of file; each returned data span
+    /// names its bytes in `dst` (`at..at + len`).
+    pub fn read_extents_into(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        dst: &mut [u8],
+    ) -> VfsResult<(Vec<Span>, bool, Attr)> {
+        let count = u32::try_from(dst.len()).unwrap_or(u32::MAX);
+        let mut used = 0usize;
+        self.scan_extents(caller, node, offset, count, |fd, pos, want| {
+            let room = dst.len() - used;
+            let n = sys::pread_slice(fd, &mut dst[used..used + want.min(room)], pos)?;
+            used += n;
+            Ok(n)
+        })
+    }
+
+    /// The extent walk of READ_PLUS; `read(fd, pos, want)` reads a data extent (at most
+    /// `want` bytes at `pos`) wherever the caller keeps it and returns how many it read. Data
+    /// spans are numbered in reading order: `at` is the sum of the data lengths before.
+    fn scan_extents(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+        mut read: impl FnMut(BorrowedFd<'_>, u64, usize) -> VfsResult<usize>,
+    ) -> VfsResult<(Vec<Span>, bool, Attr)> {
         self.same_export(caller, node)?;
         Self::check_regular(node)?;
         if !mode_allows(&caller.creds, &node.attr, 4, true)
@@ -1163,6 +1216,7 @@ impl Vfs {
         let dense = before.used >= size.div_ceil(4096) * 4096;
         let mut out = Vec::new();
         let mut pos = offset;
+        let mut at = 0usize;
         while pos < end {
             let data_at = match dense {
                 true => pos,
@@ -1174,7 +1228,7 @@ impl Vfs {
             };
             if data_at > pos {
                 let hole_end = data_at.min(end);
-                out.push(Extent::Hole {
+                out.push(Span::Hole {
                     offset: pos,
                     len: hole_end - pos,
                 });
@@ -1185,16 +1239,16 @@ impl Vfs {
                 true => end,
                 false => sys::lseek(fd.as_fd(), pos, libc::SEEK_HOLE)?.min(end),
             };
-            let want = (hole_at - pos) as usize;
-            let mut buf = BytesMut::with_capacity(want);
-            let n = sys::pread_into(fd.as_fd(), &mut buf, want, pos)?;
+            let n = read(fd.as_fd(), pos, (hole_at - pos) as usize)?;
             if n == 0 {
                 break;
             }
-            out.push(Extent::Data {
+            out.push(Span::Data {
                 offset: pos,
-                data: buf.freeze(),
+                at,
+                len: n,
             });
+            at += n;
             pos += n as u64;
         }
         let attr = self.attr(fd.as_fd())?;

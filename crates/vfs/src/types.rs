@@ -221,3 +221,24 @@ pub enum Extent {
         len: u64,
     },
 }
+
+/// An extent of a READ_PLUS read into a caller's buffer ([`crate::Vfs::read_extents_into`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// File bytes, at `at..at + len` of the buffer.
+    Data {
+        /// Where they start in the file.
+        offset: u64,
+        /// Where they are in the buffer.
+        at: usize,
+        /// How many.
+        len: usize,
+    },
+    /// A range that reads as zeros and has no storage.
+    Hole {
+        /// Where it starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
+}

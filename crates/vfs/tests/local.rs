@@ -161,3 +161,64 @@ fn root_squash_and_readdir_cookies() {
         Some(VfsError::BadCookie)
     );
 }
+
+#[test]
+fn read_plus_into_a_buffer_matches_read_plus() {
+    use vfs::{Extent, Span};
+    let (dir, _s, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    // 64 KiB of data, a 1 MiB hole, 64 KiB of data
+    let path = dir.path().join("sparse");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::create(&path).unwrap();
+        f.write_all_at(&[b'a'; 65536], 0).unwrap();
+        f.write_all_at(&[b'b'; 65536], 65536 + (1 << 20)).unwrap();
+    }
+    let (fh, _) = vfs.lookup(&c, &r, b"sparse").unwrap();
+    let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    for (offset, count) in [
+        (0u64, 1u32 << 20),
+        (60_000, 200_000),
+        (65536 + (1 << 20) - 10, 100),
+    ] {
+        let (own, eof, _) = vfs.read_extents(&c, &n, offset, count).unwrap();
+        let mut buf = vec![0xeeu8; count as usize];
+        let (spans, eof2, _) = vfs.read_extents_into(&c, &n, offset, &mut buf).unwrap();
+        assert_eq!(eof, eof2);
+        assert_eq!(
+            own.len(),
+            spans.len(),
+            "{offset}+{count}: {own:?} vs {spans:?}"
+        );
+        let mut next = 0;
+        for (o, s) in own.iter().zip(&spans) {
+            match (o, s) {
+                (Extent::Data { offset: a, data }, Span::Data { offset: b, at, len }) => {
+                    assert_eq!((a, data.len()), (b, *len));
+                    assert_eq!(*at, next, "data spans are back to back");
+                    assert_eq!(&buf[*at..at + len], &data[..]);
+                    next += len;
+                }
+                (Extent::Hole { offset: a, len: x }, Span::Hole { offset: b, len: y }) => {
+                    assert_eq!((a, x), (b, y));
+                }
+                _ => panic!("{offset}+{count}: {o:?} vs {s:?}"),
+            }
+        }
+    }
+    // the buffer bounds what is read, whatever the extents
+    let mut small = vec![0u8; 10];
+    let (spans, eof, _) = vfs.read_extents_into(&c, &n, 0, &mut small).unwrap();
+    assert_eq!(
+        spans,
+        vec![Span::Data {
+            offset: 0,
+            at: 0,
+            len: 10
+        }]
+    );
+    assert!(!eof);
+    assert_eq!(&small, &[b'a'; 10]);
+}
