@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use sunrpc::metrics::MetricsSource;
+use verbs::{Class, Device};
 
 /// Transport counters; gauges are marked as such in the rendering.
 #[derive(Default)]
@@ -100,71 +101,46 @@ impl MetricsSource for RdmaMetrics {
         if devices.is_empty() {
             return;
         }
-        let _ = writeln!(out, "# TYPE rnfs_rdma_srq_reposts_total counter");
-        for d in devices.iter() {
-            let _ = writeln!(
-                out,
-                "rnfs_rdma_srq_reposts_total{{device=\"{}\"}} {}",
-                d.name(),
-                d.srq().reposted()
-            );
-        }
-        let _ = writeln!(out, "# TYPE rnfs_rdma_srq_repost_batches_total counter");
-        for d in devices.iter() {
-            let _ = writeln!(
-                out,
-                "rnfs_rdma_srq_repost_batches_total{{device=\"{}\"}} {}",
-                d.name(),
-                d.srq().repost_batches()
-            );
-        }
-        let _ = writeln!(out, "# TYPE rnfs_rdma_srq_posted gauge");
-        for d in devices.iter() {
-            let _ = writeln!(
-                out,
-                "rnfs_rdma_srq_posted{{device=\"{}\"}} {}",
-                d.name(),
-                d.srq().posted()
-            );
-        }
+        let per_device = |out: &mut String, name: &str, kind: &str, v: &dyn Fn(&Device) -> u64| {
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            for d in devices.iter() {
+                let _ = writeln!(out, "{name}{{device=\"{}\"}} {}", d.name(), v(d));
+            }
+        };
+        per_device(out, "rnfs_rdma_srq_reposts_total", "counter", &|d| {
+            d.srq().reposted()
+        });
+        per_device(out, "rnfs_rdma_srq_repost_batches_total", "counter", &|d| {
+            d.srq().repost_batches()
+        });
+        per_device(out, "rnfs_rdma_srq_posted", "gauge", &|d| {
+            d.srq().posted() as u64
+        });
+        let per_class = |out: &mut String, name: &str, v: &dyn Fn(&Device, Class) -> usize| {
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            for d in devices.iter() {
+                for c in Class::ALL {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{device=\"{}\",class=\"{}\"}} {}",
+                        d.name(),
+                        c.name(),
+                        v(d, c)
+                    );
+                }
+            }
+        };
         let _ = writeln!(out, "# HELP rnfs_rdma_pool_bytes Registered pool memory per class, fixed at start-up (class recv: the shared receive queue's buffers, whatever the number of connections).");
-        let _ = writeln!(out, "# TYPE rnfs_rdma_pool_bytes gauge");
-        for d in devices.iter() {
+        per_class(out, "rnfs_rdma_pool_bytes", &|d, c| {
             let cfg = d.pool().config();
-            for c in verbs::Class::ALL {
-                let _ = writeln!(
-                    out,
-                    "rnfs_rdma_pool_bytes{{device=\"{}\",class=\"{}\"}} {}",
-                    d.name(),
-                    c.name(),
-                    cfg.count(c) * cfg.size(c)
-                );
-            }
-        }
-        let _ = writeln!(out, "# TYPE rnfs_rdma_pool_buffers_in_use gauge");
-        for d in devices.iter() {
-            for c in verbs::Class::ALL {
-                let _ = writeln!(
-                    out,
-                    "rnfs_rdma_pool_buffers_in_use{{device=\"{}\",class=\"{}\"}} {}",
-                    d.name(),
-                    c.name(),
-                    d.pool().in_use(c)
-                );
-            }
-        }
-        let _ = writeln!(out, "# TYPE rnfs_rdma_pool_buffers_high_water gauge");
-        for d in devices.iter() {
-            for c in verbs::Class::ALL {
-                let _ = writeln!(
-                    out,
-                    "rnfs_rdma_pool_buffers_high_water{{device=\"{}\",class=\"{}\"}} {}",
-                    d.name(),
-                    c.name(),
-                    d.pool().high_water(c)
-                );
-            }
-        }
+            cfg.count(c) * cfg.size(c)
+        });
+        per_class(out, "rnfs_rdma_pool_buffers_in_use", &|d, c| {
+            d.pool().in_use(c)
+        });
+        per_class(out, "rnfs_rdma_pool_buffers_high_water", &|d, c| {
+            d.pool().high_water(c)
+        });
     }
 }
 

@@ -1,8 +1,9 @@
 //! The RPC-over-RDMA version 1 transport engine: listens with RDMA-CM, accepts connections
 //! with RFC 8797 private data, and serves each call through the same [`Dispatcher`] as TCP.
 //!
-//! Per call (one hand-off: the connection's completion task passes the message to a blocking
-//! thread, which runs everything below, program included, and posts the reply itself):
+//! Per call (the connection's completion task passes the message to a blocking thread, which
+//! runs steps 2 to 6, program included, and leaves the reply's batch in the connection's outbox
+//! for the completion task to post):
 //!
 //! 1. A receive completion on the connection's CQ: the message is copied out of the SRQ
 //!    buffer (at most the inline size) and the buffer goes back to the SRQ (reposted in
@@ -559,8 +560,8 @@ impl Conn {
                     self.fatal(&e.to_string());
                     return;
                 }
-                // One hand-off per call: the whole call, program included, runs on a blocking
-                // thread, which posts the reply itself; the completion comes back here.
+                // The whole call, program included, runs on a blocking thread; its batches come
+                // back here through the outbox, to be posted (see `outbox`).
                 let conn = self.clone();
                 let rt = tokio::runtime::Handle::current();
                 tokio::task::spawn_blocking(move || rt.block_on(conn.serve_call(msg, guard)));
@@ -617,16 +618,11 @@ impl Conn {
             return Err(Fail::Closed);
         }
         // The slots are given back by the completion (on_completion), not by this call.
-        match self.sq.try_acquire_many(n) {
-            Ok(p) => p.forget(),
-            Err(tokio::sync::TryAcquireError::Closed) => return Err(Fail::Closed),
-            Err(tokio::sync::TryAcquireError::NoPermits) => self
-                .sq
-                .acquire_many(n)
-                .await
-                .map_err(|_| Fail::Closed)?
-                .forget(),
-        }
+        self.sq
+            .acquire_many(n)
+            .await
+            .map_err(|_| Fail::Closed)?
+            .forget();
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = if wait {
             let (tx, rx) = oneshot::channel();

@@ -432,8 +432,7 @@ impl Vfs {
 
     /// Whether `node` is the root directory of its export.
     pub fn is_export_root(&self, node: &Node) -> bool {
-        let e = &self.exports[node.export];
-        node.attr.fsid == e.root_dev && node.attr.fileid == e.root_ino
+        self.is_export_root_attr(node, &node.attr)
     }
 
     /// Whether an object with attributes `attr`, found in `dir`'s export, is that export's
