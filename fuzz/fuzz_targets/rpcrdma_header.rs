@@ -3,13 +3,13 @@
 //!
 //! Checks: no panic; a decoded header re-encodes to `encoded_len()` bytes that decode to the
 //! same header; the error reply of a rejected message has the RDMA_ERROR shape; for an
-//! accepted call, the Read plan is consistent (Reads tile the pull buffer) and, with a
-//! synthetic pull buffer, `assemble` yields exactly `message_len()` bytes.
+//! accepted call, the Read plan is consistent: its Reads, inline copies and padding tile the
+//! reassembled call exactly, and filling a buffer of `message_len()` bytes succeeds.
 #![no_main]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use rpcrdma::{assemble_contiguous, Disposition, Header, Limits, Proc};
+use rpcrdma::{Disposition, Header, Limits, Proc};
 
 fuzz_target!(|data: &[u8]| {
     let limits = Limits::default();
@@ -50,21 +50,21 @@ fuzz_target!(|data: &[u8]| {
     };
     let plan = &call.reads;
     let mut next = 0usize;
-    for r in plan.reads() {
-        assert_eq!(r.local_offset, next, "Reads do not tile the pull buffer");
-        next += r.remote.length as usize;
+    for r in plan.extents() {
+        assert_eq!(r.start, next, "the plan's extents do not tile the call");
+        next = r.end;
     }
-    assert_eq!(next, plan.pull_len());
-    if plan.pull_len() > 1 << 20 {
+    assert_eq!(next, plan.message_len());
+    let pulled: usize = plan.reads().iter().map(|r| r.remote.length as usize).sum();
+    assert_eq!(pulled, plan.pull_len());
+    if plan.message_len() > 1 << 20 {
         return;
     }
-    let mut pulled = vec![0xa5u8; plan.pull_len()];
-    if plan.call_chunk_len().is_some() && pulled.len() >= 4 {
-        pulled[..4].copy_from_slice(&call.header.xid.to_be_bytes());
+    let mut buf = vec![0xa5u8; plan.message_len()];
+    plan.fill(&call.inline, &mut buf)
+        .expect("an accepted call's plan fills a buffer of its length");
+    for r in plan.reads() {
+        buf[r.local_offset..r.local_offset + r.remote.length as usize].fill(0x5a);
     }
-    if let Ok(pieces) = plan.assemble(&call.inline, &Bytes::from(pulled)) {
-        let total: usize = pieces.iter().map(Bytes::len).sum();
-        assert_eq!(total, plan.message_len(), "assembled call length");
-        assert_eq!(assemble_contiguous(&pieces).len(), total);
-    }
+    let _ = plan.check(&buf);
 });

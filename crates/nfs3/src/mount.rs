@@ -44,7 +44,8 @@ impl Mount {
                 {
                     m.push(MountBody {
                         hostname: host,
-                        directory: a.dirpath.clone(),
+                        // a copy: the list outlives the call buffer the path is a slice of
+                        directory: Bytes::copy_from_slice(&a.dirpath),
                     });
                 }
                 tracing::info!(client = %ctx.peer, path = %String::from_utf8_lossy(&a.dirpath), "mounted");

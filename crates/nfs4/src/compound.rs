@@ -380,7 +380,7 @@ impl Nfs4 {
             if let Some(sess) = s.sessions.get_mut(&sid) {
                 if let Some(sl) = sess.slots.get_mut(slot) {
                     sl.busy = false;
-                    sl.reply = if cachethis { Some(reply.clone()) } else { None };
+                    sl.reply = cachethis.then(|| reply.detached());
                 }
             }
         }
@@ -511,7 +511,12 @@ impl Nfs4 {
 pub fn callback_sec(d: &mut Decoder) -> Result<Option<Credential>, OpFail> {
     Ok(match d.u32()? {
         0 => Some(Credential::None),
-        1 => Some(Credential::Sys(sunrpc::AuthSys::decode(d)?)),
+        1 => {
+            // kept by the session: its machine name must not be a slice of the call
+            let mut sys = sunrpc::AuthSys::decode(d)?;
+            sys.machine = Bytes::copy_from_slice(&sys.machine);
+            Some(Credential::Sys(sys))
+        }
         6 => {
             d.u32()?;
             d.opaque(1024)?;

@@ -118,7 +118,7 @@ impl Nfs4 {
 
     pub(crate) fn setclientid(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let verf = verifier(d)?;
-        let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+        let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
         let _cb_program = d.u32()?;
         let _netid = d.opaque(64)?;
         let _addr = d.opaque(256)?;
@@ -199,7 +199,7 @@ impl Nfs4 {
 
     pub(crate) fn exchange_id(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let verf = verifier(d)?;
-        let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+        let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
         let flags = d.u32()?;
         match d.u32()? {
             0 => {}

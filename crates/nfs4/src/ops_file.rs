@@ -238,7 +238,7 @@ impl Nfs4 {
         let share_access = d.u32()?;
         let share_deny = d.u32()?;
         let clientid = d.u64()?;
-        let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+        let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
         let create = match d.u32()? {
             0 => None,
             1 => Some(match d.u32()? {

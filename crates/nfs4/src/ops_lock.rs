@@ -71,7 +71,7 @@ impl Nfs4 {
             let open_sid = self.stateid_arg(ctx, d)?;
             let lock_seqid = d.u32()?;
             let clientid = d.u64()?;
-            let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+            let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
             Locker::New {
                 open_seqid,
                 open_sid,

@@ -41,7 +41,7 @@ pub use ddp::{
 pub use header::{ErrorKind, Header, Proc, RdmaSegment, ReadChunk, ReadSegment, WriteChunk};
 pub use limits::{Call, Disposition, Limits, ValidationError, MIN_SHARE};
 pub use private_data::{negotiate, InlineConfig, Negotiated, PrivateData};
-pub use read_plan::{assemble_contiguous, PlacedChunk, RdmaRead, ReadPlan};
+pub use read_plan::{PlacedChunk, RdmaRead, ReadPlan};
 
 #[cfg(test)]
 mod tests;

@@ -66,6 +66,10 @@ pub struct Limits {
 /// Largest NFS READ/WRITE payload the server is configured for (1 MiB).
 pub const MAX_IO: u32 = 1 << 20;
 
+/// Bytes per bulk buffer: a call with a Read chunk is rebuilt in one (its inline part is at
+/// most the largest inline size), so a WRITE of [`MAX_IO`] needs this much.
+pub const BULK_SIZE: usize = MAX_IO as usize + crate::private_data::MAX_INLINE as usize;
+
 /// Smallest credit cap [`Limits::fair_share`] gives a connection, however many share the
 /// receive queue: below this a client cannot keep a few reads and writes in flight.
 pub const MIN_SHARE: u32 = 8;

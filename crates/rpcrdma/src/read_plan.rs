@@ -1,5 +1,5 @@
 //! Read chunks on the receive side (RFC 8166 3.4.5, 3.5.3): which RDMA Reads pull a call's
-//! chunks, and how the pulled data is spliced back into the RPC call.
+//! chunks, and where every byte of the reassembled RPC call goes.
 //!
 //! * A Position-Zero Read chunk (RDMA_NOMSG "long call") carries the whole RPC call: the pulled
 //!   bytes are the message, and the inline bytes after the transport header are ignored.
@@ -18,46 +18,53 @@
 //!
 //! # Zero copy
 //!
-//! All RDMA Reads land in one local buffer of [`ReadPlan::pull_len`] bytes: the Position-Zero
-//! chunk first, then each data chunk in position order, each contiguous. [`ReadPlan::assemble`]
-//! returns the call as a list of `Bytes` pieces that are slices of the receive buffer and of
-//! that pull buffer, plus static zero padding, so a WRITE payload stays one untouched piece of
-//! the pull buffer. Until the RPC decoder can walk a list of pieces, [`assemble_contiguous`]
-//! copies the pieces into one buffer (a single piece is returned without copying).
+//! The call is rebuilt in one registered buffer of [`ReadPlan::message_len`] bytes, each byte
+//! written once at its final offset: every RDMA Read lands where its data belongs in the call
+//! (a Position-Zero chunk is read in pieces around the data items inserted into it), and only
+//! the inline bytes around the chunks (the RPC header and arguments, a few hundred bytes) and
+//! the roundup padding are written by the CPU ([`ReadPlan::fill`]). A WRITE payload is never
+//! copied: the program gets it as a slice of the buffer the RDMA Read filled.
 
-use bytes::{Bytes, BytesMut};
+use std::ops::Range;
 
 use crate::header::{Header, Proc, RdmaSegment};
 use crate::limits::ValidationError;
 
-static ZEROS: [u8; 3] = [0; 3];
-
-/// One RDMA Read: pull `remote.length` bytes from the requester into the pull buffer.
+/// One RDMA Read: pull `remote.length` bytes from the requester into the message buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RdmaRead {
-    /// The requester's segment (R_key, length, address).
+    /// The requester's segment, or the part of it that lands at `local_offset`.
     pub remote: RdmaSegment,
-    /// Where the bytes go in the local pull buffer.
+    /// Where the bytes go in the message buffer.
     pub local_offset: usize,
 }
 
-/// Where one data-item Read chunk lands locally and where it belongs in the call.
+/// Where one data-item Read chunk belongs in the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PlacedChunk {
     /// The chunk's position in the unreduced call.
     pub position: u32,
     /// Offset in the reduced message (inline bytes or Position-Zero chunk) where it is inserted.
     pub base_offset: usize,
-    /// Offset of its data in the pull buffer.
-    pub pull_offset: usize,
+    /// Offset of its data in the reassembled call.
+    pub offset: usize,
     /// Bytes of data (roundup padding not included).
     pub len: usize,
 }
 
-/// The RDMA Reads a call needs and how to splice their data into the RPC call.
+/// Inline bytes the CPU copies into the message buffer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct InlineCopy {
+    from: Range<usize>,
+    at: usize,
+}
+
+/// The RDMA Reads a call needs and where every byte of the call goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadPlan {
     reads: Vec<RdmaRead>,
+    copies: Vec<InlineCopy>,
+    pads: Vec<Range<usize>>,
     pull_len: usize,
     call_len: Option<usize>,
     chunks: Vec<PlacedChunk>,
@@ -89,14 +96,20 @@ impl ReadPlan {
             (Proc::NoMsg, None) => return Err(ValidationError::NoMsgWithoutCallChunk),
             _ => {}
         }
+        for c in &header.read_list {
+            if c.segments.iter().any(|s| s.length == 0) {
+                return Err(ValidationError::ZeroLengthReadSegment {
+                    position: c.position,
+                });
+            }
+        }
         let mut plan = ReadPlan {
             xid: header.xid,
             ..ReadPlan::default()
         };
-        let mut pull: u64 = 0;
+        let base: &[RdmaSegment] = call.map_or(&[], |c| &c.segments);
         let base_len = match call {
             Some(c) => {
-                plan.push_reads(&mut pull, &c.segments, 0)?;
                 let len = c.len();
                 plan.call_len = Some(to_usize(len)?);
                 len
@@ -121,44 +134,80 @@ impl ReadPlan {
                     len: base_len,
                 });
             }
+            plan.place_base(base, consumed..consumed + gap, assembled)?;
             consumed += gap;
-            let pull_offset = to_usize(pull)?;
-            plan.push_reads(&mut pull, &c.segments, position)?;
+            let mut at = u64::from(position);
+            for s in &c.segments {
+                plan.push_read(*s, at)?;
+                at += u64::from(s.length);
+            }
             let len = c.len();
+            if pad4(len) > len {
+                plan.pads
+                    .push(to_usize(at)?..to_usize(u64::from(position) + pad4(len))?);
+            }
             plan.chunks.push(PlacedChunk {
                 position,
                 base_offset: to_usize(consumed)?,
-                pull_offset,
+                offset: to_usize(u64::from(position))?,
                 len: to_usize(len)?,
             });
             assembled = u64::from(position) + pad4(len);
         }
-        plan.pull_len = to_usize(pull)?;
+        plan.place_base(base, consumed..base_len, assembled)?;
         plan.base_len = to_usize(base_len)?;
         plan.message_len = to_usize(assembled + (base_len - consumed))?;
         Ok(plan)
     }
 
-    fn push_reads(
+    /// Places bytes `range` of the reduced message at offset `at` of the call: a copy from the
+    /// inline stream, or RDMA Reads of the parts of the Position-Zero chunk's segments
+    /// (`base`) that hold them.
+    fn place_base(
         &mut self,
-        pull: &mut u64,
-        segs: &[RdmaSegment],
-        position: u32,
+        base: &[RdmaSegment],
+        range: Range<u64>,
+        at: u64,
     ) -> Result<(), ValidationError> {
-        for s in segs {
-            if s.length == 0 {
-                return Err(ValidationError::ZeroLengthReadSegment { position });
-            }
-            self.reads.push(RdmaRead {
-                remote: *s,
-                local_offset: to_usize(*pull)?,
+        if range.is_empty() {
+            return Ok(());
+        }
+        if base.is_empty() {
+            self.copies.push(InlineCopy {
+                from: to_usize(range.start)?..to_usize(range.end)?,
+                at: to_usize(at)?,
             });
-            *pull += u64::from(s.length);
+            return Ok(());
+        }
+        let mut start = 0u64; // offset of `s` in the Position-Zero chunk
+        for s in base {
+            let end = start + u64::from(s.length);
+            let lo = range.start.max(start);
+            let hi = range.end.min(end);
+            if lo < hi {
+                let part = RdmaSegment {
+                    handle: s.handle,
+                    // hi - lo <= s.length, a u32
+                    length: (hi - lo) as u32,
+                    offset: s.offset.wrapping_add(lo - start),
+                };
+                self.push_read(part, at + (lo - range.start))?;
+            }
+            start = end;
         }
         Ok(())
     }
 
-    /// The RDMA Reads to post, in pull-buffer order.
+    fn push_read(&mut self, remote: RdmaSegment, at: u64) -> Result<(), ValidationError> {
+        self.reads.push(RdmaRead {
+            remote,
+            local_offset: to_usize(at)?,
+        });
+        self.pull_len += remote.length as usize;
+        Ok(())
+    }
+
+    /// The RDMA Reads to post, each to its final offset in the message buffer.
     pub fn reads(&self) -> &[RdmaRead] {
         &self.reads
     }
@@ -168,7 +217,7 @@ impl ReadPlan {
         self.reads.is_empty()
     }
 
-    /// Size of the local buffer all Reads land in.
+    /// Bytes the RDMA Reads pull from the requester.
     pub fn pull_len(&self) -> usize {
         self.pull_len
     }
@@ -183,77 +232,62 @@ impl ReadPlan {
         &self.chunks
     }
 
-    /// Length of the reassembled RPC call, padding included.
+    /// Length of the reassembled RPC call, padding included: the message buffer's size.
     pub fn message_len(&self) -> usize {
         self.message_len
     }
 
-    /// Splices the pulled data into the call. `inline` is the received bytes after the
-    /// transport header (ignored for a Position-Zero chunk); `pulled` is the pull buffer after
-    /// all Reads completed (at least [`ReadPlan::pull_len`] bytes). Returns the call as pieces
-    /// in order; every piece but padding is a slice of `inline` or `pulled`.
-    pub fn assemble(&self, inline: &Bytes, pulled: &Bytes) -> Result<Vec<Bytes>, ValidationError> {
-        if pulled.len() < self.pull_len {
+    /// Every byte range of the call the plan writes (Reads, inline copies, padding), sorted by
+    /// offset. For a valid plan they tile `0..message_len()` without gap or overlap, which is
+    /// what makes the reassembled call exactly the requester's (the tests and the fuzz target
+    /// check it).
+    pub fn extents(&self) -> Vec<Range<usize>> {
+        let mut v: Vec<Range<usize>> = self
+            .reads
+            .iter()
+            .map(|r| r.local_offset..r.local_offset + r.remote.length as usize)
+            .chain(self.copies.iter().map(|c| c.at..c.at + c.from.len()))
+            .chain(self.pads.iter().cloned())
+            .collect();
+        v.sort_by_key(|r| r.start);
+        v
+    }
+
+    /// Writes what the RDMA Reads do not into the message buffer `msg`: the inline bytes
+    /// around the chunks (`inline` is the received bytes after the transport header, ignored
+    /// for a Position-Zero chunk) and the roundup padding. The Reads and this touch disjoint
+    /// bytes, so either may come first; together they fill `msg[..message_len]` exactly.
+    pub fn fill(&self, inline: &[u8], msg: &mut [u8]) -> Result<(), ValidationError> {
+        if msg.len() < self.message_len
+            || (self.call_len.is_none() && inline.len() != self.base_len)
+        {
             return Err(ValidationError::PlanMismatch);
         }
-        let base = match self.call_len {
-            Some(len) => pulled.slice(..len),
-            None if inline.len() == self.base_len => inline.clone(),
-            None => return Err(ValidationError::PlanMismatch),
-        };
-        let mut pieces = Vec::with_capacity(2 * self.chunks.len() + 1);
-        let mut cursor = 0;
-        for c in &self.chunks {
-            if c.base_offset > cursor {
-                pieces.push(base.slice(cursor..c.base_offset));
-            }
-            cursor = c.base_offset;
-            pieces.push(pulled.slice(c.pull_offset..c.pull_offset + c.len));
-            let pad = (4 - c.len % 4) % 4;
-            if pad > 0 {
-                pieces.push(Bytes::from_static(&ZEROS[..pad]));
-            }
+        for c in &self.copies {
+            msg[c.at..c.at + c.from.len()].copy_from_slice(&inline[c.from.clone()]);
         }
-        if cursor < base.len() {
-            pieces.push(base.slice(cursor..));
+        for p in &self.pads {
+            msg[p.clone()].fill(0);
         }
-        if self.call_len.is_some() {
-            let mut w = [0u8; 4];
-            let mut got = 0;
-            for p in &pieces {
-                let n = (4 - got).min(p.len());
-                w[got..got + n].copy_from_slice(&p[..n]);
-                got += n;
-                if got == 4 {
-                    break;
-                }
-            }
-            if got < 4 {
-                return Err(ValidationError::NoRpcMessage);
-            }
-            let rpc = u32::from_be_bytes(w);
-            if rpc != self.xid {
-                return Err(ValidationError::XidMismatch {
-                    header: self.xid,
-                    rpc,
-                });
-            }
-        }
-        Ok(pieces)
+        Ok(())
     }
-}
 
-/// Joins assembled pieces into one buffer; a single piece is returned as is, without copying.
-pub fn assemble_contiguous(pieces: &[Bytes]) -> Bytes {
-    match pieces {
-        [] => Bytes::new(),
-        [one] => one.clone(),
-        many => {
-            let mut out = BytesMut::with_capacity(many.iter().map(Bytes::len).sum());
-            for p in many {
-                out.extend_from_slice(p);
-            }
-            out.freeze()
+    /// Checks the reassembled call: a Position-Zero chunk must carry the call whose XID the
+    /// transport header announced (RFC 8166 4.1.1).
+    pub fn check(&self, msg: &[u8]) -> Result<(), ValidationError> {
+        if self.call_len.is_none() {
+            return Ok(());
         }
+        let Some(w) = msg.get(..4) else {
+            return Err(ValidationError::NoRpcMessage);
+        };
+        let rpc = u32::from_be_bytes([w[0], w[1], w[2], w[3]]);
+        if rpc != self.xid {
+            return Err(ValidationError::XidMismatch {
+                header: self.xid,
+                rpc,
+            });
+        }
+        Ok(())
     }
 }

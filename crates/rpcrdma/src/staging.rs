@@ -150,7 +150,7 @@ pub fn stage_writes(
 }
 
 /// The RDMA Reads of a call, all landing in one buffer (index 0 of the batch) at the plan's
-/// offsets: exactly the requester's advertised segments, nothing else.
+/// offsets: exactly the requester's advertised segments (or parts of them), nothing else.
 pub fn read_requests(plan: &ReadPlan) -> Vec<verbs::WorkRequest> {
     plan.reads()
         .iter()
@@ -243,14 +243,14 @@ mod tests {
             (
                 verbs::WorkRequest::Read {
                     buf: 0,
-                    offset: 0,
+                    offset: 100,
                     len: 4096,
                     rkey: 0x11,
                     remote_addr: 0x1000,
                 },
                 verbs::WorkRequest::Read {
                     buf: 0,
-                    offset: 4096,
+                    offset: 4196,
                     len: 100,
                     rkey: 0x11,
                     remote_addr: 0x9000,

@@ -11,8 +11,9 @@
 //!    the connection.
 //! 2. [`Limits::accept_call`] decodes and validates the header. Failures follow their
 //!    [`Disposition`]: RDMA_ERROR, silent discard, or close.
-//! 3. Read chunks: RDMA Reads of exactly the advertised segments into one bulk pool buffer,
-//!    awaited, then [`ReadPlan::assemble`] splices them into the call.
+//! 3. Read chunks: the call is rebuilt in one bulk pool buffer, RDMA Reads of exactly the
+//!    advertised segments landing at their final offsets and [`ReadPlan::fill`] copying the
+//!    inline bytes around them; the program gets the WRITE payload from it with no copy.
 //! 4. [`Dispatcher::dispatch_with`] with [`TransportKind::Rdma`] and no back channel.
 //! 5. [`plan_reply`] with the call's Write list and Reply chunk and the negotiated inline size;
 //!    a reply that cannot be conveyed becomes RDMA_ERROR / ERR_CHUNK.
@@ -88,7 +89,10 @@ impl Default for RdmaConfig {
             addr: SocketAddr::from(([0, 0, 0, 0], NFS_RDMA_PORT)),
             credits: 128,
             inline: InlineConfig::default(),
-            pool: PoolConfig::default(),
+            pool: PoolConfig {
+                bulk_size: crate::limits::BULK_SIZE,
+                ..PoolConfig::default()
+            },
             // 512 ring slots on providers that round depth + 1 up to a power of two (rxe)
             send_depth: 511,
             max_conns: 1024,
@@ -777,11 +781,15 @@ impl Conn {
         }
     }
 
-    /// Pulls a call's Read chunks and returns the assembled RPC call.
+    /// Pulls a call's Read chunks and returns the reassembled RPC call: one bulk buffer the
+    /// RDMA Reads fill at their final offsets, around the inline bytes copied in (see
+    /// [`crate::read_plan`]). The call, and so a WRITE payload, stays a slice of that registered
+    /// buffer until the program drops it: programs copy what they keep beyond the call.
     async fn pull(&self, call: &Call) -> Result<Bytes, Fail> {
         let plan = &call.reads;
-        if plan.pull_len() > self.bulk_size {
-            tracing::warn!(peer = %self.peer, len = plan.pull_len(), "read chunks exceed a bulk buffer");
+        let len = plan.message_len();
+        if len > self.bulk_size {
+            tracing::warn!(peer = %self.peer, len, "a call with read chunks exceeds a bulk buffer");
             return Err(Fail::Error(ErrorKind::Chunk));
         }
         if call.header.proc_ == Proc::NoMsg {
@@ -789,24 +797,17 @@ impl Conn {
         } else {
             RdmaMetrics::inc(&self.metrics().calls_read_chunk);
         }
-        let buf = self.pool.get(Class::Bulk).await;
+        let mut buf = self.pool.get(Class::Bulk).await;
+        plan.fill(&call.inline, &mut buf.as_mut_slice()[..len])?;
         let batch = Batch {
             wrs: read_requests(plan),
             bufs: vec![buf],
         };
         let mut done = self.submit(batch, None).await?;
         RdmaMetrics::add(&self.metrics().read_bytes, plan.pull_len() as u64);
-        let buf = done.bufs.pop().ok_or(Fail::Closed)?;
-        let pulled = buf.freeze(plan.pull_len());
-        let pieces = plan.assemble(&call.inline, &pulled)?;
-        let msg = crate::read_plan::assemble_contiguous(&pieces);
-        // The bulk buffer goes back to the pool now: a call that is a slice of it (a long call
-        // with no other chunk) is copied out, since the program may keep parts of a call.
-        Ok(if self.pool.locate(&msg).is_some() {
-            Bytes::copy_from_slice(&msg)
-        } else {
-            msg
-        })
+        let msg = done.bufs.pop().ok_or(Fail::Closed)?.freeze(len);
+        plan.check(&msg)?;
+        Ok(msg)
     }
 
     /// Stages and posts the Writes and the Send of `plan` (not waiting for their completion).

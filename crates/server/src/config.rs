@@ -95,7 +95,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 2048,
           value_parser = clap::value_parser!(u32).range(32..=65536))]
     pub rdma_recv_buffers: u32,
-    /// 1 MiB buffers of each device's pool for RDMA Read and Write payloads.
+    /// Bulk buffers (1 MiB + 64 KiB) of each device's pool for RDMA Read and Write payloads.
     #[arg(long, value_name = "N", default_value_t = 32,
           value_parser = clap::value_parser!(u32).range(2..=4096))]
     pub rdma_bulk_buffers: u32,

@@ -213,7 +213,7 @@ async fn run(args: Args) -> Result<(), String> {
             pool: rpcrdma::transport::PoolConfig {
                 recv_count: args.rdma_recv_buffers as usize,
                 bulk_count: args.rdma_bulk_buffers as usize,
-                ..Default::default()
+                ..rpcrdma::transport::RdmaConfig::default().pool
             },
             max_conns: args.rdma_max_conns as usize,
             busy_poll: std::time::Duration::from_micros(args.rdma_busy_poll),

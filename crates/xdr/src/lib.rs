@@ -157,6 +157,13 @@ impl Decoder {
         self.opaque_fixed(len)
     }
 
+    /// Decodes variable-length opaque data of at most `max` bytes into memory of its own, for
+    /// values kept after the call (state, caches): a slice would keep the whole call buffer
+    /// alive, which over RDMA is a registered bulk buffer of the transport's pool.
+    pub fn opaque_owned(&mut self, max: usize) -> Result<Bytes> {
+        self.opaque(max).map(|b| Bytes::copy_from_slice(&b))
+    }
+
     /// Decodes a string of at most `max` bytes that must be UTF-8.
     pub fn string(&mut self, max: usize) -> Result<String> {
         let b = self.opaque(max)?;
@@ -258,6 +265,22 @@ impl Reply {
     /// Total length on a byte stream.
     pub fn wire_len(&self) -> usize {
         self.segments.iter().map(Segment::wire_len).sum()
+    }
+
+    /// The same message with its bulk payloads copied into memory of its own, for a reply kept
+    /// after it is sent (a session's reply cache): a READ payload may be a transport's
+    /// registered buffer, which must go back to its pool.
+    pub fn detached(&self) -> Reply {
+        Reply {
+            segments: self
+                .segments
+                .iter()
+                .map(|s| match s {
+                    Segment::Inline(b) => Segment::Inline(b.clone()),
+                    Segment::Bulk(b) => Segment::Bulk(Bytes::copy_from_slice(b)),
+                })
+                .collect(),
+        }
     }
 
     /// Flattens the message into one contiguous buffer (with padding), for caches and tests.

@@ -1,4 +1,3 @@
-use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::{call, message, rpc_bytes, seg};
@@ -12,15 +11,35 @@ fn pad(n: usize) -> usize {
     (n + 3) & !3
 }
 
-/// Fills the pull buffer the way the RDMA Reads would: each remote segment's bytes come from
-/// `remote`, a map from handle to that segment's content.
-fn pull(plan: &ReadPlan, remote: &dyn Fn(&RdmaSegment) -> Vec<u8>) -> Bytes {
-    let mut buf = vec![0u8; plan.pull_len()];
+/// Rebuilds the call the way the transport does: the plan's inline copies and padding, then
+/// each RDMA Read with its remote bytes from `remote` (the content of the requester's memory
+/// for a segment, given its handle, offset and length). Also checks that the plan's extents
+/// tile the call.
+fn rebuild(
+    plan: &ReadPlan,
+    inline: &[u8],
+    remote: &dyn Fn(&RdmaSegment) -> Vec<u8>,
+) -> Result<Vec<u8>, ValidationError> {
+    let mut next = 0;
+    for r in plan.extents() {
+        assert_eq!(
+            r.start,
+            next,
+            "extents do not tile the call: {:?}",
+            plan.extents()
+        );
+        next = r.end;
+    }
+    assert_eq!(next, plan.message_len());
+    let mut buf = vec![0xa5u8; plan.message_len()];
+    plan.fill(inline, &mut buf)?;
     for r in plan.reads() {
         let data = remote(&r.remote);
+        assert_eq!(data.len(), r.remote.length as usize);
         buf[r.local_offset..r.local_offset + data.len()].copy_from_slice(&data);
     }
-    Bytes::from(buf)
+    plan.check(&buf)?;
+    Ok(buf)
 }
 
 #[test]
@@ -48,37 +67,37 @@ fn write_payload_is_spliced_with_roundup_padding() {
         .accept_call(&message(&h, &inline))
         .unwrap();
     let plan = &c.reads;
+    // the payload is read straight to its place in the call, right after the header
     assert_eq!(
         plan.reads(),
         &[
             RdmaRead {
                 remote: seg(0xa, 4096, 0x7000),
-                local_offset: 0
+                local_offset: 100
             },
             RdmaRead {
                 remote: seg(0xb, 1, 0x9000),
-                local_offset: 4096
+                local_offset: 4196
             },
         ]
     );
     assert_eq!(plan.pull_len(), 4097);
     assert_eq!(plan.message_len(), 112 + 4100);
-    let pulled = pull(plan, &|s| match s.handle {
+    // header part (copied), payload (read), 3 bytes of roundup, the rest (copied)
+    assert_eq!(
+        plan.extents(),
+        vec![0..100, 100..4196, 4196..4197, 4197..4200, 4200..4212]
+    );
+    let got = rebuild(plan, &c.inline, &|s| match s.handle {
         0xa => data[..4096].to_vec(),
         _ => data[4096..].to_vec(),
-    });
-    let pieces = plan.assemble(&c.inline, &pulled).unwrap();
-    // header part, payload, 3 bytes of roundup, the rest of the inline stream
-    let lens: Vec<usize> = pieces.iter().map(Bytes::len).collect();
-    assert_eq!(lens, vec![100, 4097, 3, 12]);
-    // the payload is the pull buffer itself, not a copy
-    assert_eq!(pieces[1].as_ptr(), pulled.as_ptr());
-    assert_eq!(pieces[0].as_ptr(), c.inline.as_ptr());
+    })
+    .unwrap();
     let mut expect = inline[..100].to_vec();
     expect.extend_from_slice(&data);
     expect.extend_from_slice(&[0, 0, 0]);
     expect.extend_from_slice(&inline[100..]);
-    assert_eq!(&assemble_contiguous(&pieces)[..], &expect[..]);
+    assert_eq!(got, expect);
 }
 
 #[test]
@@ -97,10 +116,10 @@ fn chunk_that_includes_its_roundup_gets_no_extra_padding() {
     let c = Limits::default()
         .accept_call(&message(&h, &inline))
         .unwrap();
-    let pulled = Bytes::from_static(&[1, 2, 3, 4, 5, 0, 0, 0]);
-    let pieces = c.reads.assemble(&c.inline, &pulled).unwrap();
-    assert_eq!(pieces.len(), 2);
-    assert_eq!(assemble_contiguous(&pieces).len(), 48);
+    assert_eq!(c.reads.extents(), vec![0..40, 40..48]);
+    let got = rebuild(&c.reads, &c.inline, &|_| vec![1, 2, 3, 4, 5, 0, 0, 0]).unwrap();
+    assert_eq!(got.len(), 48);
+    assert_eq!(&got[40..], &[1, 2, 3, 4, 5, 0, 0, 0]);
 }
 
 #[test]
@@ -119,19 +138,20 @@ fn position_zero_chunk_is_the_whole_call() {
     let c = Limits::default().accept_call(&message(&h, &[])).unwrap();
     assert_eq!(c.reads.call_chunk_len(), Some(6000));
     assert_eq!(c.reads.message_len(), 6000);
-    let pulled = pull(&c.reads, &|s| match s.handle {
+    let remote = |s: &RdmaSegment| match s.handle {
         3 => rpc[..4096].to_vec(),
         _ => rpc[4096..].to_vec(),
-    });
-    let pieces = c.reads.assemble(&c.inline, &pulled).unwrap();
-    assert_eq!(pieces.len(), 1);
-    assert_eq!(&pieces[0][..], &rpc[..]);
-    // a single piece is handed back without copying
-    assert_eq!(assemble_contiguous(&pieces).as_ptr(), pulled.as_ptr());
+    };
+    // the whole call is read, nothing is copied
+    assert_eq!(c.reads.extents(), vec![0..4096, 4096..6000]);
+    assert_eq!(rebuild(&c.reads, &c.inline, &remote).unwrap(), rpc);
 
-    let wrong = Bytes::from(rpc_bytes(XID ^ 1, 6000));
+    let wrong = rpc_bytes(XID ^ 1, 6000);
     assert_eq!(
-        c.reads.assemble(&c.inline, &wrong),
+        rebuild(&c.reads, &c.inline, &|s| match s.handle {
+            3 => wrong[..4096].to_vec(),
+            _ => wrong[4096..].to_vec(),
+        }),
         Err(ValidationError::XidMismatch {
             header: XID,
             rpc: XID ^ 1
@@ -162,12 +182,29 @@ fn position_zero_chunk_with_a_data_chunk() {
         None,
     );
     let c = Limits::default().accept_call(&message(&h, &[])).unwrap();
-    assert_eq!(c.reads.reads()[1].local_offset, 300);
-    let pulled = pull(&c.reads, &|s| match s.handle {
-        1 => reduced.clone(),
+    // the call chunk is read in two parts, around the payload read into its place
+    assert_eq!(
+        c.reads.reads(),
+        &[
+            RdmaRead {
+                remote: seg(1, 260, 0),
+                local_offset: 0
+            },
+            RdmaRead {
+                remote: seg(2, 10, 0),
+                local_offset: 260
+            },
+            RdmaRead {
+                remote: seg(1, 40, 260),
+                local_offset: 272
+            },
+        ]
+    );
+    let call_bytes = rebuild(&c.reads, &c.inline, &|s| match s.handle {
+        1 => reduced[s.offset as usize..s.offset as usize + s.length as usize].to_vec(),
         _ => data.to_vec(),
-    });
-    let call_bytes = assemble_contiguous(&c.reads.assemble(&c.inline, &pulled).unwrap());
+    })
+    .unwrap();
     let mut expect = reduced[..260].to_vec();
     expect.extend_from_slice(&data);
     expect.extend_from_slice(&[0, 0]);
@@ -213,8 +250,10 @@ fn positions_count_the_unreduced_message() {
             .collect::<Vec<_>>(),
         vec![8, 16]
     );
-    let pulled = pull(&c.reads, &|s| vec![s.handle as u8; s.length as usize]);
-    let got = assemble_contiguous(&c.reads.assemble(&c.inline, &pulled).unwrap());
+    let got = rebuild(&c.reads, &c.inline, &|s| {
+        vec![s.handle as u8; s.length as usize]
+    })
+    .unwrap();
     let mut expect = inline[..8].to_vec();
     expect.extend_from_slice(&[1, 1, 1, 1, 1, 0, 0, 0]);
     expect.extend_from_slice(&b);
@@ -224,8 +263,8 @@ fn positions_count_the_unreduced_message() {
 }
 
 #[test]
-fn assemble_checks_its_inputs() {
-    let inline = Bytes::from(rpc_bytes(XID, 40));
+fn fill_checks_its_inputs() {
+    let inline = rpc_bytes(XID, 40);
     let h = call(
         XID,
         Proc::Msg,
@@ -237,32 +276,113 @@ fn assemble_checks_its_inputs() {
         None,
     );
     let plan = ReadPlan::new(&h, 40).unwrap();
+    assert_eq!(plan.message_len(), 56);
+    // a buffer shorter than the call
     assert_eq!(
-        plan.assemble(&inline, &Bytes::from(vec![0; 15])),
+        plan.fill(&inline, &mut [0; 55]),
         Err(ValidationError::PlanMismatch)
     );
+    // inline bytes of another length than planned
     assert_eq!(
-        plan.assemble(&inline.slice(..36), &Bytes::from(vec![0; 16])),
+        plan.fill(&inline[..36], &mut [0; 56]),
         Err(ValidationError::PlanMismatch)
     );
     // a larger (pool) buffer is fine
-    assert!(plan.assemble(&inline, &Bytes::from(vec![0; 64])).is_ok());
-    // no chunks: the inline bytes are the call
+    assert!(plan.fill(&inline, &mut [0; 64]).is_ok());
+    // a Position-Zero chunk must bring at least an XID
+    let h = call(
+        XID,
+        Proc::NoMsg,
+        vec![ReadChunk {
+            position: 0,
+            segments: vec![seg(1, 3, 0)],
+        }],
+        vec![],
+        None,
+    );
+    let plan = ReadPlan::new(&h, 0).unwrap();
+    assert_eq!(plan.check(&[0, 0, 0]), Err(ValidationError::NoRpcMessage));
+    // no chunks: nothing to read, the inline bytes are the call
     let plan = ReadPlan::new(&Header::msg(XID, 1), 40).unwrap();
     assert!(plan.is_empty());
-    let pieces = plan.assemble(&inline, &Bytes::new()).unwrap();
-    assert_eq!(pieces, vec![inline.clone()]);
+    assert_eq!(plan.extents(), vec![0..40]);
+}
+
+#[test]
+fn position_zero_chunk_split_around_data_chunks_reads_each_byte_once() {
+    // The reduced call spans three segments (100, 60, 140 bytes at different addresses); two
+    // data items are inserted into it: 7 bytes at position 120 (inside the second segment),
+    // 12 bytes at position 228 (reduced offset 220, inside the third segment).
+    let reduced = rpc_bytes(XID, 300);
+    let item1 = [0x11u8; 7];
+    let item2 = [0x22u8; 12];
+    let segs = [seg(1, 100, 0x1000), seg(1, 60, 0x2000), seg(1, 140, 0x3000)];
+    let h = call(
+        XID,
+        Proc::NoMsg,
+        vec![
+            ReadChunk {
+                position: 0,
+                segments: segs.to_vec(),
+            },
+            ReadChunk {
+                position: 120,
+                segments: vec![seg(2, 7, 0)],
+            },
+            ReadChunk {
+                position: 228,
+                segments: vec![seg(3, 12, 0)],
+            },
+        ],
+        vec![],
+        None,
+    );
+    let c = Limits::default().accept_call(&message(&h, &[])).unwrap();
+    let addr = |a: u64| -> usize {
+        match a {
+            0x1000..=0x1fff => (a - 0x1000) as usize,
+            0x2000..=0x2fff => 100 + (a - 0x2000) as usize,
+            _ => 160 + (a - 0x3000) as usize,
+        }
+    };
+    let got = rebuild(&c.reads, &c.inline, &|s| match s.handle {
+        1 => reduced[addr(s.offset)..addr(s.offset) + s.length as usize].to_vec(),
+        2 => item1.to_vec(),
+        _ => item2.to_vec(),
+    })
+    .unwrap();
+    // 120 bytes of the call, item 1 + 1 pad, then 228 - 128 = 100 bytes, item 2, the rest
+    let mut expect = reduced[..120].to_vec();
+    expect.extend_from_slice(&item1);
+    expect.push(0);
+    expect.extend_from_slice(&reduced[120..220]);
+    expect.extend_from_slice(&item2);
+    expect.extend_from_slice(&reduced[220..]);
+    assert_eq!(got, expect);
+    // every byte of the requester's call chunk is read exactly once
+    let from_call: usize = c
+        .reads
+        .reads()
+        .iter()
+        .filter(|r| r.remote.handle == 1)
+        .map(|r| r.remote.length as usize)
+        .sum();
+    assert_eq!(from_call, 300);
+    assert_eq!(c.reads.pull_len(), 300 + 7 + 12);
 }
 
 proptest! {
     /// Build an unreduced call from pieces, reduce it the way a requester does, and check
-    /// that the plan puts it back together.
+    /// that the plan puts it back together, with the reduced call inline or, for a long call,
+    /// in a Position-Zero chunk cut into up to four segments.
     #[test]
     fn reduce_then_assemble_is_identity(
         parts in proptest::collection::vec(
             (proptest::collection::vec(any::<u8>(), 0..5), proptest::collection::vec(any::<u8>(), 1..40), 1usize..4),
             1..4),
         tail_words in proptest::collection::vec(any::<u32>(), 0..4),
+        long in any::<bool>(),
+        cuts in proptest::collection::vec(any::<u16>(), 0..3),
     ) {
         let mut unreduced = XID.to_be_bytes().to_vec();
         let mut reduced = unreduced.clone();
@@ -292,11 +412,35 @@ proptest! {
             unreduced.extend_from_slice(&w.to_be_bytes());
             reduced.extend_from_slice(&w.to_be_bytes());
         }
-        let h = call(XID, Proc::Msg, read_list, vec![], None);
-        let c = Limits::default().accept_call(&message(&h, &reduced)).unwrap();
+        let (h, inline) = if long {
+            // the reduced call under handle 1000 + i, segment i at address 0x10000 * i
+            let mut bounds: Vec<usize> = cuts.iter().map(|c| 1 + *c as usize % reduced.len()).collect();
+            bounds.push(0);
+            bounds.push(reduced.len());
+            bounds.sort_unstable();
+            bounds.dedup();
+            let segments: Vec<RdmaSegment> = bounds
+                .windows(2)
+                .enumerate()
+                .map(|(i, w)| {
+                    contents.push(reduced[w[0]..w[1]].to_vec());
+                    seg(contents.len() as u32 - 1, (w[1] - w[0]) as u32, 0x10000 * i as u64)
+                })
+                .collect();
+            read_list.insert(0, ReadChunk { position: 0, segments });
+            (call(XID, Proc::NoMsg, read_list, vec![], None), Vec::new())
+        } else {
+            (call(XID, Proc::Msg, read_list, vec![], None), reduced.clone())
+        };
+        let c = Limits::default().accept_call(&message(&h, &inline)).unwrap();
         prop_assert_eq!(c.reads.message_len(), unreduced.len());
-        let pulled = pull(&c.reads, &|s| contents[s.handle as usize].clone());
-        let got = assemble_contiguous(&c.reads.assemble(&c.inline, &pulled).unwrap());
+        let got = rebuild(&c.reads, &c.inline, &|s| {
+            let whole = &contents[s.handle as usize];
+            // a part of a segment starts at its offset from the segment's address
+            let at = (s.offset % 0x10000) as usize;
+            whole[at..at + s.length as usize].to_vec()
+        })
+        .unwrap();
         prop_assert_eq!(&got[..], &unreduced[..]);
     }
 }

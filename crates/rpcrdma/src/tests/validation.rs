@@ -517,9 +517,15 @@ proptest! {
         let l = Limits { max_segment_len: 8192, ..Limits::default() };
         match l.accept_call(&msg) {
             Ok(c) => {
-                // a valid call's plan can always be assembled from a buffer of its size
-                let pulled = Bytes::from(vec![0u8; c.reads.pull_len()]);
-                let _ = c.reads.assemble(&c.inline, &pulled);
+                // a valid call's plan tiles the call and fills a buffer of its size
+                let mut next = 0;
+                for r in c.reads.extents() {
+                    prop_assert_eq!(r.start, next);
+                    next = r.end;
+                }
+                prop_assert_eq!(next, c.reads.message_len());
+                let mut buf = vec![0u8; c.reads.message_len()];
+                prop_assert!(c.reads.fill(&c.inline, &mut buf).is_ok());
             }
             Err(e) => {
                 let d = e.disposition();

@@ -7,6 +7,7 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod loopback;
 pub mod nfs4_raw;
 pub mod nfsrs;
 
@@ -497,9 +498,54 @@ impl<T, F: Debug> ResOk<T> for Res3<T, F> {
     }
 }
 
-/// A blocking ONC RPC client over one TCP connection.
+/// How the raw client reaches the server.
+enum Link {
+    /// A TCP connection to an `rnfsd` process.
+    Tcp(TcpStream),
+    /// The server's programs in this process ([`loopback::LocalServer`]).
+    Local(Box<loopback::Loopback>),
+}
+
+impl Read for Link {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Link::Tcp(s) => s.read(buf),
+            Link::Local(l) => l.read(buf),
+        }
+    }
+}
+
+impl Write for Link {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Link::Tcp(s) => s.write(buf),
+            Link::Local(l) => {
+                l.send(buf);
+                Ok(buf.len())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Link::Tcp(s) => s.flush(),
+            Link::Local(_) => Ok(()),
+        }
+    }
+}
+
+impl Link {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Link::Tcp(s) => s,
+            Link::Local(_) => panic!("not a TCP connection"),
+        }
+    }
+}
+
+/// A blocking ONC RPC client over one TCP connection (or a [`loopback::Loopback`]).
 pub struct RpcClient {
-    stream: TcpStream,
+    stream: Link,
     xid: u32,
     /// Credential sent with every call.
     pub cred: Credential,
@@ -521,7 +567,16 @@ impl RpcClient {
         stream.set_nodelay(true).unwrap();
         stream.set_read_timeout(Some(REPLY_TIMEOUT)).unwrap();
         RpcClient {
-            stream,
+            stream: Link::Tcp(stream),
+            xid: first_xid(),
+            cred: auth_sys(TEST_UID, TEST_UID),
+        }
+    }
+
+    /// A client of the programs served in this process by `server`.
+    pub fn loopback(server: &loopback::LocalServer) -> RpcClient {
+        RpcClient {
+            stream: Link::Local(Box::new(server.connect())),
             xid: first_xid(),
             cred: auth_sys(TEST_UID, TEST_UID),
         }
@@ -568,7 +623,7 @@ impl RpcClient {
     /// one sends.
     pub fn reader(&self) -> RpcClient {
         RpcClient {
-            stream: self.stream.try_clone().expect("clone the connection"),
+            stream: Link::Tcp(self.stream.tcp().try_clone().expect("clone the connection")),
             xid: self.xid,
             cred: self.cred.clone(),
         }
@@ -576,12 +631,12 @@ impl RpcClient {
 
     /// The local (source) port of the connection.
     pub fn local_port(&self) -> u16 {
-        self.stream.local_addr().unwrap().port()
+        self.stream.tcp().local_addr().unwrap().port()
     }
 
     /// How long a read waits.
     pub fn set_read_timeout(&self, t: Duration) {
-        self.stream.set_read_timeout(Some(t)).unwrap();
+        self.stream.tcp().set_read_timeout(Some(t)).unwrap();
     }
 
     /// A fresh transaction id.

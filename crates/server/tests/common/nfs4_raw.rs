@@ -1427,8 +1427,13 @@ pub fn boot_verifier(owner: &[u8]) -> [u8; 8] {
 impl V4 {
     /// A connection without client state yet.
     pub fn connect(port: u16, minor: u32, owner: &str) -> V4 {
+        V4::over(RpcClient::connect(port), minor, owner)
+    }
+
+    /// Client `owner` of NFSv4.`minor` over `rpc`, without client state yet.
+    pub fn over(rpc: RpcClient, minor: u32, owner: &str) -> V4 {
         V4 {
-            rpc: RpcClient::connect(port),
+            rpc,
             minor,
             clientid: 0,
             sessionid: [0; 16],
@@ -1448,18 +1453,23 @@ impl V4 {
     /// Connects and sets up NFSv4.0 state: SETCLIENTID, SETCLIENTID_CONFIRM.
     pub fn v40(port: u16, owner: &str) -> V4 {
         let mut c = V4::connect(port, 0, owner);
-        let verf = boot_verifier(&c.owner);
-        let owner = c.owner.clone();
-        let r = c
+        c.establish_v40();
+        c
+    }
+
+    /// SETCLIENTID and SETCLIENTID_CONFIRM (NFSv4.0) on this connection.
+    pub fn establish_v40(&mut self) {
+        let verf = boot_verifier(&self.owner);
+        let owner = self.owner.clone();
+        let r = self
             .compound(Ops::new().setclientid(verf, &owner))
             .ok("SETCLIENTID");
         let Res::SetClientId { clientid, confirm } = r.get(op::SETCLIENTID).res else {
             panic!("SETCLIENTID: {:?}", r.results);
         };
-        c.compound(Ops::new().setclientid_confirm(clientid, confirm))
+        self.compound(Ops::new().setclientid_confirm(clientid, confirm))
             .ok("SETCLIENTID_CONFIRM");
-        c.clientid = clientid;
-        c
+        self.clientid = clientid;
     }
 
     /// EXCHANGE_ID, CREATE_SESSION and RECLAIM_COMPLETE on this connection.

@@ -1,0 +1,184 @@
+//! Nothing a call carries outlives its reply. Over RDMA a call with a Read chunk is rebuilt in
+//! a registered bulk buffer and a WRITE payload is a slice of it; READ payloads go out of
+//! registered buffers too. Anything the server keeps (NFSv4 owners and session credentials,
+//! descriptor-cache keys, the mount list, a session's reply cache) must be a copy, or one
+//! client could hold the transport's pool for ever. The programs run in this process behind
+//! [`common::loopback`], which fails the call that leaves a buffer referenced.
+
+mod common;
+
+use common::loopback::LocalServer;
+use common::nfs4_raw::*;
+use common::*;
+use nfs3::types::*;
+
+fn server() -> (tempfile::TempDir, std::path::PathBuf, LocalServer) {
+    let tmp = tempfile::tempdir().unwrap();
+    let export = mkdir_mode(&tmp.path().join("export"), 0o777);
+    let state = tmp.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let srv = LocalServer::new(&export, &state);
+    (tmp, export, srv)
+}
+
+#[test]
+fn nfsv3_and_mount_keep_no_call_buffer() {
+    let (tmp, export, srv) = server();
+    let mut c = RpcClient::loopback(&srv);
+    let root = c.mnt_ok(&export);
+    let fh = c.create_ok(&root, "f", 0o644);
+    let data = bytes::Bytes::from(vec![7u8; 100_000]);
+    assert!(matches!(
+        c.write(&fh, 0, data.clone(), StableHow::FileSync),
+        WriteRes::Ok(_)
+    ));
+    match c.read(&fh, 0, 100_000) {
+        ReadRes::Ok(r) => assert_eq!(r.data, data),
+        other => panic!("READ: {other:?}"),
+    }
+    assert!(srv.bulk_handed() > 0, "READ did not use transport buffers");
+    // again, now that the handle is in the descriptor caches
+    match c.read(&fh, 4096, 10) {
+        ReadRes::Ok(r) => assert_eq!(&r.data[..], &[7u8; 10]),
+        other => panic!("READ: {other:?}"),
+    }
+    assert!(matches!(c.commit(&fh), CommitRes::Ok(_)));
+    assert!(matches!(c.mkdir(&root, "d", 0o755), MkdirRes::Ok(_)));
+    assert!(matches!(c.symlink(&root, "l", "f"), SymlinkRes::Ok(_)));
+    assert!(matches!(
+        c.readdirplus(&root, 0, [0; 8], 4096, 65536),
+        ReaddirplusRes::Ok(_)
+    ));
+    // A server that has not seen these handles yet (as after a restart): each call's handle
+    // misses the descriptor caches and is resolved, then cached.
+    // (as root: serving calls left this thread with the caller's credentials)
+    let again = vfs::cred::as_root(|| LocalServer::new(&export, &tmp.path().join("state")));
+    let mut c2 = RpcClient::loopback(&again);
+    match c2.read(&fh, 0, 10) {
+        ReadRes::Ok(r) => assert_eq!(&r.data[..], &[7u8; 10]),
+        other => panic!("READ after restart: {other:?}"),
+    }
+    assert!(matches!(
+        c2.write(&fh, 0, data.slice(..10), StableHow::Unstable),
+        WriteRes::Ok(_)
+    ));
+    assert!(matches!(
+        c2.rename(&root, "f", &root, "g"),
+        RenameRes::Ok(_)
+    ));
+    assert!(matches!(c2.remove(&root, "g"), RemoveRes::Ok(_)));
+}
+
+#[test]
+fn nfsv41_state_keeps_no_call_buffer() {
+    let (_tmp, export, srv) = server();
+    let mut c = V4::over(RpcClient::loopback(&srv), 1, "retention-41");
+    c.establish(8);
+    // A second client whose session keeps an AUTH_SYS callback credential.
+    let mut b = V4::over(RpcClient::loopback(&srv), 1, "retention-41-cb");
+    let verf = boot_verifier(&b.owner);
+    let owner = b.owner.clone();
+    let r = b
+        .compound(Ops::new().exchange_id(verf, &owner, 0x1_0000))
+        .ok("EXCHANGE_ID");
+    let Res::ExchangeId {
+        clientid, seqid, ..
+    } = r.get(op::EXCHANGE_ID).res
+    else {
+        panic!("EXCHANGE_ID: {:?}", r.results);
+    };
+    let mut args = xdr::Encoder::new();
+    args.u64(clientid);
+    args.u32(seqid);
+    args.u32(0);
+    for (maxreq, maxresp, cached, maxops, reqs) in
+        [(1 << 20, 1 << 20, 65536, 16, 4), (4096, 4096, 0, 2, 1)]
+    {
+        for v in [0, maxreq, maxresp, cached, maxops, reqs, 0] {
+            args.u32(v);
+        }
+    }
+    args.u32(0x4000_0000);
+    args.u32(1); // one callback security: AUTH_SYS
+    args.u32(1);
+    sunrpc::AuthSys {
+        stamp: 1,
+        machine: bytes::Bytes::from_static(b"client.example"),
+        uid: 0,
+        gid: 0,
+        gids: vec![],
+    }
+    .encode(&mut args);
+    b.compound(Ops::new().raw(op::CREATE_SESSION, &args.finish().to_bytes()))
+        .ok("CREATE_SESSION with an AUTH_SYS callback credential");
+
+    let dir = c.path_fh(&export);
+    let (fh, open) = c.open_ok(
+        &dir,
+        "f",
+        "open-owner",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    c.write_all(&fh, &open, 0, &[5u8; 70_000]);
+    let locker = Locker::New {
+        open_seqid: 0,
+        open_stateid: open,
+        lock_seqid: 0,
+        clientid: c.clientid,
+        owner: b"lock-owner".to_vec(),
+    };
+    let r = c
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .lock(lock_type::WRITE, 0, 100, &locker),
+        )
+        .ok("LOCK");
+    let lock = r.stateid(op::LOCK);
+    c.call(
+        Ops::new()
+            .putfh(&fh)
+            .locku(lock_type::WRITE, 0, &lock, 0, 100),
+    )
+    .ok("LOCKU");
+    // A READ whose reply the slot caches (sa_cachethis): the cache must not keep the READ's
+    // transport buffer.
+    let handed = srv.bulk_handed();
+    c.call_slot(1, 1, true, Ops::new().putfh(&fh).read(&open, 0, 4096))
+        .ok("cached READ");
+    assert!(
+        srv.bulk_handed() > handed,
+        "READ did not use transport buffers"
+    );
+    // its replay comes from the cache, byte for byte
+    let again = c.call_slot(1, 1, true, Ops::new().putfh(&fh).read(&open, 0, 4096));
+    assert_eq!(again.status, 0);
+    c.close_ok(&fh, &open);
+    c.destroy();
+}
+
+#[test]
+fn nfsv40_owners_keep_no_call_buffer() {
+    let (_tmp, export, srv) = server();
+    let mut c = V4::over(RpcClient::loopback(&srv), 0, "retention-40");
+    c.establish_v40();
+    let dir = c.path_fh(&export);
+    let clientid = c.clientid;
+    c.compound(
+        Ops::new()
+            .putfh(&dir)
+            .open(
+                0,
+                share::ACCESS_BOTH,
+                share::DENY_NONE,
+                clientid,
+                b"open-owner-40",
+                &OpenHow::Unchecked(Sattr::mode(0o644)),
+                &Claim::Null(b"f".to_vec()),
+            )
+            .getfh(),
+    )
+    .ok("OPEN");
+}
