@@ -835,10 +835,12 @@ def case_crash(d, a):
 
 
 def case_rdmapath(d, a):
-    """The RPC-over-RDMA data path, from rnfsd's metrics: reading back a file places READ data
-    with RDMA Writes straight from the registered buffer it was read into (no staging copy), no
-    memory is registered while doing I/O, and replies to one-R_key calls use Send With
-    Invalidate."""
+    """The RPC-over-RDMA data path, from rnfsd's metrics: writing a file pulls WRITE data with
+    RDMA Reads into the registered buffer the call is rebuilt in (only the inline header bytes
+    are copied); reading it back places READ data with RDMA Writes straight from the registered
+    buffer it was read into (no staging copy); no memory is registered while doing I/O; replies
+    to one-R_key calls use Send With Invalidate; and every bulk buffer is back in the pool
+    afterwards (nothing the server keeps pins one)."""
     if a.transport != "rdma":
         raise Skip("RDMA only")
     if not a.metrics_url:
@@ -847,8 +849,17 @@ def case_rdmapath(d, a):
     size = nmib * MiB
     path = os.path.join(d, "rdma")
     data = b"".join(hashlib.sha256(b"rdma %d" % i).digest() * (MiB // 32) for i in range(nmib))
+    m0 = metrics(a)
     write_file(path, data)
     drop_caches()  # syncs first
+    m1 = metrics(a)
+    pulled = metric_delta(m0, m1, "rnfs_rdma_read_bytes_total")
+    copied = metric_delta(m0, m1, "rnfs_rdma_call_copied_bytes_total")
+    calls = metric_delta(m0, m1, "rnfs_rdma_calls_read_chunk_total")
+    log(f"rdma write of {size} bytes: RDMA Read {pulled:.0f} bytes in {calls:.0f} calls with "
+        f"Read chunks, {copied:.0f} inline bytes copied")
+    check(pulled >= size * 0.9, f"only {pulled:.0f} bytes came by RDMA Read")
+    check(copied < size // 64, f"{copied:.0f} bytes copied rebuilding {calls:.0f} WRITE calls")
     m0 = metrics(a)
     got = read_file(path)
     m1 = metrics(a)
@@ -884,6 +895,12 @@ def case_rdmapath(d, a):
     check(chunked >= n // 2, f"only {chunked:.0f} of {n} 8 KiB READ replies used a Write chunk")
     check(inval >= chunked * 0.9, f"{inval:.0f} of {chunked:.0f} one-chunk replies used SWI")
     os.unlink(path)
+    # Nothing in flight now: every bulk buffer must be back in the pool.
+    m = metrics(a)
+    held = sum(v for k, v in m.items()
+               if k.startswith("rnfs_rdma_pool_buffers_in_use{") and 'class="bulk"' in k)
+    log(f"bulk buffers in use after the case: {held:.0f}")
+    check(held == 0, f"{held:.0f} bulk buffers still held with no I/O in flight")
 
 
 def server_cpu_seconds(a):

@@ -39,6 +39,9 @@ pub struct RdmaMetrics {
     pub write_bytes: AtomicU64,
     /// Bytes copied into registered staging buffers before an RDMA Write.
     pub staged_bytes: AtomicU64,
+    /// Inline bytes copied into the buffer a call with Read chunks is rebuilt in (its RPC
+    /// header and arguments; the chunks' data is never copied).
+    pub call_copied_bytes: AtomicU64,
     /// Replies sent with Send With Invalidate.
     pub send_with_invalidate: AtomicU64,
     /// Connections closed for a fatal error (credit overrun, completion error...).
@@ -73,7 +76,7 @@ impl MetricsSource for RdmaMetrics {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let _ = writeln!(out, "# TYPE rnfs_rdma_connections gauge");
         let _ = writeln!(out, "rnfs_rdma_connections {}", g(&self.connections));
-        let counters: [(&str, &AtomicU64); 15] = [
+        let counters: [(&str, &AtomicU64); 16] = [
             ("connections_accepted", &self.connections_accepted),
             ("connections_refused", &self.connections_refused),
             ("fatal_closes", &self.fatal_closes),
@@ -88,6 +91,7 @@ impl MetricsSource for RdmaMetrics {
             ("read_bytes", &self.read_bytes),
             ("write_bytes", &self.write_bytes),
             ("staged_bytes", &self.staged_bytes),
+            ("call_copied_bytes", &self.call_copied_bytes),
             ("send_with_invalidate", &self.send_with_invalidate),
         ];
         for (name, c) in &counters {

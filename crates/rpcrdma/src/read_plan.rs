@@ -237,6 +237,11 @@ impl ReadPlan {
         self.message_len
     }
 
+    /// Bytes [`ReadPlan::fill`] copies from the inline stream.
+    pub fn copied_len(&self) -> usize {
+        self.copies.iter().map(|c| c.from.len()).sum()
+    }
+
     /// Every byte range of the call the plan writes (Reads, inline copies, padding), sorted by
     /// offset. For a valid plan they tile `0..message_len()` without gap or overlap, which is
     /// what makes the reassembled call exactly the requester's (the tests and the fuzz target

@@ -805,6 +805,7 @@ impl Conn {
         };
         let mut done = self.submit(batch, None).await?;
         RdmaMetrics::add(&self.metrics().read_bytes, plan.pull_len() as u64);
+        RdmaMetrics::add(&self.metrics().call_copied_bytes, plan.copied_len() as u64);
         let msg = done.bufs.pop().ok_or(Fail::Closed)?.freeze(len);
         plan.check(&msg)?;
         Ok(msg)

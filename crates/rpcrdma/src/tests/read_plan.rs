@@ -82,6 +82,7 @@ fn write_payload_is_spliced_with_roundup_padding() {
         ]
     );
     assert_eq!(plan.pull_len(), 4097);
+    assert_eq!(plan.copied_len(), 112);
     assert_eq!(plan.message_len(), 112 + 4100);
     // header part (copied), payload (read), 3 bytes of roundup, the rest (copied)
     assert_eq!(
@@ -144,6 +145,7 @@ fn position_zero_chunk_is_the_whole_call() {
     };
     // the whole call is read, nothing is copied
     assert_eq!(c.reads.extents(), vec![0..4096, 4096..6000]);
+    assert_eq!(c.reads.copied_len(), 0);
     assert_eq!(rebuild(&c.reads, &c.inline, &remote).unwrap(), rpc);
 
     let wrong = rpc_bytes(XID ^ 1, 6000);
