@@ -903,6 +903,67 @@ def case_rdmapath(d, a):
     check(held == 0, f"{held:.0f} bulk buffers still held with no I/O in flight")
 
 
+def case_deleg(d, a):
+    """A read delegation recalled over the back channel (over RDMA: RFC 8167): the NFSv4.1+
+    mount opens a file for reading (the server delegates it), then an NFSv3 mount of the same
+    export writes the file. The server must recall the delegation over the v4 client's
+    connection and let the write through once it is returned, well within a lease (a server
+    that cannot recall would revoke the delegation only after the lease, 15 s in the guest).
+    For rnfsd the metrics must show the delegation and, over RDMA, the backward call and its
+    reply."""
+    if a.vers not in ("4.1", "4.2"):
+        raise Skip("read delegations with a back channel are NFSv4.1+")
+    if not a.mount_source:
+        raise Skip("needs --mount-source for the NFSv3 mount")
+    root = d
+    while not os.path.ismount(root):
+        root = os.path.dirname(root)
+    rel = os.path.relpath(d, root)
+    addr = a.mount_source.partition(":")[0]
+    server = a.label.split()[0].partition("=")[2]
+    path = os.path.join(d, "f")
+    write_file(path, b"before\n")
+    m0 = metrics(a)
+    fd = os.open(path, os.O_RDONLY)  # the OPEN for reading the server may delegate
+    mp = "/mnt/deleg3"
+    os.makedirs(mp, exist_ok=True)
+    try:
+        check(os.read(fd, 100) == b"before\n", "read before the write differs")
+        m1 = metrics(a)
+        if m1 is not None:
+            held = m1.get('rnfs_nfs4_state{kind="delegations"}', 0)
+            log(f"delegations held after the open: {held:.0f}")
+            check(held >= 1, "rnfsd granted no read delegation")
+        r = subprocess.run(["mount", "-t", "nfs", "-o", "vers=3,proto=tcp,nolock",
+                            f"{addr}:/srv/{server}", mp], capture_output=True, text=True,
+                           timeout=120)
+        check(r.returncode == 0, f"NFSv3 mount: {one_line(r.stderr)}")
+        try:
+            t0 = time.monotonic()
+            other = os.path.join(mp, rel, "f")
+            wfd = os.open(other, os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(wfd, b"after\n")
+                os.fsync(wfd)
+            finally:
+                os.close(wfd)
+            dt = time.monotonic() - t0
+        finally:
+            subprocess.run(["umount", mp], capture_output=True, timeout=120)
+        log(f"NFSv3 write of the delegated file took {dt:.1f} s")
+        check(dt < 12, f"the NFSv3 write waited {dt:.1f} s: the delegation was not recalled")
+    finally:
+        os.close(fd)
+    check(read_file(path) == b"after\n", "the NFSv4 mount does not see the NFSv3 write")
+    m2 = metrics(a)
+    if m2 is not None and a.transport == "rdma":
+        calls = metric_delta(m0, m2, "rnfs_rdma_backward_calls_total")
+        replies = metric_delta(m0, m2, "rnfs_rdma_backward_replies_total")
+        log(f"over RDMA: {calls:.0f} backward calls, {replies:.0f} replies")
+        check(calls >= 1 and replies >= 1, "no callback went over the RDMA connection")
+    os.unlink(path)
+
+
 def server_cpu_seconds(a):
     """CPU seconds the server has used: rnfsd's own counter, or the sum over knfsd's threads."""
     if a.metrics_url:
@@ -1037,6 +1098,7 @@ CASES = {
     "reclaim": case_reclaim,
     "crash": case_crash,
     "rdmapath": case_rdmapath,
+    "deleg": case_deleg,
     "perf": case_perf,
     "rdmaconns": case_rdmaconns,
 }

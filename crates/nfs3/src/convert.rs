@@ -17,6 +17,7 @@ pub fn nfsstat(e: VfsError) -> Nfsstat3 {
         VfsError::TooSmall => Nfsstat3::Toosmall,
         VfsError::BadName => Nfsstat3::Acces,
         VfsError::NotSupported => Nfsstat3::Notsupp,
+        VfsError::Delay => Nfsstat3::Jukebox,
         VfsError::Errno(n) => match n {
             libc::EPERM => Nfsstat3::Perm,
             libc::ENOENT => Nfsstat3::Noent,

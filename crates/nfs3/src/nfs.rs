@@ -18,12 +18,24 @@ const MAX_DIR_REPLY: usize = 1 << 20;
 /// Serves NFS version 3.
 pub struct Nfs3 {
     vfs: Arc<Vfs>,
+    guard: Option<Arc<dyn vfs::ChangeGuard>>,
 }
 
 impl Nfs3 {
     /// The NFSv3 program over a backend.
     pub fn new(vfs: Arc<Vfs>) -> Self {
-        Self { vfs }
+        Self { vfs, guard: None }
+    }
+
+    /// Asks `guard` (NFSv4's delegations) before a WRITE or SETATTR changes a file: a file
+    /// another client holds a delegation on answers NFS3ERR_JUKEBOX until it is returned.
+    pub fn with_change_guard(mut self, guard: Arc<dyn vfs::ChangeGuard>) -> Self {
+        self.guard = Some(guard);
+        self
+    }
+
+    fn before_change(&self, n: &vfs::Node) -> Result<(), vfs::VfsError> {
+        self.guard.as_ref().map_or(Ok(()), |g| g.before_change(n))
     }
 }
 
@@ -74,10 +86,10 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return fail(e, WccData::default()),
         };
-        match self
-            .vfs
-            .setattr(&c, &n, &set_attrs(&a.new_attributes), guard(&a.guard))
-        {
+        match self.before_change(&n).and_then(|()| {
+            self.vfs
+                .setattr(&c, &n, &set_attrs(&a.new_attributes), guard(&a.guard))
+        }) {
             Ok(after) => Res3::Ok(wcc(&n.attr, Some(&after))),
             Err(e) => fail(e, wcc(&n.attr, self.fresh(&n).as_ref())),
         }
@@ -164,7 +176,10 @@ impl Nfs3 {
             StableHow::DataSync => Stability::DataSync,
             StableHow::FileSync => Stability::FileSync,
         };
-        match self.vfs.write(&c, &n, a.offset, &data, stable) {
+        match self
+            .before_change(&n)
+            .and_then(|()| self.vfs.write(&c, &n, a.offset, &data, stable))
+        {
             Ok((done, after)) => Res3::Ok(WriteResOk {
                 file_wcc: wcc(&n.attr, Some(&after)),
                 count: data.len() as u32,

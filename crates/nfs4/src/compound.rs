@@ -67,6 +67,7 @@ pub fn nfsstat4(e: VfsError) -> u32 {
         VfsError::TooSmall => st::TOOSMALL,
         VfsError::BadName => st::BADNAME,
         VfsError::NotSupported => st::NOTSUPP,
+        VfsError::Delay => st::DELAY,
         VfsError::Errno(n) => match n {
             libc::EPERM => st::PERM,
             libc::ENOENT => st::NOENT,

@@ -200,3 +200,13 @@ pub fn encode_read_deleg(e: &mut Encoder, sid: &Stateid) {
     e.u32(0);
     e.opaque(b"");
 }
+
+/// NFSv3 (or any program without NFSv4 state) changing a file recalls the read delegations
+/// other clients hold on it, like a write with the anonymous stateid.
+impl vfs::ChangeGuard for Nfs4 {
+    fn before_change(&self, node: &vfs::Node) -> vfs::VfsResult<()> {
+        let mut s = self.state.lock();
+        self.break_delegations(&mut s, crate::ops_file::file_key(node), u64::MAX)
+            .map_err(|_| vfs::VfsError::Delay)
+    }
+}

@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod backchannel;
 pub mod ddp;
 pub mod header;
 pub mod limits;

@@ -42,6 +42,10 @@ pub struct RdmaMetrics {
     /// Inline bytes copied into the buffer a call with Read chunks is rebuilt in (its RPC
     /// header and arguments; the chunks' data is never copied).
     pub call_copied_bytes: AtomicU64,
+    /// Calls sent to the client over the back channel (RFC 8167).
+    pub backward_calls: AtomicU64,
+    /// The client's replies to them.
+    pub backward_replies: AtomicU64,
     /// Replies sent with Send With Invalidate.
     pub send_with_invalidate: AtomicU64,
     /// Connections closed for a fatal error (credit overrun, completion error...).
@@ -76,7 +80,7 @@ impl MetricsSource for RdmaMetrics {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let _ = writeln!(out, "# TYPE rnfs_rdma_connections gauge");
         let _ = writeln!(out, "rnfs_rdma_connections {}", g(&self.connections));
-        let counters: [(&str, &AtomicU64); 16] = [
+        let counters: [(&str, &AtomicU64); 18] = [
             ("connections_accepted", &self.connections_accepted),
             ("connections_refused", &self.connections_refused),
             ("fatal_closes", &self.fatal_closes),
@@ -93,6 +97,8 @@ impl MetricsSource for RdmaMetrics {
             ("staged_bytes", &self.staged_bytes),
             ("call_copied_bytes", &self.call_copied_bytes),
             ("send_with_invalidate", &self.send_with_invalidate),
+            ("backward_calls", &self.backward_calls),
+            ("backward_replies", &self.backward_replies),
         ];
         for (name, c) in &counters {
             let _ = writeln!(out, "# TYPE rnfs_rdma_{name}_total counter");

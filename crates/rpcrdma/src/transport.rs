@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use sunrpc::{BulkAlloc, BulkBuf, Dispatcher, Origin, TransportKind};
+use sunrpc::{BackChannel, BulkAlloc, BulkBuf, Dispatcher, Origin, TransportKind};
 use tokio::sync::{oneshot, Notify, Semaphore};
 use verbs::{
     AcceptOptions, Batch, Buf, Class, CmEvent, Completion, ConnectRequest, Device, Endpoint, IdKey,
@@ -46,6 +46,7 @@ use verbs::{
 /// direct dependency on the verbs crate).
 pub use verbs::PoolConfig;
 
+use crate::backchannel::{backward_call, backward_reply_credits, BackCredits};
 use crate::ddp::{plan_reply, remote_invalidate_rkey, SendPlan};
 use crate::header::{ErrorKind, Proc};
 use crate::limits::{Call, Disposition, Limits, ValidationError};
@@ -305,7 +306,9 @@ impl Shared {
             }
         };
         let depth = ep.caps().depth as usize;
-        let conn = Arc::new(Conn {
+        let conn = Arc::new_cyclic(|me| Conn {
+            back: Arc::new(RdmaBack { conn: me.clone() }),
+            bc: BackCredits::default(),
             limits: Limits {
                 max_inline: nego.recv as usize,
                 max_credits: self.cfg.credits,
@@ -377,6 +380,22 @@ struct Conn {
     outbox: Mutex<Vec<(u64, Batch)>>,
     /// Wakes the completion task: batches in the outbox, or the connection is closing.
     wake: Notify,
+    /// This connection as the NFSv4.1 back channel of the sessions bound to it (RFC 8167).
+    back: Arc<dyn BackChannel>,
+    /// Backward calls the client allows and has not answered.
+    bc: BackCredits,
+}
+
+/// Calls to the client over its RDMA connection (see [`crate::backchannel`]). It holds the
+/// connection weakly, so a session that outlives its connection does not keep it.
+struct RdmaBack {
+    conn: std::sync::Weak<Conn>,
+}
+
+impl BackChannel for RdmaBack {
+    fn send_call(&self, msg: xdr::Reply) -> bool {
+        self.conn.upgrade().is_some_and(|c| c.send_backward(&msg))
+    }
 }
 
 /// Why a call stopped before its reply.
@@ -556,6 +575,13 @@ impl Conn {
                 if self.is_closing() {
                     return;
                 }
+                // The client's answer to one of our backward calls: it frees a backward credit,
+                // takes no forward one, and nothing waits for its content (as over TCP).
+                if let Some(credits) = backward_reply_credits(&msg) {
+                    self.bc.on_reply(credits);
+                    RdmaMetrics::inc(&self.metrics().backward_replies);
+                    return;
+                }
                 let (in_flight, guard) = self.credits.begin();
                 if let Err(e) = self
                     .limits
@@ -604,6 +630,40 @@ impl Conn {
         Ok(done)
     }
 
+    /// Sends the RPC call `msg` to the client (the back channel): inline in one Send, within the
+    /// backward credits; false when it cannot go now (no credit, no free send buffer or
+    /// send-queue slot, too large for the client's receive buffers, connection closing).
+    /// Never waits: the caller holds the NFSv4 state lock.
+    fn send_backward(&self, msg: &xdr::Reply) -> bool {
+        if self.is_closing() || !self.bc.take() {
+            return false;
+        }
+        let rpc = msg.to_bytes();
+        let grant = self.grant(self.limits.max_credits);
+        let sent = backward_call(&rpc, grant, self.nego.send as usize).and_then(|m| {
+            let mut sb = self.pool.try_get(Class::Send)?;
+            let dst = sb.as_mut_slice().get_mut(..m.len())?;
+            dst.copy_from_slice(&m);
+            let batch = Batch {
+                wrs: vec![WorkRequest::Send {
+                    data: vec![sb.freeze(m.len())],
+                    invalidate: None,
+                }],
+                bufs: Vec::new(),
+            };
+            let permit = self.sq.try_acquire().ok()?;
+            permit.forget();
+            self.enqueue(batch, 1, None);
+            Some(())
+        });
+        if sent.is_none() {
+            self.bc.give_back();
+            return false;
+        }
+        RdmaMetrics::inc(&self.metrics().backward_calls);
+        true
+    }
+
     /// Posts `batch` once the send queue has room for it, returning `credit` just before.
     /// The completion frees its send-queue slots and buffers; with `wait` it is also handed
     /// to the returned receiver. A failed completion closes the connection (see
@@ -627,18 +687,23 @@ impl Conn {
             .await
             .map_err(|_| Fail::Closed)?
             .forget();
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = if wait {
             let (tx, rx) = oneshot::channel();
             (Some(tx), Some(rx))
         } else {
             (None, None)
         };
-        self.waiters.lock().insert(token, Waiter { slots: n, tx });
         drop(credit);
+        self.enqueue(batch, n, tx);
+        Ok(rx)
+    }
+
+    /// Hands `batch`, whose `slots` send-queue slots are taken, to the completion task.
+    fn enqueue(&self, batch: Batch, slots: u32, tx: Option<oneshot::Sender<Done>>) {
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        self.waiters.lock().insert(token, Waiter { slots, tx });
         self.outbox.lock().push((token, batch));
         self.wake.notify_one();
-        Ok(rx)
     }
 
     /// Posts the batches calls left in the outbox (on the completion task only, see `outbox`);
@@ -685,7 +750,7 @@ impl Conn {
         let origin = Origin {
             peer: self.peer,
             transport: TransportKind::Rdma,
-            back: None,
+            back: Some(self.back.clone()),
             bulk,
         };
         // On a blocking thread (see on_completion): the program may block on the file system.

@@ -77,13 +77,16 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let metrics = Arc::new(RpcMetrics::default());
     let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
-    disp.register(Arc::new(nfs3::Nfs3::new(vfs.clone())));
-    disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
     let v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
         .map_err(|e| e.to_string())?
         .with_lease(args.lease_time)
         .with_idmap_domain(args.idmap_domain.clone());
     let v4 = Arc::new(v4);
+    // NFSv3 changes recall NFSv4 delegations first
+    disp.register(Arc::new(
+        nfs3::Nfs3::new(vfs.clone()).with_change_guard(v4.clone()),
+    ));
+    disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
     metrics.add_source(v4.clone());
     metrics.add_source(Arc::new(metrics_http::ProcessMetrics));
     disp.register(v4);

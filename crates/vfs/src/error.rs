@@ -35,6 +35,10 @@ pub enum VfsError {
     /// An operation not supported on this object type.
     #[error("not supported")]
     NotSupported,
+    /// Another client holds state on the object (an NFSv4 delegation) that is being recalled;
+    /// the change may be retried shortly.
+    #[error("conflicting state is being recalled")]
+    Delay,
 }
 
 impl VfsError {

@@ -100,6 +100,14 @@ pub struct VfsConfig {
     pub fd_cache: usize,
 }
 
+/// State another protocol keeps on files (NFSv4 delegations) that a change made without it
+/// must recall first: programs that keep no such state (NFSv3) ask before they change a file.
+pub trait ChangeGuard: Send + Sync {
+    /// Ok when `node` may be changed now; [`VfsError::Delay`] while conflicting state held by
+    /// another client is being recalled (the caller answers "try again later").
+    fn before_change(&self, node: &Node) -> VfsResult<()>;
+}
+
 /// Descriptor caches keyed by handle; bounded, halved when full.
 struct FdCache<T> {
     cap: usize,

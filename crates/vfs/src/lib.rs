@@ -18,5 +18,5 @@ pub mod nss {
 
 pub use cred::Creds;
 pub use error::{VfsError, VfsResult};
-pub use fs::{Caller, Client, Node, Vfs, VfsConfig};
+pub use fs::{Caller, ChangeGuard, Client, Node, Vfs, VfsConfig};
 pub use types::*;

@@ -31,6 +31,7 @@ pub mod op {
     pub const CLOSE: u32 = 4;
     pub const COMMIT: u32 = 5;
     pub const CREATE: u32 = 6;
+    pub const DELEGRETURN: u32 = 8;
     pub const GETATTR: u32 = 9;
     pub const GETFH: u32 = 10;
     pub const LINK: u32 = 11;
@@ -819,10 +820,16 @@ impl Ops {
 
     /// CREATE_SESSION with `slots` fore-channel slots and generous limits.
     pub fn create_session(self, clientid: u64, seq: u32, slots: u32) -> Ops {
+        self.create_session_flags(clientid, seq, slots, 0)
+    }
+
+    /// CREATE_SESSION with `flags` (2: CREATE_SESSION4_FLAG_CONN_BACK_CHAN, callbacks over
+    /// this connection).
+    pub fn create_session_flags(self, clientid: u64, seq: u32, slots: u32, flags: u32) -> Ops {
         self.op(op::CREATE_SESSION, |e| {
             e.u64(clientid);
             e.u32(seq);
-            e.u32(0); // flags: no persistence, no back channel
+            e.u32(flags);
             for (maxreq, maxresp, cached, maxops, reqs) in [
                 (2 << 20, 2 << 20, 64 * 1024, 16, slots),
                 (4096, 4096, 0, 2, 1),
@@ -839,6 +846,11 @@ impl Ops {
             e.u32(1);
             e.u32(0); // AUTH_NONE
         })
+    }
+
+    /// DELEGRETURN.
+    pub fn delegreturn(self, sid: &Stateid) -> Ops {
+        self.op(op::DELEGRETURN, |e| sid.encode(e))
     }
 
     /// DESTROY_SESSION.
@@ -985,6 +997,8 @@ pub enum Res {
         rflags: u32,
         attrset: Vec<u32>,
         delegation: u32,
+        /// The stateid of a read delegation (delegation 1).
+        deleg: Option<Stateid>,
     },
     /// OPEN_CONFIRM, CLOSE, LOCK, LOCKU: a stateid.
     Stateid(Stateid),
@@ -1142,8 +1156,18 @@ fn decode_op(opnum: u32, status: u32, d: &mut Decoder) -> Res {
             let rflags = d.u32().unwrap();
             let attrset = get_bitmap(d);
             let delegation = d.u32().unwrap();
+            let mut deleg = None;
             match delegation {
                 0 => {}
+                1 => {
+                    // open_read_delegation4: stateid, recall, nfsace4 permissions
+                    deleg = Some(Stateid::decode(d));
+                    d.bool().unwrap();
+                    for _ in 0..3 {
+                        d.u32().unwrap();
+                    }
+                    d.opaque(1024).unwrap();
+                }
                 3 => {
                     // OPEN_DELEGATE_NONE_EXT: why, and for CONTENTION / RESOURCE a bool.
                     let why = d.u32().unwrap();
@@ -1159,6 +1183,7 @@ fn decode_op(opnum: u32, status: u32, d: &mut Decoder) -> Res {
                 rflags,
                 attrset,
                 delegation,
+                deleg,
             }
         }
         op::OPEN_CONFIRM | op::CLOSE | op::LOCK | op::LOCKU => Res::Stateid(Stateid::decode(d)),
@@ -1271,6 +1296,7 @@ fn decode_op(opnum: u32, status: u32, d: &mut Decoder) -> Res {
         | op::DESTROY_SESSION
         | op::DESTROY_CLIENTID
         | op::RECLAIM_COMPLETE
+        | op::DELEGRETURN
         | op::ALLOCATE
         | op::DEALLOCATE => Res::None,
         other => panic!("no decoder for the result of operation {other}"),
@@ -1480,6 +1506,16 @@ impl V4 {
     /// EXCHANGE_ID and CREATE_SESSION, then RECLAIM_COMPLETE unless the client is about to
     /// reclaim state after a server restart.
     pub fn establish_with(&mut self, slots: u32, reclaim_complete: bool) {
+        self.establish_flags(slots, reclaim_complete, 0);
+    }
+
+    /// Like [`V4::establish`], with the session's back channel on this connection: the
+    /// server may send callbacks (CB_RECALL) on it, read them with `rpc.read_record()`.
+    pub fn establish_back_channel(&mut self, slots: u32) {
+        self.establish_flags(slots, true, 2);
+    }
+
+    fn establish_flags(&mut self, slots: u32, reclaim_complete: bool, flags: u32) {
         let verf = boot_verifier(&self.owner);
         let owner = self.owner.clone();
         // EXCHGID4_FLAG_USE_NON_PNFS
@@ -1493,7 +1529,7 @@ impl V4 {
             panic!("EXCHANGE_ID: {:?}", r.results);
         };
         let r = self
-            .compound(Ops::new().create_session(clientid, seqid, slots))
+            .compound(Ops::new().create_session_flags(clientid, seqid, slots, flags))
             .ok("CREATE_SESSION");
         let Res::CreateSession {
             sessionid,
