@@ -201,12 +201,28 @@ pub fn encode_read_deleg(e: &mut Encoder, sid: &Stateid) {
     e.opaque(b"");
 }
 
+/// How long a change from NFSv3 waits for a recalled delegation to come back before it answers
+/// "try later": a client that returns it at once saves the NFSv3 client's retry back-off
+/// (5 s in Linux). knfsd waits 30 ms; a callback over soft-RoCE takes longer.
+const RECALL_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// NFSv3 (or any program without NFSv4 state) changing a file recalls the read delegations
 /// other clients hold on it, like a write with the anonymous stateid.
 impl vfs::ChangeGuard for Nfs4 {
     fn before_change(&self, node: &vfs::Node) -> vfs::VfsResult<()> {
-        let mut s = self.state.lock();
-        self.break_delegations(&mut s, crate::ops_file::file_key(node), u64::MAX)
-            .map_err(|_| vfs::VfsError::Delay)
+        let file = crate::ops_file::file_key(node);
+        let start = Instant::now();
+        loop {
+            if self
+                .break_delegations(&mut self.state.lock(), file, u64::MAX)
+                .is_ok()
+            {
+                return Ok(());
+            }
+            if start.elapsed() >= RECALL_WAIT {
+                return Err(vfs::VfsError::Delay);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }
