@@ -17,6 +17,7 @@ import mmap
 import os
 import random
 import shutil
+import statistics
 import stat
 import struct
 import subprocess
@@ -983,12 +984,9 @@ def server_cpu_seconds(a):
     return total / 100.0
 
 
-def case_perf(d, a):
-    """Not a test but figures (not in the default cases): dd write of --perf-mib MiB with
-    fsync, dd read after dropping caches, fio 4 KiB random reads (O_DIRECT, 32 in flight, 20 s)
-    when fio is installed, and the server's CPU seconds per MB moved. Logged as a PERF line."""
+def perf_once(path, a):
+    """One round of the perf case: {figure: value}."""
     mib = a.perf_mib
-    path = os.path.join(d, "perf")
     cpu0 = server_cpu_seconds(a)
     t0 = time.monotonic()
     r = subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={mib}",
@@ -1004,10 +1002,10 @@ def case_perf(d, a):
     rsec = time.monotonic() - t0
     cpu2 = server_cpu_seconds(a)
     mb = mib * MiB / 1e6
-    figures = (f"dd write {mb / wsec:.1f} MB/s ({(cpu1 - cpu0) / mb * 1000:.2f} server CPU ms/MB), "
-               f"dd read {mb / rsec:.1f} MB/s ({(cpu2 - cpu1) / mb * 1000:.2f} server CPU ms/MB)")
+    fig = {"dd write MB/s": mb / wsec, "write server CPU ms/MB": (cpu1 - cpu0) / mb * 1000,
+           "dd read MB/s": mb / rsec, "read server CPU ms/MB": (cpu2 - cpu1) / mb * 1000}
     if shutil.which("fio"):
-        out = os.path.join(d, "fio.json")
+        out = os.path.join(os.path.dirname(path), "fio.json")
         r = subprocess.run(["fio", "--name=randread", f"--filename={path}", "--rw=randread",
                             "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=32",
                             "--runtime=20", "--time_based", "--output-format=json",
@@ -1017,13 +1015,29 @@ def case_perf(d, a):
         with open(out) as f:
             job = json.load(f)["jobs"][0]["read"]
         os.unlink(out)
-        figures += (f", fio randread 4k x32 {job['iops']:.0f} IOPS "
-                    f"(mean {job['clat_ns']['mean'] / 1000:.0f} us)")
-    else:
-        figures += ", fio not installed: no random-read figure"
+        fig["fio randread 4k x32 IOPS"] = job["iops"]
+        fig["fio randread mean us"] = job["clat_ns"]["mean"] / 1000
+    os.unlink(path)
+    return fig
+
+
+def case_perf(d, a):
+    """Not a test but figures (not in the default cases): dd write of --perf-mib MiB with
+    fsync, dd read after dropping caches, fio 4 KiB random reads (O_DIRECT, 32 in flight, 20 s)
+    when fio is installed, and the server's CPU seconds per MB moved; --perf-runs rounds, each
+    figure as the median (min-max). Logged as a PERF line."""
+    path = os.path.join(d, "perf")
+    rounds = [perf_once(path, a) for _ in range(max(1, a.perf_runs))]
+    parts = []
+    for k in rounds[0]:
+        v = sorted(r[k] for r in rounds)
+        med = statistics.median(v)
+        parts.append(f"{k} {med:.2f}" if len(v) == 1 else f"{k} {med:.2f} ({v[0]:.2f}-{v[-1]:.2f})")
+    if not shutil.which("fio"):
+        parts.append("fio not installed: no random-read figure")
+    figures = f"{len(rounds)} rounds, median (min-max): " + ", ".join(parts)
     log(f"PERF {a.label}: {figures}")
     print(f"PERF {a.label}: {figures}", flush=True)
-    os.unlink(path)
 
 
 def case_rdmaconns(d, a):
@@ -1130,6 +1144,7 @@ def main():
     ap.add_argument("--hole-mib", type=int, default=1024, help="all-hole file size (v4.2)")
     ap.add_argument("--alt-mib", type=int, default=16, help="alternating data/hole file size")
     ap.add_argument("--perf-mib", type=int, default=256, help="dd size of the perf case")
+    ap.add_argument("--perf-runs", type=int, default=1, help="rounds of the perf case")
     ap.add_argument("--mount-source", help="ADDR:PATH of the mount, for extra mounts")
     ap.add_argument("--mount-opts", default="", help="options of the mount, for extra mounts")
     a = ap.parse_args()
