@@ -426,8 +426,7 @@ impl Vfs {
         };
         let st = sys::fstat(fd.as_fd())?;
         if st.st_nlink == 0 {
-            self.paths.remove(fh);
-            self.data.remove(fh);
+            self.forget(fh);
             return Err(VfsError::Stale);
         }
         Ok(Node {
@@ -936,17 +935,39 @@ impl Vfs {
             return Err(VfsError::Errno(libc::ENOTEMPTY));
         }
         let c = cname(name)?;
-        cred::with_creds(&caller.creds, || {
+        let gone = cred::with_creds(&caller.creds, || {
+            let mut gone = None;
             if !dir_only {
                 // unlink(2) gives EISDIR for directories; NFSv3 expects it too.
                 let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
                 if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                     return Err(VfsError::Errno(libc::EISDIR));
                 }
+                gone = self.last_link_handle(dir, &c, &st);
             }
             sys::unlinkat(dir.fd(), &c, if dir_only { libc::AT_REMOVEDIR } else { 0 })?;
-            Ok(())
-        })
+            Ok(gone)
+        })?;
+        if let Some(fh) = gone {
+            self.forget(&fh);
+        }
+        Ok(())
+    }
+
+    /// The handle of `c` in `dir` (whose stat is `st`) when removing that name frees the
+    /// file: its last link, not a directory.
+    fn last_link_handle(&self, dir: &Node, c: &CStr, st: &libc::stat64) -> Option<Bytes> {
+        let regular = st.st_mode & libc::S_IFMT != libc::S_IFDIR;
+        (regular && st.st_nlink == 1)
+            .then(|| self.handle_at(dir.export, dir.fd(), c, 0).ok())
+            .flatten()
+    }
+
+    /// Closes the descriptors cached for a file whose last name is gone: an open descriptor
+    /// keeps a removed file's space allocated.
+    fn forget(&self, fh: &Bytes) {
+        self.paths.remove(fh);
+        self.data.remove(fh);
     }
 
     /// RENAME `from_name` in `from` to `to_name` in `to` (same export only).
@@ -966,7 +987,17 @@ impl Vfs {
         }
         let f = cname(from_name)?;
         let t = cname(to_name)?;
-        cred::with_creds(&caller.creds, || sys::renameat(from.fd(), &f, to.fd(), &t))?;
+        let gone = cred::with_creds(&caller.creds, || {
+            // a file the new name replaces may lose its last link
+            let gone = sys::fstatat(to.fd(), &t, libc::AT_SYMLINK_NOFOLLOW)
+                .ok()
+                .and_then(|st| self.last_link_handle(to, &t, &st));
+            sys::renameat(from.fd(), &f, to.fd(), &t)?;
+            Ok::<_, VfsError>(gone)
+        })?;
+        if let Some(fh) = gone {
+            self.forget(&fh);
+        }
         Ok(())
     }
 

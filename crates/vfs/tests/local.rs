@@ -222,3 +222,52 @@ fn read_plus_into_a_buffer_matches_read_plus() {
     assert!(!eof);
     assert_eq!(&small, &[b'a'; 10]);
 }
+
+/// Descriptors of this process still open on `path`, a removed file.
+fn open_on_removed(path: &std::path::Path) -> usize {
+    let target = format!("{} (deleted)", path.display());
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|t| t.as_os_str().as_encoded_bytes() == target.as_bytes())
+        .count()
+}
+
+#[test]
+fn removing_the_last_link_closes_cached_descriptors() {
+    let (dir, _s, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    let make = |name: &[u8]| {
+        let (fh, _) = vfs
+            .create(&c, &r, name, CreateMode::Unchecked, &SetAttrs::default())
+            .unwrap();
+        let (c2, n) = vfs.authorize(&fh, &client(0)).unwrap();
+        vfs.write(&c2, &n, 0, &[7u8; 8192], Stability::FileSync)
+            .unwrap();
+        // a READ leaves the data descriptor in the cache
+        vfs.read(&c2, &n, 0, 10).unwrap();
+        fh
+    };
+    // REMOVE of the last link: its space must be freed, so no descriptor may stay open
+    make(b"f");
+    let f = dir.path().join("f");
+    vfs.remove(&c, &r, b"f", false).unwrap();
+    assert_eq!(open_on_removed(&f), 0, "REMOVE left {f:?} open");
+    // RENAME over a file: the replaced file is gone too
+    make(b"g");
+    make(b"h");
+    let g = dir.path().join("g");
+    vfs.rename(&c, &r, b"h", &r, b"g").unwrap();
+    assert_eq!(
+        open_on_removed(&g),
+        0,
+        "RENAME left the replaced {g:?} open"
+    );
+    // a file with another link keeps its descriptors (and its data)
+    let fh = make(b"k");
+    std::fs::hard_link(dir.path().join("k"), dir.path().join("k2")).unwrap();
+    vfs.remove(&c, &r, b"k", false).unwrap();
+    let (c3, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    assert_eq!(vfs.read(&c3, &n, 0, 4).unwrap().0.len(), 4);
+}
