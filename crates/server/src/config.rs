@@ -47,6 +47,11 @@ pub struct Args {
     /// Calls executing at once over all connections.
     #[arg(long, default_value_t = 1024)]
     pub max_total_in_flight: usize,
+    /// Threads that run calls (file-system work); more calls wait for a free one. Default:
+    /// 8 per CPU. More threads than that mostly wake and switch: loopback 4 KiB random reads
+    /// ran 1.64x faster with 16 than with 512 on 2 CPUs (docs/benchmarks.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
     /// Reply bytes queued per connection for a client that reads slowly.
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     pub max_queued_reply_bytes: usize,

@@ -35,9 +35,13 @@ fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = args.threads.map_or(8 * cpus, |n| n as usize);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("rnfsd")
+        // calls run on the blocking pool (TCP and RDMA alike): its size is --threads
+        .max_blocking_threads(threads)
         .build()
     {
         Ok(rt) => rt,
