@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::header::{Header, MIN_HEADER_LEN};
+use crate::header::Header;
 
 /// Most backward credits taken from a client's grant: the Linux client offers at most 16.
 pub const MAX_BACKWARD_CREDITS: u32 = 64;
@@ -53,7 +53,7 @@ pub fn backward_reply_credits(msg: &[u8]) -> Option<u32> {
         && w(4)? == 0 && w(5)? == 0 && w(6)? == 0 // no chunks
         && w(7)? == w(0)? // RPC XID
         && w(8)? == RPC_REPLY;
-    (shape && msg.len() > MIN_HEADER_LEN).then(|| w(2).unwrap_or(1))
+    shape.then(|| w(2)).flatten()
 }
 
 /// Backward credits of one connection: how many calls may be outstanding, and how many are.

@@ -76,17 +76,7 @@ fn nfsv41_state_keeps_no_call_buffer() {
     c.establish(8);
     // A second client whose session keeps an AUTH_SYS callback credential.
     let mut b = V4::over(RpcClient::loopback(&srv), 1, "retention-41-cb");
-    let verf = boot_verifier(&b.owner);
-    let owner = b.owner.clone();
-    let r = b
-        .compound(Ops::new().exchange_id(verf, &owner, 0x1_0000))
-        .ok("EXCHANGE_ID");
-    let Res::ExchangeId {
-        clientid, seqid, ..
-    } = r.get(op::EXCHANGE_ID).res
-    else {
-        panic!("EXCHANGE_ID: {:?}", r.results);
-    };
+    let (clientid, seqid) = b.exchange_id();
     let mut args = xdr::Encoder::new();
     args.u64(clientid);
     args.u32(seqid);

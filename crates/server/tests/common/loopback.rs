@@ -8,27 +8,37 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use sunrpc::{BulkAlloc, BulkBuf, Dispatcher, Origin, TransportKind};
 
-/// Bytes that clear `alive` when the last reference goes.
-struct Watched {
+/// Memory counted in `out` until the last reference to it goes.
+struct Counted {
     data: Vec<u8>,
-    alive: Arc<AtomicBool>,
+    out: Arc<AtomicUsize>,
 }
 
-impl AsRef<[u8]> for Watched {
+impl Counted {
+    fn new(data: Vec<u8>, out: &Arc<AtomicUsize>) -> Self {
+        out.fetch_add(1, Ordering::SeqCst);
+        Counted {
+            data,
+            out: out.clone(),
+        }
+    }
+}
+
+impl AsRef<[u8]> for Counted {
     fn as_ref(&self) -> &[u8] {
         &self.data
     }
 }
 
-impl Drop for Watched {
+impl Drop for Counted {
     fn drop(&mut self) {
-        self.alive.store(false, Ordering::SeqCst);
+        self.out.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -39,35 +49,14 @@ struct Bulk {
     handed: AtomicUsize,
 }
 
-struct BulkPiece {
-    data: Vec<u8>,
-    out: Arc<AtomicUsize>,
-}
-
-impl AsRef<[u8]> for BulkPiece {
-    fn as_ref(&self) -> &[u8] {
-        &self.data
-    }
-}
-
-impl Drop for BulkPiece {
-    fn drop(&mut self) {
-        self.out.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 impl BulkAlloc for Bulk {
     fn alloc(&self, len: usize) -> Option<Box<dyn BulkBuf>> {
-        self.out.fetch_add(1, Ordering::SeqCst);
         self.handed.fetch_add(1, Ordering::SeqCst);
-        Some(Box::new(BulkPiece {
-            data: vec![0; len],
-            out: self.out.clone(),
-        }))
+        Some(Box::new(Counted::new(vec![0; len], &self.out)))
     }
 }
 
-impl BulkBuf for BulkPiece {
+impl BulkBuf for Counted {
     fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.data
     }
@@ -167,11 +156,8 @@ impl Loopback {
             word(&call, 4),
             word(&call, 5)
         );
-        let alive = Arc::new(AtomicBool::new(true));
-        let msg = Bytes::from_owner(Watched {
-            data: call,
-            alive: alive.clone(),
-        });
+        let calls = Arc::new(AtomicUsize::new(0));
+        let msg = Bytes::from_owner(Counted::new(call, &calls));
         let origin = Origin {
             peer: SocketAddr::from(([127, 0, 0, 1], 40000)),
             transport: TransportKind::Rdma,
@@ -181,8 +167,9 @@ impl Loopback {
         let reply = self.disp.dispatch_from(msg, origin);
         let bytes = reply.as_ref().map(xdr::Reply::to_bytes);
         drop(reply);
-        assert!(
-            !alive.load(Ordering::SeqCst),
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            0,
             "{what}: the server still holds part of the call after its reply"
         );
         assert_eq!(

@@ -1515,7 +1515,9 @@ impl V4 {
         self.establish_flags(slots, true, 2);
     }
 
-    fn establish_flags(&mut self, slots: u32, reclaim_complete: bool, flags: u32) {
+    /// EXCHANGE_ID (non-pNFS) for this client's owner; returns the client id and the sequence
+    /// id its CREATE_SESSION must use.
+    pub fn exchange_id(&mut self) -> (u64, u32) {
         let verf = boot_verifier(&self.owner);
         let owner = self.owner.clone();
         // EXCHGID4_FLAG_USE_NON_PNFS
@@ -1528,6 +1530,11 @@ impl V4 {
         else {
             panic!("EXCHANGE_ID: {:?}", r.results);
         };
+        (clientid, seqid)
+    }
+
+    fn establish_flags(&mut self, slots: u32, reclaim_complete: bool, flags: u32) {
+        let (clientid, seqid) = self.exchange_id();
         let r = self
             .compound(Ops::new().create_session_flags(clientid, seqid, slots, flags))
             .ok("CREATE_SESSION");
