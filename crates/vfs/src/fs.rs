@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
-use parking_lot::Mutex;
 
+use crate::cache::{unique_inode_numbers, FdCache, InodeKey, PathCache};
 use crate::cred::{self, Creds};
 use crate::error::{VfsError, VfsResult};
 use crate::exports::{ExportEntry, ExportOptions, Squash};
@@ -87,6 +87,9 @@ struct Export {
     root_fh: Bytes,
     root_dev: u64,
     root_ino: u64,
+    /// Inode numbers name inodes here (see [`unique_inode_numbers`]): cached descriptors may
+    /// be found by the numbers a directory listing gives.
+    by_inode: bool,
 }
 
 /// Backend configuration.
@@ -108,42 +111,11 @@ pub trait ChangeGuard: Send + Sync {
     fn before_change(&self, node: &Node) -> VfsResult<()>;
 }
 
-/// Descriptor caches keyed by handle; bounded, halved when full.
-struct FdCache<T> {
-    cap: usize,
-    map: Mutex<HashMap<Bytes, Arc<T>>>,
-}
-
-impl<T> FdCache<T> {
-    fn new(cap: usize) -> Self {
-        Self {
-            cap: cap.max(16),
-            map: Mutex::new(HashMap::new()),
-        }
-    }
-    fn get(&self, k: &Bytes) -> Option<Arc<T>> {
-        self.map.lock().get(k).cloned()
-    }
-    fn put(&self, k: Bytes, v: Arc<T>) {
-        let mut m = self.map.lock();
-        if m.len() >= self.cap {
-            let drop_keys: Vec<Bytes> = m.keys().take(self.cap / 2).cloned().collect();
-            for k in drop_keys {
-                m.remove(&k);
-            }
-        }
-        m.insert(k, v);
-    }
-    fn remove(&self, k: &Bytes) {
-        self.map.lock().remove(k);
-    }
-}
-
 /// The backend serving all exports.
 pub struct Vfs {
     key: HandleKey,
     exports: Vec<Export>,
-    paths: FdCache<OwnedFd>,
+    paths: PathCache,
     data: FdCache<OwnedFd>,
     write_verifier: [u8; 8],
     /// Addresses of host names used in client rules, resolved once at start-up.
@@ -284,6 +256,7 @@ impl Vfs {
                 )));
             }
             let root_fh = Bytes::from(key.seal(id, &kh));
+            let by_inode = sys::fstatfs_type(root.as_fd()).is_ok_and(unique_inode_numbers);
             exports.push(Export {
                 id,
                 entry,
@@ -291,6 +264,7 @@ impl Vfs {
                 root_fh,
                 root_dev: st.st_dev,
                 root_ino: st.st_ino,
+                by_inode,
             });
         }
         let host_names = resolve_host_rules(&exports);
@@ -302,7 +276,7 @@ impl Vfs {
         Ok(Self {
             key,
             exports,
-            paths: FdCache::new(fd_cache),
+            paths: PathCache::new(fd_cache),
             data: FdCache::new(fd_cache),
             write_verifier: verifier,
             host_names,
@@ -420,8 +394,18 @@ impl Vfs {
                     _ => VfsError::from(err),
                 })?;
                 let fd = Arc::new(fd);
-                self.paths.put(fh.clone(), fd.clone());
-                fd
+                let st = sys::fstat(fd.as_fd())?;
+                if st.st_nlink == 0 {
+                    return Err(VfsError::Stale);
+                }
+                self.paths
+                    .put(fh.clone(), fd.clone(), self.inode_key(export, &st));
+                return Ok(Node {
+                    fh: fh.clone(),
+                    fd,
+                    attr: Attr::from_stat(&st),
+                    export,
+                });
             }
         };
         let st = sys::fstat(fd.as_fd())?;
@@ -435,6 +419,14 @@ impl Vfs {
             attr: Attr::from_stat(&st),
             export,
         })
+    }
+
+    /// The key under which a descriptor of the object `st` describes is indexed by inode: none
+    /// for directories (a listing's number for a mount point or a Btrfs subvolume is not the
+    /// number stat gives) or where numbers do not name inodes.
+    fn inode_key(&self, export: usize, st: &libc::stat64) -> Option<InodeKey> {
+        (self.exports[export].by_inode && st.st_mode & libc::S_IFMT != libc::S_IFDIR)
+            .then_some((export, st.st_dev, st.st_ino))
     }
 
     /// Whether `node` is the root directory of its export.
@@ -1109,7 +1101,8 @@ impl Vfs {
                     entry.fileid = dir.attr.fileid;
                 }
                 if plus {
-                    entry.plus = self.entry_plus(caller, dir, cname, at_root);
+                    let listed = (ino, rec[18]);
+                    entry.plus = self.entry_plus(caller, dir, cname, listed, at_root);
                 }
                 if !accept(entry) {
                     return Ok(false);
@@ -1118,11 +1111,14 @@ impl Vfs {
         }
     }
 
+    /// The handle and attributes of the entry `name` of `dir`, which the listing gave as
+    /// (inode number, d_type) `listed`.
     fn entry_plus(
         &self,
         caller: &Caller,
         dir: &Node,
         name: &CStr,
+        listed: (u64, u8),
         at_root: bool,
     ) -> Option<(Bytes, Attr)> {
         let raw = name.to_bytes();
@@ -1132,6 +1128,24 @@ impl Vfs {
         if raw == b".." {
             return self.lookup(caller, dir, raw).ok();
         }
+        let (ino, d_type) = listed;
+        if self.exports[dir.export].by_inode && !matches!(d_type, libc::DT_DIR | libc::DT_UNKNOWN) {
+            let key = (dir.export, dir.attr.fsid, ino);
+            if let Some((fh, fd)) = self.paths.by_inode(&key) {
+                // The descriptor keeps inode `ino` alive, so the name listed with that number
+                // is this inode (see cache.rs): fstat only re-reads its attributes. No name is
+                // walked, but the caller needed search permission on `dir` to open it above,
+                // as a walk would.
+                match sys::fstat(fd.as_fd()) {
+                    Ok(st) if st.st_ino == ino && st.st_dev == dir.attr.fsid && st.st_nlink > 0 => {
+                        return Some((fh, Attr::from_stat(&st)));
+                    }
+                    _ => self.paths.remove(&fh),
+                }
+            }
+        }
+        // Not cached: two path walks, and no descriptor kept (listing a directory larger than
+        // the cache would otherwise evict every descriptor the clients are using).
         self.lookup_c(caller, dir, name).ok()
     }
 

@@ -381,6 +381,16 @@ pub fn fstatvfs(fd: BorrowedFd<'_>) -> io::Result<libc::statvfs64> {
     Ok(s)
 }
 
+/// The file-system type (`f_type` of fstatfs(2)) of the file system holding `fd`.
+pub fn fstatfs_type(fd: BorrowedFd<'_>) -> io::Result<i64> {
+    // SAFETY: statfs64 is plain data; zero is a valid value.
+    let mut s: libc::statfs64 = unsafe { std::mem::zeroed() };
+    // SAFETY: s is a valid out-pointer.
+    cvt(unsafe { libc::fstatfs64(fd.as_raw_fd(), &mut s) })?;
+    #[allow(clippy::unnecessary_cast)]
+    Ok(s.f_type as i64)
+}
+
 /// `lseek(fd, offset, SEEK_SET)` on a directory (cookies are opaque directory offsets).
 pub fn seek_dir(fd: BorrowedFd<'_>, offset: u64) -> io::Result<()> {
     // SAFETY: lseek takes integers only.

@@ -271,3 +271,80 @@ fn removing_the_last_link_closes_cached_descriptors() {
     let (c3, n) = vfs.authorize(&fh, &client(0)).unwrap();
     assert_eq!(vfs.read(&c3, &n, 0, 4).unwrap().0.len(), 4);
 }
+
+/// READDIRPLUS of `dir`: name -> (handle, attributes).
+fn list_plus(
+    vfs: &Vfs,
+    c: &vfs::Caller,
+    dir: &vfs::Node,
+) -> std::collections::HashMap<Vec<u8>, (bytes::Bytes, vfs::Attr)> {
+    let mut out = std::collections::HashMap::new();
+    vfs.readdir(c, dir, 0, [0; 8], true, |e| {
+        let plus = e.plus.expect("READDIRPLUS entry without handle");
+        out.insert(e.name.to_vec(), plus);
+        true
+    })
+    .unwrap();
+    out
+}
+
+#[test]
+fn listing_cached_files_gives_fresh_attributes_and_current_handles() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (dir, _s, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    let mut handles = Vec::new();
+    for name in [&b"a"[..], b"b", b"c"] {
+        let (fh, _) = vfs
+            .create(&c, &r, name, CreateMode::Unchecked, &SetAttrs::default())
+            .unwrap();
+        // resolving keeps a descriptor, which listings then find by inode number
+        vfs.authorize(&fh, &client(0)).unwrap();
+        handles.push(fh);
+    }
+    std::fs::hard_link(dir.path().join("a"), dir.path().join("a2")).unwrap();
+    let first = list_plus(&vfs, &c, &r);
+    assert_eq!(first[&b"a"[..]].0, handles[0]);
+    assert_eq!(
+        first[&b"a2"[..]].0,
+        handles[0],
+        "a hard link has the same handle"
+    );
+    assert_eq!(first[&b"b"[..]].0, handles[1]);
+
+    // attributes changed behind the server's back are seen
+    std::fs::set_permissions(dir.path().join("b"), std::fs::Permissions::from_mode(0o604)).unwrap();
+    std::fs::write(dir.path().join("b"), b"12345").unwrap();
+    // a cached file replaced behind the server's back: the new file's handle, never the old
+    let old_ino = std::fs::metadata(dir.path().join("c")).unwrap().ino();
+    std::fs::remove_file(dir.path().join("c")).unwrap();
+    std::fs::write(dir.path().join("c"), b"new").unwrap();
+    let new_ino = std::fs::metadata(dir.path().join("c")).unwrap().ino();
+    assert_ne!(
+        old_ino, new_ino,
+        "the cached descriptor keeps the old number taken"
+    );
+
+    let second = list_plus(&vfs, &c, &r);
+    let (bfh, battr) = &second[&b"b"[..]];
+    assert_eq!(bfh, &handles[1]);
+    assert_eq!((battr.mode, battr.size), (0o604, 5));
+    let (cfh, cattr) = &second[&b"c"[..]];
+    assert_ne!(cfh, &handles[2]);
+    assert_eq!((cattr.fileid, cattr.size), (new_ino, 3));
+    let (_, n) = vfs.authorize(cfh, &client(0)).unwrap();
+    assert_eq!(n.attr.fileid, new_ino);
+    assert_eq!(
+        vfs.authorize(&handles[2], &client(0)).err(),
+        Some(VfsError::Stale)
+    );
+    // and every entry agrees with a LOOKUP of its name
+    for (name, (fh, attr)) in &second {
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let (lfh, lattr) = vfs.lookup(&c, &r, name).unwrap();
+        assert_eq!((&lfh, lattr.fileid), (fh, attr.fileid), "{name:?}");
+    }
+}

@@ -1,0 +1,192 @@
+//! Descriptor caches keyed by handle: bounded, halved when full.
+//!
+//! The path cache also finds a cached object by its inode number. That is sound only because
+//! a cached descriptor keeps its inode alive: while we hold it, the file system cannot give its
+//! number to another file, so a directory entry that carries the number names this inode (on
+//! file systems whose directory entries carry the same number as stat, see
+//! [`unique_inode_numbers`]). Without the descriptor, a number could have been reused by a new
+//! file with a new generation, and a handle remembered for it would name a removed file.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+/// An inode as a directory listing names it: export, device and inode number.
+pub(crate) type InodeKey = (usize, u64, u64);
+
+/// Whether the file system of type `f_type` (statfs) gives each live inode its own number and
+/// reports that number in directory entries: ext2/3/4, XFS, tmpfs and Btrfs (per subvolume,
+/// which has its own device number). Overlay and FUSE file systems may not, and are left out.
+pub(crate) fn unique_inode_numbers(f_type: i64) -> bool {
+    const EXT4: i64 = 0xEF53;
+    const XFS: i64 = 0x5846_5342;
+    const TMPFS: i64 = 0x0102_1994;
+    const BTRFS: i64 = 0x9123_683E;
+    matches!(f_type, EXT4 | XFS | TMPFS | BTRFS)
+}
+
+/// Descriptors keyed by handle; bounded, an arbitrary half dropped when full.
+pub(crate) struct FdCache<T> {
+    cap: usize,
+    map: Mutex<HashMap<Bytes, Arc<T>>>,
+}
+
+impl<T> FdCache<T> {
+    pub(crate) fn new(cap: usize) -> Self {
+        Self {
+            cap: cap.max(16),
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+    pub(crate) fn get(&self, k: &Bytes) -> Option<Arc<T>> {
+        self.map.lock().get(k).cloned()
+    }
+    pub(crate) fn put(&self, k: Bytes, v: Arc<T>) {
+        let mut m = self.map.lock();
+        if m.len() >= self.cap {
+            let drop_keys: Vec<Bytes> = m.keys().take(self.cap / 2).cloned().collect();
+            for k in drop_keys {
+                m.remove(&k);
+            }
+        }
+        m.insert(k, v);
+    }
+    pub(crate) fn remove(&self, k: &Bytes) {
+        self.map.lock().remove(k);
+    }
+}
+
+struct PathEntry {
+    fd: Arc<OwnedFd>,
+    inode: Option<InodeKey>,
+}
+
+#[derive(Default)]
+struct PathMaps {
+    by_fh: HashMap<Bytes, PathEntry>,
+    by_inode: HashMap<InodeKey, Bytes>,
+}
+
+impl PathMaps {
+    fn remove(&mut self, fh: &Bytes) {
+        if let Some(e) = self.by_fh.remove(fh) {
+            if let Some(k) = e.inode {
+                // only if the index still points at this handle
+                if self.by_inode.get(&k) == Some(fh) {
+                    self.by_inode.remove(&k);
+                }
+            }
+        }
+    }
+}
+
+/// O_PATH descriptors keyed by handle, also found by inode (non-directories only).
+pub(crate) struct PathCache {
+    cap: usize,
+    maps: Mutex<PathMaps>,
+}
+
+impl PathCache {
+    pub(crate) fn new(cap: usize) -> Self {
+        Self {
+            cap: cap.max(16),
+            maps: Mutex::new(PathMaps::default()),
+        }
+    }
+
+    pub(crate) fn get(&self, fh: &Bytes) -> Option<Arc<OwnedFd>> {
+        self.maps.lock().by_fh.get(fh).map(|e| e.fd.clone())
+    }
+
+    /// The handle and descriptor cached for `inode`; the caller checks, with fstat of the
+    /// descriptor, that it still is that inode and is still linked.
+    pub(crate) fn by_inode(&self, inode: &InodeKey) -> Option<(Bytes, Arc<OwnedFd>)> {
+        let m = self.maps.lock();
+        let fh = m.by_inode.get(inode)?;
+        let e = m.by_fh.get(fh)?;
+        Some((fh.clone(), e.fd.clone()))
+    }
+
+    /// Caches `fd` for `fh`, indexed under `inode` when given: pass an inode only for a
+    /// descriptor of that very inode, on a file system with [`unique_inode_numbers`].
+    pub(crate) fn put(&self, fh: Bytes, fd: Arc<OwnedFd>, inode: Option<InodeKey>) {
+        let mut m = self.maps.lock();
+        if m.by_fh.len() >= self.cap {
+            let drop_keys: Vec<Bytes> = m.by_fh.keys().take(self.cap / 2).cloned().collect();
+            for k in &drop_keys {
+                m.remove(k);
+            }
+        }
+        m.remove(&fh);
+        if let Some(k) = inode {
+            m.by_inode.insert(k, fh.clone());
+        }
+        m.by_fh.insert(fh, PathEntry { fd, inode });
+    }
+
+    pub(crate) fn remove(&self, fh: &Bytes) {
+        self.maps.lock().remove(fh);
+    }
+
+    /// Entries cached, and entries indexed by inode (tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> (usize, usize) {
+        let m = self.maps.lock();
+        (m.by_fh.len(), m.by_inode.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fd() -> Arc<OwnedFd> {
+        Arc::new(OwnedFd::from(
+            std::fs::File::open("/").expect("open / for a test descriptor"),
+        ))
+    }
+
+    #[test]
+    fn the_inode_index_follows_the_handles() {
+        let c = PathCache::new(16);
+        let a = Bytes::from_static(b"a");
+        let b = Bytes::from_static(b"b");
+        c.put(a.clone(), fd(), Some((0, 1, 10)));
+        c.put(b.clone(), fd(), None);
+        assert_eq!(c.by_inode(&(0, 1, 10)).map(|x| x.0), Some(a.clone()));
+        assert!(c.by_inode(&(0, 1, 11)).is_none());
+        assert!(
+            c.by_inode(&(1, 1, 10)).is_none(),
+            "another export's handle differs"
+        );
+        // the same inode number under a new handle (a hard link cannot do this; a re-put can)
+        c.put(b.clone(), fd(), Some((0, 1, 10)));
+        c.remove(&a);
+        assert_eq!(
+            c.by_inode(&(0, 1, 10)).map(|x| x.0),
+            Some(b.clone()),
+            "removing the old handle must not drop the index entry of the new one"
+        );
+        c.remove(&b);
+        assert!(c.by_inode(&(0, 1, 10)).is_none());
+        assert_eq!(c.len(), (0, 0));
+    }
+
+    #[test]
+    fn eviction_drops_index_entries_with_their_descriptors() {
+        let c = PathCache::new(16);
+        for i in 0..100u64 {
+            c.put(Bytes::from(i.to_be_bytes().to_vec()), fd(), Some((0, 1, i)));
+            let (fhs, inodes) = c.len();
+            assert!(fhs <= 16);
+            assert_eq!(fhs, inodes, "index and handles out of step after {i}");
+        }
+        let hits = (0..100u64)
+            .filter(|i| c.by_inode(&(0, 1, *i)).is_some())
+            .count();
+        assert_eq!(hits, c.len().0);
+    }
+}
