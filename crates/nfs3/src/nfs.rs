@@ -27,15 +27,35 @@ impl Nfs3 {
         Self { vfs, guard: None }
     }
 
-    /// Asks `guard` (NFSv4's delegations) before a WRITE or SETATTR changes a file: a file
-    /// another client holds a delegation on answers NFS3ERR_JUKEBOX until it is returned.
+    /// Asks `guard` (NFSv4's delegations) before a WRITE, SETATTR, REMOVE, RENAME or LINK
+    /// changes a file or its names: a file another client holds a delegation on answers
+    /// NFS3ERR_JUKEBOX until it is returned.
     pub fn with_change_guard(mut self, guard: Arc<dyn vfs::ChangeGuard>) -> Self {
         self.guard = Some(guard);
         self
     }
 
     fn before_change(&self, n: &vfs::Node) -> Result<(), vfs::VfsError> {
-        self.guard.as_ref().map_or(Ok(()), |g| g.before_change(n))
+        self.guard
+            .as_ref()
+            .map_or(Ok(()), |g| g.before_change(&n.attr))
+    }
+
+    /// As [`Nfs3::before_change`] for the file named `name` in `dir`; a name that does not
+    /// exist changes nothing here (the operation itself reports it).
+    fn before_name_change(
+        &self,
+        c: &vfs::Caller,
+        dir: &vfs::Node,
+        name: &[u8],
+    ) -> Result<(), vfs::VfsError> {
+        match &self.guard {
+            Some(g) if g.guards_anything() => match self.vfs.entry_attr(c, dir, name) {
+                Ok(a) => g.before_change(&a),
+                Err(_) => Ok(()),
+            },
+            _ => Ok(()),
+        }
     }
 }
 
@@ -274,7 +294,9 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return fail(e, WccData::default()),
         };
-        let r = self.vfs.remove(&c, &d, &a.name, dir_only);
+        let r = self
+            .before_name_change(&c, &d, &a.name)
+            .and_then(|()| self.vfs.remove(&c, &d, &a.name, dir_only));
         let w = wcc(&d.attr, self.fresh(&d).as_ref());
         match r {
             Ok(()) => Res3::Ok(w),
@@ -295,7 +317,11 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return fail(e, empty),
         };
-        let r = self.vfs.rename(&c, &from, &a.from.name, &to, &a.to.name);
+        // the file renamed, and the one the new name replaces
+        let r = self
+            .before_name_change(&c, &from, &a.from.name)
+            .and_then(|()| self.before_name_change(&c, &to, &a.to.name))
+            .and_then(|()| self.vfs.rename(&c, &from, &a.from.name, &to, &a.to.name));
         let res = RenameResOk {
             fromdir_wcc: wcc(&from.attr, self.fresh(&from).as_ref()),
             todir_wcc: wcc(&to.attr, self.fresh(&to).as_ref()),
@@ -319,7 +345,9 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return fail(e, empty),
         };
-        let r = self.vfs.link(&c, &file, &dir, &a.link.name);
+        let r = self
+            .before_change(&file)
+            .and_then(|()| self.vfs.link(&c, &file, &dir, &a.link.name));
         let linkdir_wcc = wcc(&dir.attr, self.fresh(&dir).as_ref());
         match r {
             Ok(attr) => Res3::Ok(LinkResOk {

@@ -132,7 +132,7 @@ impl Nfs4 {
             .cloned();
         if let Some(c) = &confirmed {
             let expired = s.expired_clients().contains(&c.id);
-            let has_state = s.states.values().any(|x| x.client() == c.id);
+            let has_state = s.states.client_has_state(c.id);
             if c.principal != who && !expired && has_state {
                 let mut e = Encoder::new();
                 e.opaque(b"tcp");
@@ -248,7 +248,7 @@ impl Nfs4 {
                 Some(c) if c.verifier != verf && c.principal != who => {
                     // A different client took this owner name: the old record goes unless it
                     // still holds state under a live lease.
-                    let has_state = s.states.values().any(|x| x.client() == c.id);
+                    let has_state = s.states.client_has_state(c.id);
                     if has_state && !s.expired_clients().contains(&c.id) {
                         return Err(st::CLID_INUSE.into());
                     }
@@ -256,7 +256,7 @@ impl Nfs4 {
                     self.new_client(&mut s, owner, verf, who, ctx.minor)
                 }
                 Some(c) if c.verifier == verf && !s.expired_clients().contains(&c.id) => {
-                    let has_state = s.states.values().any(|x| x.client() == c.id);
+                    let has_state = s.states.client_has_state(c.id);
                     if has_state {
                         return Err(st::CLID_INUSE.into());
                     }
@@ -468,8 +468,8 @@ impl Nfs4 {
         // SEQ4_STATUS_RECALLABLE_STATE_REVOKED while a revoked delegation awaits FREE_STATEID.
         let revoked = s
             .states
-            .values()
-            .any(|x| matches!(x, StateObj::Deleg(d) if d.client == client && d.revoked));
+            .of_client(client)
+            .any(|(_, x)| matches!(x, StateObj::Deleg(d) if d.revoked));
         e.u32(if revoked { 0x40 } else { 0 });
         Ok(SeqOutcome::Proceed(e))
     }

@@ -2,9 +2,10 @@
 //! DELEGRETURN and BACKCHANNEL_CTL.
 //!
 //! A read delegation is granted on a read-only OPEN by a 4.1 client with a back channel when no
-//! other client has the file open for writing. A conflicting OPEN, WRITE or size change by
-//! another client sends CB_RECALL once and answers NFS4ERR_DELAY until the holder returns the
-//! delegation; a holder that does not return it within a lease loses it (revocation).
+//! other client has the file open for writing. A conflicting OPEN, WRITE, size change, REMOVE,
+//! RENAME or LINK by another client (NFSv3 included, through [`vfs::ChangeGuard`]) sends
+//! CB_RECALL once and answers NFS4ERR_DELAY until the holder returns the delegation; a holder
+//! that does not return it within a lease loses it (revocation).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -41,11 +42,9 @@ impl Nfs4 {
             return None;
         }
         s.back_session(client)?;
-        let conflict = s.states.values().any(|o| match o {
-            StateObj::Open(o) => {
-                o.file == file && o.client != client && o.access & share::ACCESS_WRITE != 0
-            }
-            StateObj::Deleg(d) => d.file == file && !d.revoked,
+        let conflict = s.states.on_file(file).any(|(_, o)| match o {
+            StateObj::Open(o) => o.client != client && o.access & share::ACCESS_WRITE != 0,
+            StateObj::Deleg(d) => !d.revoked,
             StateObj::Lock(_) => false,
         });
         if conflict {
@@ -78,11 +77,9 @@ impl Nfs4 {
         let mut wait = false;
         let held: Vec<([u8; 12], Deleg)> = s
             .states
-            .iter()
+            .on_file(file)
             .filter_map(|(k, v)| match v {
-                StateObj::Deleg(d) if d.file == file && d.client != client && !d.revoked => {
-                    Some((*k, d.clone()))
-                }
+                StateObj::Deleg(d) if d.client != client && !d.revoked => Some((k, d.clone())),
                 _ => None,
             })
             .collect();
@@ -112,6 +109,21 @@ impl Nfs4 {
         } else {
             Ok(())
         }
+    }
+
+    /// Recalls the delegations other clients hold on the file with attributes `attr` before
+    /// this client removes, renames or links it (NFS4ERR_DELAY until they are returned).
+    pub(crate) fn recall_before_change(
+        &self,
+        ctx: &Ctx<'_>,
+        attr: &vfs::Attr,
+    ) -> Result<(), crate::compound::OpFail> {
+        let mut s = self.state.lock();
+        if !s.states.any_delegation() {
+            return Ok(());
+        }
+        let client = ctx.clientid.unwrap_or(u64::MAX);
+        Ok(self.break_delegations(&mut s, (attr.fsid, attr.fileid), client)?)
     }
 
     fn send_recall(&self, s: &mut State, other: &[u8; 12], d: &Deleg) {
@@ -209,8 +221,8 @@ const RECALL_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// NFSv3 (or any program without NFSv4 state) changing a file recalls the read delegations
 /// other clients hold on it, like a write with the anonymous stateid.
 impl vfs::ChangeGuard for Nfs4 {
-    fn before_change(&self, node: &vfs::Node) -> vfs::VfsResult<()> {
-        let file = crate::ops_file::file_key(node);
+    fn before_change(&self, attr: &vfs::Attr) -> vfs::VfsResult<()> {
+        let file = (attr.fsid, attr.fileid);
         let start = Instant::now();
         loop {
             if self
@@ -224,5 +236,9 @@ impl vfs::ChangeGuard for Nfs4 {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
+    }
+
+    fn guards_anything(&self) -> bool {
+        self.state.lock().states.any_delegation()
     }
 }

@@ -73,6 +73,7 @@ impl Nfs4 {
         let name = component(d)?;
         let (c, dir) = self.cur_dir(ctx)?;
         let (_, a) = self.vfs.lookup(&c, &dir, &name)?;
+        self.recall_before_change(ctx, &a)?;
         self.vfs
             .remove(&c, &dir, &name, a.ftype == FileType::Directory)?;
         let after = self.vfs.getattr(&dir).ok();
@@ -96,6 +97,12 @@ impl Nfs4 {
         }
         let old = crate::ops_fh::check_name(&old)?;
         let new = crate::ops_fh::check_name(&new)?;
+        // the file renamed, and the one the new name replaces
+        for (dir, name) in [(&from, &old), (&to, &new)] {
+            if let Ok(a) = self.vfs.entry_attr(&c, dir, name) {
+                self.recall_before_change(ctx, &a)?;
+            }
+        }
         self.vfs.rename(&c, &from, &old, &to, &new)?;
         let fa = self.vfs.getattr(&from).ok();
         let ta = self.vfs.getattr(&to).ok();
@@ -118,6 +125,7 @@ impl Nfs4 {
         if src.attr.ftype == FileType::Directory {
             return Err(st::ISDIR.into());
         }
+        self.recall_before_change(ctx, &src.attr)?;
         self.vfs.link(&c, &src, &dir, &name)?;
         let after = self.vfs.getattr(&dir).ok();
         let mut e = Encoder::new();

@@ -170,8 +170,8 @@ impl Nfs4 {
             };
             let denied = s
                 .states
-                .values()
-                .any(|o| matches!(o, StateObj::Open(o) if o.file == file && o.deny & want != 0));
+                .on_file(file)
+                .any(|(_, o)| matches!(o, StateObj::Open(o) if o.deny & want != 0));
             if denied && (write || *sid != Stateid::BYPASS) {
                 return Err(st::LOCKED.into());
             }
@@ -646,9 +646,9 @@ impl Nfs4 {
             }
             let lock_states: Vec<([u8; 12], Bytes)> = s
                 .states
-                .iter()
+                .on_file(o.file)
                 .filter_map(|(k, v)| match v {
-                    StateObj::Lock(l) if l.open == sid.other => Some((*k, l.owner.clone())),
+                    StateObj::Lock(l) if l.open == sid.other => Some((k, l.owner.clone())),
                     _ => None,
                 })
                 .collect();

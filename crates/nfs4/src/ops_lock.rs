@@ -158,12 +158,8 @@ impl Nfs4 {
                     if o.access & need == 0 {
                         return Err(st::OPENMODE.into());
                     }
-                    let existing = s.states.iter().find_map(|(k, v)| match v {
-                        StateObj::Lock(l)
-                            if l.client == o.client && l.owner == *owner && l.file == file =>
-                        {
-                            Some(*k)
-                        }
+                    let existing = s.states.on_file(file).find_map(|(k, v)| match v {
+                        StateObj::Lock(l) if l.client == o.client && l.owner == *owner => Some(k),
                         _ => None,
                     });
                     let other = match existing {
@@ -350,9 +346,15 @@ impl Nfs4 {
         if held {
             return Err(st::LOCKS_HELD.into());
         }
-        s.states.retain(
-            |_, v| !matches!(v, StateObj::Lock(l) if l.client == clientid && l.owner == owner),
-        );
+        let gone: Vec<[u8; 12]> = s
+            .states
+            .of_client(clientid)
+            .filter(|(_, v)| matches!(v, StateObj::Lock(l) if l.owner == owner))
+            .map(|(k, _)| k)
+            .collect();
+        for k in gone {
+            s.states.remove(&k);
+        }
         s.owners.remove(&(clientid, owner, true));
         Ok(Encoder::new())
     }

@@ -232,6 +232,131 @@ pub struct OwnerSeq {
     pub last_open: Option<(Bytes, Stateid)>,
 }
 
+/// Stateids by their `other` field, indexed by file and by client: conflict checks (OPEN,
+/// WRITE, delegation recalls) look at one file's states and SEQUENCE at one client's, instead of
+/// every state of the server (which made opening N files cost O(N²)).
+#[derive(Debug, Default)]
+pub struct States {
+    map: HashMap<[u8; 12], StateObj>,
+    by_file: HashMap<FileKey, Vec<[u8; 12]>>,
+    by_client: HashMap<u64, HashSet<[u8; 12]>>,
+    delegations: usize,
+}
+
+impl States {
+    /// The state named by `other`.
+    pub fn get(&self, other: &[u8; 12]) -> Option<&StateObj> {
+        self.map.get(other)
+    }
+
+    /// The state named by `other`, to update; its client and file must not change (they key
+    /// the indexes).
+    pub fn get_mut(&mut self, other: &[u8; 12]) -> Option<&mut StateObj> {
+        self.map.get_mut(other)
+    }
+
+    /// Adds (or replaces) the state named by `other`.
+    pub fn insert(&mut self, other: [u8; 12], obj: StateObj) {
+        self.remove(&other);
+        self.by_file.entry(obj.file()).or_default().push(other);
+        self.by_client
+            .entry(obj.client())
+            .or_default()
+            .insert(other);
+        if matches!(obj, StateObj::Deleg(_)) {
+            self.delegations += 1;
+        }
+        self.map.insert(other, obj);
+    }
+
+    /// Drops the state named by `other`.
+    pub fn remove(&mut self, other: &[u8; 12]) -> Option<StateObj> {
+        let obj = self.map.remove(other)?;
+        if matches!(obj, StateObj::Deleg(_)) {
+            self.delegations -= 1;
+        }
+        if let Some(v) = self.by_file.get_mut(&obj.file()) {
+            v.retain(|k| k != other);
+            if v.is_empty() {
+                self.by_file.remove(&obj.file());
+            }
+        }
+        if let Some(set) = self.by_client.get_mut(&obj.client()) {
+            set.remove(other);
+            if set.is_empty() {
+                self.by_client.remove(&obj.client());
+            }
+        }
+        Some(obj)
+    }
+
+    /// Every state (metrics).
+    pub fn values(&self) -> impl Iterator<Item = &StateObj> {
+        self.map.values()
+    }
+
+    /// The states on `file`.
+    pub fn on_file(&self, file: FileKey) -> impl Iterator<Item = ([u8; 12], &StateObj)> {
+        self.by_file
+            .get(&file)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| Some((*k, self.map.get(k)?)))
+    }
+
+    /// The states `client` holds.
+    pub fn of_client(&self, client: u64) -> impl Iterator<Item = ([u8; 12], &StateObj)> {
+        self.by_client
+            .get(&client)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| Some((*k, self.map.get(k)?)))
+    }
+
+    /// Whether any delegation exists (revoked ones included), so that changes from programs
+    /// without NFSv4 state skip looking up what they change.
+    pub fn any_delegation(&self) -> bool {
+        self.delegations > 0
+    }
+
+    /// Whether `client` holds any state.
+    pub fn client_has_state(&self, client: u64) -> bool {
+        self.by_client.contains_key(&client)
+    }
+
+    /// Number of states.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether there is no state.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Whether both indexes list exactly the states of the map (tests).
+    #[cfg(test)]
+    fn indexes_agree(&self) -> bool {
+        let files: usize = self.by_file.values().map(Vec::len).sum();
+        let clients: usize = self.by_client.values().map(HashSet::len).sum();
+        let delegations = self
+            .map
+            .values()
+            .filter(|v| matches!(v, StateObj::Deleg(_)))
+            .count();
+        files == self.map.len()
+            && clients == self.map.len()
+            && delegations == self.delegations
+            && self.map.iter().all(|(k, v)| {
+                self.by_file.get(&v.file()).is_some_and(|f| f.contains(k))
+                    && self
+                        .by_client
+                        .get(&v.client())
+                        .is_some_and(|c| c.contains(k))
+            })
+    }
+}
+
 /// All NFSv4 state of the server.
 #[derive(Debug)]
 pub struct State {
@@ -243,7 +368,7 @@ pub struct State {
     /// Sessions by id.
     pub sessions: HashMap<[u8; 16], Session>,
     /// Stateids by their `other` field.
-    pub states: HashMap<[u8; 12], StateObj>,
+    pub states: States,
     /// Locks by file.
     pub locks: HashMap<FileKey, Vec<Lock>>,
     /// NFSv4.0 owner sequencing, by (client, owner, is_lock_owner).
@@ -299,7 +424,7 @@ impl State {
             next_id: 1,
             clients: HashMap::new(),
             sessions: HashMap::new(),
-            states: HashMap::new(),
+            states: States::default(),
             locks: HashMap::new(),
             owners: HashMap::new(),
             closed: HashMap::new(),
@@ -475,12 +600,7 @@ impl State {
             self.expired_clients_ids.clear();
         }
         self.expired_clients_ids.insert(client);
-        let gone: Vec<[u8; 12]> = self
-            .states
-            .iter()
-            .filter(|(_, s)| s.client() == client)
-            .map(|(k, _)| *k)
-            .collect();
+        let gone: Vec<[u8; 12]> = self.states.of_client(client).map(|(k, _)| k).collect();
         for k in gone {
             self.states.remove(&k);
             self.expired_states.insert(k);
@@ -495,37 +615,41 @@ impl State {
     /// Expires clients whose lease ran out, if they hold state conflicting with `file`
     /// (courtesy release: expired clients keep their state until someone needs it).
     pub fn release_courtesy(&mut self, file: FileKey) {
-        let expired = self.expired_clients();
+        let lease = self.lease;
+        let mut expired: Vec<u64> = self
+            .states
+            .on_file(file)
+            .map(|(_, s)| s.client())
+            .filter(|c| {
+                self.clients
+                    .get(c)
+                    .is_some_and(|r| r.renewed.elapsed() > lease)
+            })
+            .collect();
+        expired.sort_unstable();
+        expired.dedup();
         for c in expired {
-            let holds = self
-                .states
-                .values()
-                .any(|s| s.client() == c && s.file() == file);
-            if holds {
-                tracing::info!(
-                    client = c,
-                    "lease expired; releasing its state for a conflicting request"
-                );
-                self.expire(c);
-            }
+            tracing::info!(
+                client = c,
+                "lease expired; releasing its state for a conflicting request"
+            );
+            self.expire(c);
         }
     }
 
     /// Checks a new share (access, deny) against the other opens of `file`.
     pub fn share_conflict(&self, file: FileKey, access: u32, deny: u32) -> bool {
-        self.states.values().any(|s| match s {
+        self.states.on_file(file).any(|(_, s)| match s {
             // An owner's own deny bits bind it too (RFC 7530 sections 9.9 and 16.16.5).
-            StateObj::Open(o) if o.file == file => (o.deny & access) != 0 || (o.access & deny) != 0,
+            StateObj::Open(o) => (o.deny & access) != 0 || (o.access & deny) != 0,
             _ => false,
         })
     }
 
     /// The open of (client, owner) on `file`, if any.
     pub fn find_open(&self, client: u64, owner: &Bytes, file: FileKey) -> Option<[u8; 12]> {
-        self.states.iter().find_map(|(k, s)| match s {
-            StateObj::Open(o) if o.client == client && o.owner == *owner && o.file == file => {
-                Some(*k)
-            }
+        self.states.on_file(file).find_map(|(k, s)| match s {
+            StateObj::Open(o) if o.client == client && o.owner == *owner => Some(k),
             _ => None,
         })
     }
@@ -729,5 +853,68 @@ mod tests {
         let mut stale = sid(3);
         stale.other[0] ^= 1;
         assert_eq!(st.check(&stale, 0).err(), Some(st::STALE_STATEID));
+    }
+
+    fn some_state(client: u64, file: FileKey, deleg: bool) -> StateObj {
+        if deleg {
+            return StateObj::Deleg(Deleg {
+                client,
+                file,
+                fh: Bytes::new(),
+                seqid: 1,
+                recalled: None,
+                revoked: false,
+            });
+        }
+        StateObj::Lock(LockState {
+            client,
+            owner: Bytes::new(),
+            file,
+            open: [0; 12],
+            seqid: 1,
+        })
+    }
+
+    proptest::proptest! {
+        /// Any sequence of inserts (new or replacing) and removes leaves the file and client
+        /// indexes listing exactly the stored states, and the per-file and per-client views
+        /// agree with a scan of everything.
+        #[test]
+        fn state_indexes_follow_every_change(
+            ops in proptest::collection::vec(
+                (0u8..12, 0u64..4, 0u64..5, proptest::bool::ANY, proptest::bool::ANY),
+                0..200,
+            )
+        ) {
+            let mut st = States::default();
+            for (id, client, file, insert, deleg) in ops {
+                let other = [id; 12];
+                if insert {
+                    st.insert(other, some_state(client, (1, file), deleg));
+                } else {
+                    st.remove(&other);
+                }
+                proptest::prop_assert!(st.indexes_agree());
+                let delegs = st.map.values().any(|v| matches!(v, StateObj::Deleg(_)));
+                proptest::prop_assert_eq!(st.any_delegation(), delegs);
+            }
+            for f in 0..5 {
+                let mut a: Vec<[u8; 12]> = st.on_file((1, f)).map(|(k, _)| k).collect();
+                let mut b: Vec<[u8; 12]> = st
+                    .map
+                    .iter()
+                    .filter(|(_, v)| v.file() == (1, f))
+                    .map(|(k, _)| *k)
+                    .collect();
+                a.sort();
+                b.sort();
+                proptest::prop_assert_eq!(a, b);
+            }
+            for c in 0..4 {
+                let n = st.map.values().filter(|v| v.client() == c).count();
+                proptest::prop_assert_eq!(st.of_client(c).count(), n);
+                proptest::prop_assert_eq!(st.client_has_state(c), n > 0);
+            }
+        }
     }
 }

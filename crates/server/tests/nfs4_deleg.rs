@@ -1,6 +1,8 @@
 //! Read delegations and their recall: an NFSv3 client that changes a file another client holds
 //! a read delegation on is told to retry (NFS3ERR_JUKEBOX) while the server recalls the
 //! delegation over the holder's back channel; once it is returned the change goes through.
+//! Removing, renaming or linking the file recalls it too, from NFSv3 and from another NFSv4
+//! client (NFS4ERR_DELAY), as the local file system would break a lease.
 
 mod common;
 
@@ -13,21 +15,19 @@ fn word(b: &[u8], i: usize) -> u32 {
     u32::from_be_bytes(b[i * 4..i * 4 + 4].try_into().unwrap())
 }
 
-#[test]
-fn nfsv3_changes_recall_nfsv4_read_delegations() {
-    let fx = Fixture::new();
-    let path = fx.export.join("f");
+/// A 4.1 client with a back channel that opens `name` in the export for reading and gets a
+/// read delegation: (the client, the file's handle, the delegation).
+fn delegation_holder(fx: &Fixture, name: &str) -> (V4, bytes::Bytes, Stateid) {
+    let path = fx.export.join(name);
     std::fs::write(&path, b"before").unwrap();
     std::os::unix::fs::chown(&path, Some(TEST_UID), Some(TEST_UID)).unwrap();
-
-    // The holder: an NFSv4.1 session with its back channel on its connection, reading "f".
     let mut a = V4::connect(fx.server.port, 1, "deleg-holder");
     a.establish_back_channel(8);
     let dir = a.path_fh(&fx.export);
     let r = a
         .open(
             &dir,
-            "f",
+            name,
             "reader",
             share::ACCESS_READ,
             share::DENY_NONE,
@@ -43,6 +43,30 @@ fn nfsv3_changes_recall_nfsv4_read_delegations() {
     else {
         panic!("no read delegation: {}", r.summary());
     };
+    (a, fh, deleg)
+}
+
+/// Reads the CB_COMPOUND the holder gets and checks that it recalls `deleg`.
+fn expect_recall(a: &mut V4, deleg: &Stateid) {
+    let cb = a
+        .rpc
+        .read_record()
+        .expect("a callback on the holder's connection");
+    assert_eq!(word(&cb, 1), 0, "not an RPC call");
+    assert_eq!(
+        (word(&cb, 3), word(&cb, 4), word(&cb, 5)),
+        (0x4000_0000, 1, 1)
+    );
+    let recalled = cb.windows(12).any(|w| w == deleg.other.as_slice());
+    assert!(recalled, "the callback does not name the delegation");
+}
+
+#[test]
+fn nfsv3_changes_recall_nfsv4_read_delegations() {
+    let fx = Fixture::new();
+    let path = fx.export.join("f");
+    // The holder: an NFSv4.1 session with its back channel on its connection, reading "f".
+    let (mut a, fh, deleg) = delegation_holder(&fx, "f");
 
     // An NFSv3 WRITE: not now, the delegation is being recalled.
     let (mut c, root) = fx.connect();
@@ -64,17 +88,7 @@ fn nfsv3_changes_recall_nfsv4_read_delegations() {
     assert_eq!(s.status(), Nfsstat3::Jukebox, "{s:?}");
 
     // The holder gets CB_COMPOUND(CB_SEQUENCE, CB_RECALL of that delegation) on its connection.
-    let cb = a
-        .rpc
-        .read_record()
-        .expect("a callback on the holder's connection");
-    assert_eq!(word(&cb, 1), 0, "not an RPC call");
-    assert_eq!(
-        (word(&cb, 3), word(&cb, 4), word(&cb, 5)),
-        (0x4000_0000, 1, 1)
-    );
-    let recalled = cb.windows(12).any(|w| w == deleg.other.as_slice());
-    assert!(recalled, "the callback does not name the delegation");
+    expect_recall(&mut a, &deleg);
 
     // Returned: the change goes through.
     a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
@@ -87,4 +101,50 @@ fn nfsv3_changes_recall_nfsv4_read_delegations() {
     );
     assert!(matches!(w, WriteRes::Ok(_)), "{w:?}");
     assert_eq!(std::fs::read(&path).unwrap(), b"after!");
+}
+
+#[test]
+fn removing_renaming_or_linking_a_delegated_file_recalls_it() {
+    let fx = Fixture::new();
+    let (mut a, fh, deleg) = delegation_holder(&fx, "f");
+    std::fs::write(fx.export.join("other"), b"x").unwrap();
+
+    // NFSv3: every change of the file's names waits for the recall
+    let (mut c, root) = fx.connect();
+    let v3fh = c.lookup_ok(&root, "f");
+    let r = c.remove(&root, "f");
+    assert_eq!(r.status(), Nfsstat3::Jukebox, "REMOVE: {r:?}");
+    let r = c.rename(&root, "f", &root, "g");
+    assert_eq!(r.status(), Nfsstat3::Jukebox, "RENAME of the file: {r:?}");
+    let r = c.rename(&root, "other", &root, "f");
+    assert_eq!(r.status(), Nfsstat3::Jukebox, "RENAME over the file: {r:?}");
+    let r = c.link(&v3fh, &root, "f2");
+    assert_eq!(r.status(), Nfsstat3::Jukebox, "LINK: {r:?}");
+    // a name that is not delegated is not held up
+    let r = c.rename(&root, "other", &root, "other2");
+    assert_eq!(r.status(), Nfsstat3::Ok, "unrelated RENAME: {r:?}");
+    expect_recall(&mut a, &deleg);
+
+    // another NFSv4.1 client: NFS4ERR_DELAY
+    let mut b = V4::session(fx.server.port, 1, "deleg-other");
+    let dir = b.path_fh(&fx.export);
+    for (what, ops) in [
+        ("REMOVE", Ops::new().putfh(&dir).remove("f")),
+        ("RENAME", Ops::new().putfh(&dir).savefh().rename("f", "g")),
+        (
+            "LINK",
+            Ops::new().putfh(&fh).savefh().putfh(&dir).link("f3"),
+        ),
+    ] {
+        let r = b.call(ops);
+        assert_eq!(r.status, st::DELAY, "{what}: {}", r.summary());
+    }
+    assert!(fx.export.join("f").exists());
+
+    // returned: the NFSv3 REMOVE goes through
+    a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
+        .ok("DELEGRETURN");
+    let r = c.remove(&root, "f");
+    assert_eq!(r.status(), Nfsstat3::Ok, "REMOVE after the return: {r:?}");
+    assert!(!fx.export.join("f").exists());
 }

@@ -104,11 +104,17 @@ pub struct VfsConfig {
 }
 
 /// State another protocol keeps on files (NFSv4 delegations) that a change made without it
-/// must recall first: programs that keep no such state (NFSv3) ask before they change a file.
+/// must recall first: programs that keep no such state (NFSv3) ask before they change a file
+/// (WRITE, SETATTR) or one of its names (REMOVE, RENAME, LINK).
 pub trait ChangeGuard: Send + Sync {
-    /// Ok when `node` may be changed now; [`VfsError::Delay`] while conflicting state held by
-    /// another client is being recalled (the caller answers "try again later").
-    fn before_change(&self, node: &Node) -> VfsResult<()>;
+    /// Ok when the file with attributes `file` may be changed now; [`VfsError::Delay`] while
+    /// conflicting state held by another client is being recalled (the caller answers "try
+    /// again later").
+    fn before_change(&self, file: &Attr) -> VfsResult<()>;
+
+    /// Whether any state that could conflict exists at all: when none does, a change by name
+    /// need not look the name up first.
+    fn guards_anything(&self) -> bool;
 }
 
 /// The backend serving all exports.
@@ -427,6 +433,20 @@ impl Vfs {
     fn inode_key(&self, export: usize, st: &libc::stat64) -> Option<InodeKey> {
         (self.exports[export].by_inode && st.st_mode & libc::S_IFMT != libc::S_IFDIR)
             .then_some((export, st.st_dev, st.st_ino))
+    }
+
+    /// The attributes of the entry `name` of `dir`, without making a handle: what a REMOVE or
+    /// RENAME of the name would affect.
+    pub fn entry_attr(&self, caller: &Caller, dir: &Node, name: &[u8]) -> VfsResult<Attr> {
+        self.same_export(caller, dir)?;
+        let c = cname(name)?;
+        cred::with_creds(&caller.creds, || {
+            Ok(Attr::from_stat(&sys::fstatat(
+                dir.fd(),
+                &c,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )?))
+        })
     }
 
     /// Whether `node` is the root directory of its export.

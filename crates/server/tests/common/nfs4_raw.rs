@@ -74,6 +74,7 @@ pub mod op {
 #[allow(missing_docs)]
 pub mod st {
     pub const OK: u32 = 0;
+    pub const DELAY: u32 = 10008;
     pub const NOENT: u32 = 2;
     pub const EXIST: u32 = 17;
     pub const BADOWNER: u32 = 10039;
