@@ -776,6 +776,23 @@ impl Vfs {
         Ok((fh, attr))
     }
 
+    /// The node of a file CREATE just made, from the descriptor that made it: no name is looked
+    /// up again (which also cannot race with a rename), and the descriptor is cached so the
+    /// client's next call on the handle needs no open_by_handle_at.
+    fn created_node(&self, dir: &Node, fd: OwnedFd) -> VfsResult<Node> {
+        let st = sys::fstat(fd.as_fd())?;
+        let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
+        let fd = Arc::new(fd);
+        self.paths
+            .put(fh.clone(), fd.clone(), self.inode_key(dir.export, &st));
+        Ok(Node {
+            fh,
+            fd,
+            attr: Attr::from_stat(&st),
+            export: dir.export,
+        })
+    }
+
     fn check_dir_for_change(&self, caller: &Caller, dir: &Node) -> VfsResult<()> {
         self.same_export(caller, dir)?;
         self.writable(caller)?;
@@ -809,9 +826,9 @@ impl Vfs {
             )
         });
         match (created, how) {
-            (Ok(_fd), CreateMode::Exclusive(verf)) => {
-                let (fh, _) = self.lookup_c(caller, dir, &c)?;
-                let node = self.resolve(&fh)?;
+            (Ok(fd), CreateMode::Exclusive(verf)) => {
+                let node = self.created_node(dir, fd)?;
+                let fh = node.fh.clone();
                 let t = exclusive_times(verf);
                 let attr = self.setattr(
                     caller,
@@ -825,7 +842,19 @@ impl Vfs {
                 )?;
                 Ok((fh, attr))
             }
-            (Ok(_fd), _) => self.finish_create(caller, dir, &c, s),
+            (Ok(fd), _) => {
+                let node = self.created_node(dir, fd)?;
+                let rest = SetAttrs {
+                    mode: None,
+                    ..s.clone()
+                };
+                let attr = if rest != SetAttrs::default() {
+                    self.setattr(caller, &node, &rest, None)?
+                } else {
+                    node.attr
+                };
+                Ok((node.fh, attr))
+            }
             (Err(e), CreateMode::Unchecked) if e.raw_os_error() == Some(libc::EEXIST) => {
                 let (fh, attr) = self.lookup_c(caller, dir, &c)?;
                 if attr.ftype != FileType::Regular {
@@ -970,9 +999,16 @@ impl Vfs {
     /// file: its last link, not a directory.
     fn last_link_handle(&self, dir: &Node, c: &CStr, st: &libc::stat64) -> Option<Bytes> {
         let regular = st.st_mode & libc::S_IFMT != libc::S_IFDIR;
-        (regular && st.st_nlink == 1)
-            .then(|| self.handle_at(dir.export, dir.fd(), c, 0).ok())
-            .flatten()
+        if !regular || st.st_nlink != 1 {
+            return None;
+        }
+        // a cached descriptor pins the inode, so its number names this file (cache.rs)
+        if let Some(key) = self.inode_key(dir.export, st) {
+            if let Some((fh, _)) = self.paths.by_inode(&key) {
+                return Some(fh);
+            }
+        }
+        self.handle_at(dir.export, dir.fd(), c, 0).ok()
     }
 
     /// Closes the descriptors cached for a file whose last name is gone: an open descriptor
