@@ -64,10 +64,39 @@ struct PathEntry {
     inode: Option<InodeKey>,
 }
 
+/// Hashes an [`InodeKey`] with a multiply-xorshift: the index is probed once per listed entry,
+/// and its keys come from the file system, not from clients (no flooding to resist).
+#[derive(Default)]
+pub(crate) struct InodeHasher(u64);
+
+impl std::hash::Hasher for InodeHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^ (x >> 33)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type InodeMap =
+    HashMap<InodeKey, (Bytes, Arc<OwnedFd>), std::hash::BuildHasherDefault<InodeHasher>>;
+
 #[derive(Default)]
 struct PathMaps {
     by_fh: HashMap<Bytes, PathEntry>,
-    by_inode: HashMap<InodeKey, Bytes>,
+    /// The handle and descriptor of each indexed inode (a copy of its `by_fh` entry).
+    by_inode: InodeMap,
 }
 
 impl PathMaps {
@@ -75,7 +104,7 @@ impl PathMaps {
         if let Some(e) = self.by_fh.remove(fh) {
             if let Some(k) = e.inode {
                 // only if the index still points at this handle
-                if self.by_inode.get(&k) == Some(fh) {
+                if self.by_inode.get(&k).is_some_and(|(f, _)| f == fh) {
                     self.by_inode.remove(&k);
                 }
             }
@@ -104,10 +133,7 @@ impl PathCache {
     /// The handle and descriptor cached for `inode`; the caller checks, with fstat of the
     /// descriptor, that it still is that inode and is still linked.
     pub(crate) fn by_inode(&self, inode: &InodeKey) -> Option<(Bytes, Arc<OwnedFd>)> {
-        let m = self.maps.lock();
-        let fh = m.by_inode.get(inode)?;
-        let e = m.by_fh.get(fh)?;
-        Some((fh.clone(), e.fd.clone()))
+        self.maps.lock().by_inode.get(inode).cloned()
     }
 
     /// Caches `fd` for `fh`, indexed under `inode` when given: pass an inode only for a
@@ -122,7 +148,7 @@ impl PathCache {
         }
         m.remove(&fh);
         if let Some(k) = inode {
-            m.by_inode.insert(k, fh.clone());
+            m.by_inode.insert(k, (fh.clone(), fd.clone()));
         }
         m.by_fh.insert(fh, PathEntry { fd, inode });
     }
