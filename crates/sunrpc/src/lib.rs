@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bufpool;
 pub mod dispatch;
 pub mod drc;
 pub mod metrics;

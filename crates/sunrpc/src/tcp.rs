@@ -30,7 +30,8 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use xdr::{Reply, Segment};
 
-use crate::dispatch::{BackChannel, Dispatcher, TransportKind};
+use crate::bufpool::BufPool;
+use crate::dispatch::{BackChannel, BulkAlloc, Dispatcher, Origin, TransportKind};
 use crate::record::{record_header, RecordReader};
 
 /// Calls to the client on a TCP connection go out like replies. It holds the connection's
@@ -274,6 +275,11 @@ impl Default for TcpConfig {
     }
 }
 
+/// Size of the pooled READ buffers: the largest READ (1 MiB).
+const BULK_SIZE: usize = 1 << 20;
+/// Pooled READ buffers kept while unused (at most 32 MiB idle).
+const BULK_KEEP: usize = 32;
+
 /// Accepts connections on `listener` forever, serving each with `disp`.
 pub async fn serve_tcp(
     listener: TcpListener,
@@ -282,6 +288,8 @@ pub async fn serve_tcp(
 ) -> io::Result<()> {
     let conns = Arc::new(Semaphore::new(cfg.max_connections));
     let total = Arc::new(Semaphore::new(cfg.max_total_in_flight.max(1)));
+    // READ payloads of every connection of the listener; idle memory is bounded by the count
+    let bulk: Arc<dyn BulkAlloc> = Arc::new(BufPool::new(BULK_SIZE, BULK_KEEP));
     let gauge = disp.metrics().gauge("tcp_connections");
     loop {
         let (sock, peer) = match listener.accept().await {
@@ -303,9 +311,10 @@ pub async fn serve_tcp(
         let cfg = cfg.clone();
         let gauge = gauge.clone();
         let total = total.clone();
+        let bulk = bulk.clone();
         gauge.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(sock, peer, disp, cfg, total).await {
+            if let Err(e) = serve_connection(sock, peer, disp, cfg, total, bulk).await {
                 tracing::debug!(%peer, error = %e, "connection closed");
             }
             gauge.fetch_sub(1, Ordering::Relaxed);
@@ -320,6 +329,7 @@ async fn serve_connection(
     disp: Arc<Dispatcher>,
     cfg: TcpConfig,
     total: Arc<Semaphore>,
+    bulk: Arc<dyn BulkAlloc>,
 ) -> io::Result<()> {
     let (mut rd, wr) = sock.into_split();
     let out = Arc::new(ReplyOut::new(wr));
@@ -392,12 +402,17 @@ async fn serve_connection(
             break Ok(());
         };
         let disp = disp.clone();
-        let back = back.clone();
+        let origin = Origin {
+            peer,
+            transport: TransportKind::Tcp,
+            back: Some(back.clone()),
+            bulk: Some(bulk.clone()),
+        };
         let out = out.clone();
         // The call runs on a blocking thread, which also writes its reply (or queues it, and
         // the in-flight permit with it: the call counts until its reply is written).
         tokio::task::spawn_blocking(move || {
-            let reply = disp.dispatch_with(rec, peer, TransportKind::Tcp, Some(back));
+            let reply = disp.dispatch_from(rec, origin);
             drop(global);
             if let Some(reply) = reply {
                 out.send(reply, Some(permit));
