@@ -55,6 +55,19 @@ impl RecordReader {
         (4 + len.min(self.max_record)).saturating_sub(buf.len())
     }
 
+    /// The length of the record `buf` begins when it is a single fragment of at least `min`
+    /// bytes (within the maximum) not yet all in `buf`: the caller may then receive it into
+    /// memory of its own, [`RecordReader::next_record`] having nothing to join.
+    pub fn large_single(&self, buf: &BytesMut, min: usize) -> Option<usize> {
+        if self.in_record || buf.len() < 4 {
+            return None;
+        }
+        let hdr = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+        let len = (hdr & !LAST_FRAGMENT) as usize;
+        (hdr & LAST_FRAGMENT != 0 && len >= min && len <= self.max_record && buf.len() < 4 + len)
+            .then_some(len)
+    }
+
     /// Whether a record has begun but is not complete (bytes of it in `buf` or fragments kept).
     pub fn mid_record(&self, buf: &BytesMut) -> bool {
         self.in_record || !buf.is_empty()
@@ -202,5 +215,28 @@ mod tests {
             let mut r = RecordReader::new(256);
             while let Ok(Some(_)) = r.next_record(&mut buf) {}
         }
+    }
+
+    #[test]
+    fn large_single_fragments_are_offered_whole() {
+        let mut r = RecordReader::new(1 << 20);
+        let big = frag(true, &vec![7u8; 100_000]);
+        let mut buf = BytesMut::from(&big[..10]);
+        assert_eq!(r.large_single(&buf, 65536), Some(100_000));
+        assert_eq!(r.large_single(&buf, 100_001), None, "below the minimum");
+        buf.extend_from_slice(&big[10..]);
+        assert_eq!(r.large_single(&buf, 65536), None, "already all received");
+        let mut buf = BytesMut::from(&frag(false, &vec![1u8; 70_000])[..20]);
+        assert_eq!(r.large_single(&buf, 65536), None, "not the last fragment");
+        // inside a multi-fragment record, never
+        let mut two = frag(false, b"ab");
+        two.extend_from_slice(&frag(true, &vec![2u8; 70_000])[..8]);
+        buf = BytesMut::from(&two[..]);
+        assert_eq!(r.next_record(&mut buf).unwrap(), None);
+        assert_eq!(r.large_single(&buf, 65536), None);
+        // and not beyond the maximum
+        let r = RecordReader::new(80_000);
+        let buf = BytesMut::from(&frag(true, &vec![3u8; 90_000])[..8]);
+        assert_eq!(r.large_single(&buf, 65536), None);
     }
 }

@@ -30,7 +30,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use xdr::{Reply, Segment};
 
-use crate::bufpool::BufPool;
+use crate::bufpool::{BufPool, MIN_POOLED};
 use crate::dispatch::{BackChannel, BulkAlloc, Dispatcher, Origin, TransportKind};
 use crate::record::{record_header, RecordReader};
 
@@ -275,10 +275,33 @@ impl Default for TcpConfig {
     }
 }
 
+/// Fills `dst` from `rd`: Ok(true) when full, Ok(false) when the client closed the connection
+/// or its output died; a timed-out error at `deadline`.
+async fn read_exact_by(
+    rd: &mut tokio::net::tcp::OwnedReadHalf,
+    dst: &mut [u8],
+    deadline: Instant,
+    out: &ReplyOut,
+) -> io::Result<bool> {
+    let mut done = 0;
+    while done < dst.len() {
+        tokio::select! {
+            r = rd.read(&mut dst[done..]) => match r? {
+                0 => return Ok(false),
+                n => done += n,
+            },
+            _ = tokio::time::sleep_until(deadline) => return Err(io::ErrorKind::TimedOut.into()),
+            _ = out.dead.notified() => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
 /// Size of the pooled READ buffers: the largest READ (1 MiB).
 const BULK_SIZE: usize = 1 << 20;
-/// Pooled READ buffers kept while unused (at most 32 MiB idle).
-const BULK_KEEP: usize = 32;
+/// Pooled buffers kept while unused, per pool (READ payloads; large calls): at most 16 MiB and
+/// 17 MiB idle with the default record size.
+const BULK_KEEP: usize = 16;
 
 /// Accepts connections on `listener` forever, serving each with `disp`.
 pub async fn serve_tcp(
@@ -290,6 +313,8 @@ pub async fn serve_tcp(
     let total = Arc::new(Semaphore::new(cfg.max_total_in_flight.max(1)));
     // READ payloads of every connection of the listener; idle memory is bounded by the count
     let bulk: Arc<dyn BulkAlloc> = Arc::new(BufPool::new(BULK_SIZE, BULK_KEEP));
+    // large calls (WRITEs) of every connection, up to the largest record
+    let recv_pool = BufPool::new(cfg.max_record, BULK_KEEP);
     let gauge = disp.metrics().gauge("tcp_connections");
     loop {
         let (sock, peer) = match listener.accept().await {
@@ -312,9 +337,11 @@ pub async fn serve_tcp(
         let gauge = gauge.clone();
         let total = total.clone();
         let bulk = bulk.clone();
+        let recv_pool = recv_pool.clone();
         gauge.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(sock, peer, disp, cfg, total, bulk).await {
+            let pools = (bulk, recv_pool);
+            if let Err(e) = serve_connection(sock, peer, disp, cfg, total, pools).await {
                 tracing::debug!(%peer, error = %e, "connection closed");
             }
             gauge.fetch_sub(1, Ordering::Relaxed);
@@ -329,7 +356,7 @@ async fn serve_connection(
     disp: Arc<Dispatcher>,
     cfg: TcpConfig,
     total: Arc<Semaphore>,
-    bulk: Arc<dyn BulkAlloc>,
+    (bulk, recv_pool): (Arc<dyn BulkAlloc>, BufPool),
 ) -> io::Result<()> {
     let (mut rd, wr) = sock.into_split();
     let out = Arc::new(ReplyOut::new(wr));
@@ -347,29 +374,54 @@ async fn serve_connection(
         let rec = match rr.next_record(&mut buf) {
             Ok(Some(r)) => r,
             Ok(None) => {
-                let want = rr.wanted(&buf).max(4096);
-                buf.reserve(want.max(64 * 1024));
-                let deadline = if rr.mid_record(&buf) {
-                    *record_start.get_or_insert_with(Instant::now) + cfg.record_timeout
-                } else {
-                    record_start = None;
-                    // idle between records: no limit (far enough never to fire)
-                    Instant::now() + Duration::from_secs(365 * 24 * 3600)
-                };
-                tokio::select! {
-                    r = rd.read_buf(&mut buf) => match r {
-                        Ok(0) => break Ok(()),
-                        Ok(_) => continue,
-                        Err(e) => break Err(e),
-                    },
-                    _ = tokio::time::sleep_until(deadline) => {
-                        tracing::warn!(%peer, timeout = ?cfg.record_timeout, received = buf.len(),
-                            "record not completed in time, closing connection");
-                        disp.metrics().count_error("tcp_record_timeout");
-                        break Err(io::ErrorKind::TimedOut.into());
+                // A large call (a WRITE) is received into a pooled buffer: the receive buffer
+                // would otherwise be new memory for each one, its payload being still in use.
+                let pooled = rr
+                    .large_single(&buf, MIN_POOLED)
+                    .and_then(|len| Some((len, recv_pool.alloc(len)?)));
+                if let Some((len, mut big)) = pooled {
+                    let have = buf.len() - 4;
+                    big.as_mut_slice()[..have].copy_from_slice(&buf[4..]);
+                    buf.clear();
+                    let start = *record_start.get_or_insert_with(Instant::now);
+                    let rest = &mut big.as_mut_slice()[have..len];
+                    match read_exact_by(&mut rd, rest, start + cfg.record_timeout, &out).await {
+                        Ok(true) => big.freeze(len),
+                        Ok(false) => break Ok(()),
+                        Err(e) => {
+                            if e.kind() == io::ErrorKind::TimedOut {
+                                tracing::warn!(%peer, timeout = ?cfg.record_timeout,
+                                        "record not completed in time, closing connection");
+                                disp.metrics().count_error("tcp_record_timeout");
+                            }
+                            break Err(e);
+                        }
                     }
-                    // the writer gave up (a client that does not read): stop reading too
-                    _ = out.dead.notified() => break Ok(()),
+                } else {
+                    let want = rr.wanted(&buf).max(4096);
+                    buf.reserve(want.max(64 * 1024));
+                    let deadline = if rr.mid_record(&buf) {
+                        *record_start.get_or_insert_with(Instant::now) + cfg.record_timeout
+                    } else {
+                        record_start = None;
+                        // idle between records: no limit (far enough never to fire)
+                        Instant::now() + Duration::from_secs(365 * 24 * 3600)
+                    };
+                    tokio::select! {
+                        r = rd.read_buf(&mut buf) => match r {
+                            Ok(0) => break Ok(()),
+                            Ok(_) => continue,
+                            Err(e) => break Err(e),
+                        },
+                        _ = tokio::time::sleep_until(deadline) => {
+                            tracing::warn!(%peer, timeout = ?cfg.record_timeout, received = buf.len(),
+                                "record not completed in time, closing connection");
+                            disp.metrics().count_error("tcp_record_timeout");
+                            break Err(io::ErrorKind::TimedOut.into());
+                        }
+                        // the writer gave up (a client that does not read): stop reading too
+                        _ = out.dead.notified() => break Ok(()),
+                    }
                 }
             }
             Err(e) => {
