@@ -1,12 +1,13 @@
-//! Reusable memory for large bulk payloads (READ data) on TCP.
+//! Reusable memory for large payloads on TCP: READ data, and large calls (WRITEs) received.
 //!
 //! A READ of up to 1 MiB needs a buffer that lives until its reply is written. Allocated fresh
 //! for each call, such buffers come from and go back to the kernel (glibc maps large blocks,
 //! and with many threads its arenas trim what is freed), so calls page-fault their buffers in
 //! and zero them: with 16 READs of 1 MiB in flight on one connection (as the Linux client's
 //! read-ahead sends them), writing 256 MiB and reading it 8 times cost rnfsd 59,000-95,000 page
-//! faults, 22,000-25,000 with the pool. The pool keeps a bounded number of buffers that replies
-//! hand back when they are dropped.
+//! faults, 22,000-25,000 with the pool. A WRITE's payload is a slice of the buffer its call was
+//! received into, so the same holds for receive buffers of large calls. The pool keeps a
+//! bounded number of buffers that payloads hand back when they are dropped.
 
 use std::sync::Arc;
 
