@@ -87,6 +87,9 @@ struct Export {
     root_fh: Bytes,
     root_dev: u64,
     root_ino: u64,
+    /// The mount the export root is on: objects on another (a file system mounted inside
+    /// the export) get no handle, which would be resolved against the export's.
+    mount_id: i32,
     /// Inode numbers name inodes here (see [`unique_inode_numbers`]): cached descriptors may
     /// be found by the numbers a directory listing gives.
     by_inode: bool,
@@ -241,8 +244,8 @@ impl Vfs {
                 std::io::Error::new(e.kind(), format!("export {}: {e}", path.display()))
             })?;
             let st = sys::fstat(root.as_fd())?;
-            let kh =
-                sys::name_to_handle_at(root.as_fd(), c"", libc::AT_EMPTY_PATH).map_err(|e| {
+            let (kh, mount_id) = sys::name_to_handle_at(root.as_fd(), c"", libc::AT_EMPTY_PATH)
+                .map_err(|e| {
                     std::io::Error::new(
                         e.kind(),
                         format!(
@@ -270,6 +273,7 @@ impl Vfs {
                 root_fh,
                 root_dev: st.st_dev,
                 root_ino: st.st_ino,
+                mount_id,
                 by_inode,
             });
         }
@@ -468,13 +472,17 @@ impl Vfs {
         name: &CStr,
         flags: i32,
     ) -> VfsResult<Bytes> {
-        let kh = sys::name_to_handle_at(dir, name, flags).map_err(|e| {
+        let (kh, mount_id) = sys::name_to_handle_at(dir, name, flags).map_err(|e| {
             if e.raw_os_error() == Some(libc::EOVERFLOW) {
                 VfsError::NotSupported
             } else {
                 VfsError::from(e)
             }
         })?;
+        if mount_id != self.exports[export].mount_id {
+            // a mount point inside the export: not crossed (as knfsd without crossmnt)
+            return Err(VfsError::Errno(libc::EXDEV));
+        }
         Ok(Bytes::from(self.key.seal(self.exports[export].id, &kh)))
     }
 

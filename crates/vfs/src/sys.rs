@@ -81,12 +81,13 @@ struct FileHandleBuf {
     f_handle: [u8; MAX_KERNEL_HANDLE],
 }
 
-/// `name_to_handle_at(dirfd, name, flags)`: a persistent handle for the named object.
+/// `name_to_handle_at(dirfd, name, flags)`: a persistent handle for the named object, and the
+/// id of the mount it was reached through.
 pub fn name_to_handle_at(
     dirfd: BorrowedFd<'_>,
     name: &CStr,
     flags: libc::c_int,
-) -> io::Result<KernelHandle> {
+) -> io::Result<(KernelHandle, i32)> {
     let mut fh = FileHandleBuf {
         handle_bytes: MAX_KERNEL_HANDLE as libc::c_uint,
         handle_type: 0,
@@ -106,10 +107,13 @@ pub fn name_to_handle_at(
         ) as libc::c_int
     })?;
     let n = (fh.handle_bytes as usize).min(MAX_KERNEL_HANDLE);
-    Ok(KernelHandle {
-        handle_type: fh.handle_type,
-        bytes: fh.f_handle[..n].to_vec(),
-    })
+    Ok((
+        KernelHandle {
+            handle_type: fh.handle_type,
+            bytes: fh.f_handle[..n].to_vec(),
+        },
+        mount_id,
+    ))
 }
 
 /// `open_by_handle_at(mount_fd, handle, flags)`; needs CAP_DAC_READ_SEARCH.

@@ -348,3 +348,45 @@ fn listing_cached_files_gives_fresh_attributes_and_current_handles() {
         assert_eq!((&lfh, lattr.fileid), (fh, attr.fileid), "{name:?}");
     }
 }
+
+#[test]
+fn a_file_system_mounted_inside_an_export_is_not_crossed() {
+    use std::os::unix::fs::MetadataExt;
+    // /dev/shm is a mount of its own inside /dev on Linux systems (and in containers)
+    let dev = std::fs::metadata("/dev").unwrap().dev();
+    let shm = std::fs::metadata("/dev/shm").unwrap().dev();
+    assert_ne!(dev, shm, "this test needs /dev/shm mounted inside /dev");
+    let state = tempfile::tempdir().unwrap();
+    let exports = parse_exports("/dev 127.0.0.1(rw,no_root_squash)\n", "test").unwrap();
+    let vfs = Vfs::new(VfsConfig {
+        exports,
+        state_dir: state.path().to_path_buf(),
+        fd_cache: 64,
+    })
+    .unwrap();
+    let root = root_fh(&vfs, std::path::Path::new("/dev"));
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    // an object of the export's own file system has a handle
+    let (null, attr) = vfs.lookup(&c, &r, b"null").unwrap();
+    assert_eq!(attr.fsid, dev);
+    vfs.authorize(&null, &client(0)).unwrap();
+    // the mount point's file system is another: no handle, whose bytes would be resolved
+    // against the export's file system
+    assert_eq!(
+        vfs.lookup(&c, &r, b"shm").err(),
+        Some(VfsError::Errno(libc::EXDEV))
+    );
+    let mut listed = None;
+    vfs.readdir(&c, &r, 0, [0; 8], true, |e| {
+        if &e.name[..] == b"shm" {
+            listed = Some(e.plus.is_some());
+        }
+        true
+    })
+    .unwrap();
+    assert_eq!(
+        listed,
+        Some(false),
+        "shm listed without handle and attributes"
+    );
+}
