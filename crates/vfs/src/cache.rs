@@ -45,17 +45,20 @@ impl<T> FdCache<T> {
         self.map.lock().get(k).cloned()
     }
     pub(crate) fn put(&self, k: Bytes, v: Arc<T>) {
+        let mut evicted = Vec::new();
         let mut m = self.map.lock();
         if m.len() >= self.cap {
             let drop_keys: Vec<Bytes> = m.keys().take(self.cap / 2).cloned().collect();
-            for k in drop_keys {
-                m.remove(&k);
-            }
+            evicted = drop_keys.iter().filter_map(|k| m.remove(k)).collect();
         }
         m.insert(k, v);
+        drop(m);
+        // the descriptors close here, not while every other call waits for the lock
+        drop(evicted);
     }
     pub(crate) fn remove(&self, k: &Bytes) {
-        self.map.lock().remove(k);
+        let gone = self.map.lock().remove(k);
+        drop(gone);
     }
 }
 
@@ -100,15 +103,16 @@ struct PathMaps {
 }
 
 impl PathMaps {
-    fn remove(&mut self, fh: &Bytes) {
-        if let Some(e) = self.by_fh.remove(fh) {
-            if let Some(k) = e.inode {
-                // only if the index still points at this handle
-                if self.by_inode.get(&k).is_some_and(|(f, _)| f == fh) {
-                    self.by_inode.remove(&k);
-                }
+    /// Takes `fh`'s entry out (both maps); the caller drops it after the lock.
+    fn remove(&mut self, fh: &Bytes) -> Option<PathEntry> {
+        let e = self.by_fh.remove(fh)?;
+        if let Some(k) = e.inode {
+            // only if the index still points at this handle
+            if self.by_inode.get(&k).is_some_and(|(f, _)| f == fh) {
+                self.by_inode.remove(&k);
             }
         }
+        Some(e)
     }
 }
 
@@ -139,22 +143,26 @@ impl PathCache {
     /// Caches `fd` for `fh`, indexed under `inode` when given: pass an inode only for a
     /// descriptor of that very inode, on a file system with [`unique_inode_numbers`].
     pub(crate) fn put(&self, fh: Bytes, fd: Arc<OwnedFd>, inode: Option<InodeKey>) {
+        let mut evicted = Vec::new();
         let mut m = self.maps.lock();
         if m.by_fh.len() >= self.cap {
             let drop_keys: Vec<Bytes> = m.by_fh.keys().take(self.cap / 2).cloned().collect();
-            for k in &drop_keys {
-                m.remove(k);
-            }
+            evicted = drop_keys.iter().filter_map(|k| m.remove(k)).collect();
         }
-        m.remove(&fh);
+        evicted.extend(m.remove(&fh));
         if let Some(k) = inode {
-            m.by_inode.insert(k, (fh.clone(), fd.clone()));
+            // a replaced index entry's descriptor is also held by its by_fh entry
+            let _ = m.by_inode.insert(k, (fh.clone(), fd.clone()));
         }
         m.by_fh.insert(fh, PathEntry { fd, inode });
+        drop(m);
+        // the descriptors close here, not while every other call waits for the lock
+        drop(evicted);
     }
 
     pub(crate) fn remove(&self, fh: &Bytes) {
-        self.maps.lock().remove(fh);
+        let gone = self.maps.lock().remove(fh);
+        drop(gone);
     }
 
     /// Entries cached, and entries indexed by inode (tests).
