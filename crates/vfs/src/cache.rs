@@ -6,9 +6,16 @@
 //! file systems whose directory entries carry the same number as stat, see
 //! [`unique_inode_numbers`]). Without the descriptor, a number could have been reused by a new
 //! file with a new generation, and a handle remembered for it would name a removed file.
+//!
+//! The descriptor must have been held already when the number was read: a number read from a
+//! listing, then freed with its file and given to a new one that is cached before the lookup,
+//! would otherwise find the new file. So every entry carries the [`Epoch`] of its insertion, and
+//! a lookup trusts only entries inserted before the epoch its caller took ahead of reading the
+//! number.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -92,13 +99,19 @@ impl std::hash::Hasher for InodeHasher {
     }
 }
 
+/// A point in the path cache's history: entries inserted before it, and only those, held their
+/// descriptors when it was taken.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Epoch(u64);
+
 type InodeMap =
-    HashMap<InodeKey, (Bytes, Arc<OwnedFd>), std::hash::BuildHasherDefault<InodeHasher>>;
+    HashMap<InodeKey, (Bytes, Arc<OwnedFd>, u64), std::hash::BuildHasherDefault<InodeHasher>>;
 
 #[derive(Default)]
 struct PathMaps {
     by_fh: HashMap<Bytes, PathEntry>,
-    /// The handle and descriptor of each indexed inode (a copy of its `by_fh` entry).
+    /// The handle, descriptor and insertion number of each indexed inode (a copy of its
+    /// `by_fh` entry).
     by_inode: InodeMap,
 }
 
@@ -108,7 +121,7 @@ impl PathMaps {
         let e = self.by_fh.remove(fh)?;
         if let Some(k) = e.inode {
             // only if the index still points at this handle
-            if self.by_inode.get(&k).is_some_and(|(f, _)| f == fh) {
+            if self.by_inode.get(&k).is_some_and(|(f, _, _)| f == fh) {
                 self.by_inode.remove(&k);
             }
         }
@@ -120,6 +133,8 @@ impl PathMaps {
 pub(crate) struct PathCache {
     cap: usize,
     maps: Mutex<PathMaps>,
+    /// Insertions so far: the next entry's number.
+    inserted: AtomicU64,
 }
 
 impl PathCache {
@@ -127,6 +142,7 @@ impl PathCache {
         Self {
             cap: cap.max(16),
             maps: Mutex::new(PathMaps::default()),
+            inserted: AtomicU64::new(0),
         }
     }
 
@@ -134,10 +150,23 @@ impl PathCache {
         self.maps.lock().by_fh.get(fh).map(|e| e.fd.clone())
     }
 
-    /// The handle and descriptor cached for `inode`; the caller checks, with fstat of the
-    /// descriptor, that it still is that inode and is still linked.
-    pub(crate) fn by_inode(&self, inode: &InodeKey) -> Option<(Bytes, Arc<OwnedFd>)> {
-        self.maps.lock().by_inode.get(inode).cloned()
+    /// Now, to be taken before reading an inode number that [`PathCache::by_inode`] will look
+    /// up.
+    pub(crate) fn epoch(&self) -> Epoch {
+        Epoch(self.inserted.load(Ordering::SeqCst))
+    }
+
+    /// The handle and descriptor cached for `inode` by an insertion before `read_at` (the epoch
+    /// taken before the number was read); the caller checks, with fstat of the descriptor, that
+    /// it still is that inode and is still linked.
+    pub(crate) fn by_inode(
+        &self,
+        inode: &InodeKey,
+        read_at: Epoch,
+    ) -> Option<(Bytes, Arc<OwnedFd>)> {
+        let m = self.maps.lock();
+        let (fh, fd, n) = m.by_inode.get(inode)?;
+        (*n < read_at.0).then(|| (fh.clone(), fd.clone()))
     }
 
     /// Caches `fd` for `fh`, indexed under `inode` when given: pass an inode only for a
@@ -145,6 +174,7 @@ impl PathCache {
     pub(crate) fn put(&self, fh: Bytes, fd: Arc<OwnedFd>, inode: Option<InodeKey>) {
         let mut evicted = Vec::new();
         let mut m = self.maps.lock();
+        let n = self.inserted.fetch_add(1, Ordering::SeqCst);
         if m.by_fh.len() >= self.cap {
             let drop_keys: Vec<Bytes> = m.by_fh.keys().take(self.cap / 2).cloned().collect();
             evicted = drop_keys.iter().filter_map(|k| m.remove(k)).collect();
@@ -152,7 +182,7 @@ impl PathCache {
         evicted.extend(m.remove(&fh));
         if let Some(k) = inode {
             // a replaced index entry's descriptor is also held by its by_fh entry
-            let _ = m.by_inode.insert(k, (fh.clone(), fd.clone()));
+            let _ = m.by_inode.insert(k, (fh.clone(), fd.clone(), n));
         }
         m.by_fh.insert(fh, PathEntry { fd, inode });
         drop(m);
@@ -190,22 +220,25 @@ mod tests {
         let b = Bytes::from_static(b"b");
         c.put(a.clone(), fd(), Some((0, 1, 10)));
         c.put(b.clone(), fd(), None);
-        assert_eq!(c.by_inode(&(0, 1, 10)).map(|x| x.0), Some(a.clone()));
-        assert!(c.by_inode(&(0, 1, 11)).is_none());
+        assert_eq!(
+            c.by_inode(&(0, 1, 10), c.epoch()).map(|x| x.0),
+            Some(a.clone())
+        );
+        assert!(c.by_inode(&(0, 1, 11), c.epoch()).is_none());
         assert!(
-            c.by_inode(&(1, 1, 10)).is_none(),
+            c.by_inode(&(1, 1, 10), c.epoch()).is_none(),
             "another export's handle differs"
         );
         // the same inode number under a new handle (a hard link cannot do this; a re-put can)
         c.put(b.clone(), fd(), Some((0, 1, 10)));
         c.remove(&a);
         assert_eq!(
-            c.by_inode(&(0, 1, 10)).map(|x| x.0),
+            c.by_inode(&(0, 1, 10), c.epoch()).map(|x| x.0),
             Some(b.clone()),
             "removing the old handle must not drop the index entry of the new one"
         );
         c.remove(&b);
-        assert!(c.by_inode(&(0, 1, 10)).is_none());
+        assert!(c.by_inode(&(0, 1, 10), c.epoch()).is_none());
         assert_eq!(c.len(), (0, 0));
     }
 
@@ -219,8 +252,27 @@ mod tests {
             assert_eq!(fhs, inodes, "index and handles out of step after {i}");
         }
         let hits = (0..100u64)
-            .filter(|i| c.by_inode(&(0, 1, *i)).is_some())
+            .filter(|i| c.by_inode(&(0, 1, *i), c.epoch()).is_some())
             .count();
         assert_eq!(hits, c.len().0);
+    }
+
+    #[test]
+    fn entries_cached_after_the_number_was_read_are_not_trusted() {
+        let c = PathCache::new(16);
+        c.put(Bytes::from_static(b"old"), fd(), Some((0, 1, 7)));
+        let read_at = c.epoch();
+        assert!(c.by_inode(&(0, 1, 7), read_at).is_some());
+        // the listed file goes, its number is reused by a file cached after the listing read it
+        c.remove(&Bytes::from_static(b"old"));
+        c.put(Bytes::from_static(b"new"), fd(), Some((0, 1, 7)));
+        assert!(
+            c.by_inode(&(0, 1, 7), read_at).is_none(),
+            "a descriptor taken after the number was read does not vouch for it"
+        );
+        assert_eq!(
+            c.by_inode(&(0, 1, 7), c.epoch()).map(|x| x.0),
+            Some(Bytes::from_static(b"new"))
+        );
     }
 }

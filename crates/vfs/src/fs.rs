@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::cache::{unique_inode_numbers, FdCache, InodeKey, PathCache};
+use crate::cache::{unique_inode_numbers, Epoch, FdCache, InodeKey, PathCache};
 use crate::cred::{self, Creds};
 use crate::error::{VfsError, VfsResult};
 use crate::exports::{ExportEntry, ExportOptions, Squash};
@@ -480,8 +480,10 @@ impl Vfs {
             }
         })?;
         if mount_id != self.exports[export].mount_id {
-            // a mount point inside the export: not crossed (as knfsd without crossmnt)
-            return Err(VfsError::Errno(libc::EXDEV));
+            // A mount point inside the export: not crossed. knfsd shows the directory it
+            // covers, which cannot be reached from here; "permission denied" is an answer every
+            // operation may give (XDEV is not one LOOKUP may).
+            return Err(VfsError::Errno(libc::EACCES));
         }
         Ok(Bytes::from(self.key.seal(self.exports[export].id, &kh)))
     }
@@ -537,10 +539,12 @@ impl Vfs {
         }
         let c = cname(name)?;
         cred::with_creds(&caller.creds, || {
+            let read_at = self.paths.epoch();
             let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
-            // a cached descriptor pins the inode, so its number names this file (cache.rs)
+            // a descriptor cached before the stat pins the inode, so its number names this
+            // file (cache.rs)
             if let Some(key) = self.inode_key(dir.export, &st) {
-                if let Some((fh, _)) = self.paths.by_inode(&key) {
+                if let Some((fh, _)) = self.paths.by_inode(&key, read_at) {
                     return Ok((fh, Attr::from_stat(&st)));
                 }
             }
@@ -1005,11 +1009,12 @@ impl Vfs {
             let mut gone = None;
             if !dir_only {
                 // unlink(2) gives EISDIR for directories; NFSv3 expects it too.
+                let read_at = self.paths.epoch();
                 let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
                 if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                     return Err(VfsError::Errno(libc::EISDIR));
                 }
-                gone = self.last_link_handle(dir, &c, &st);
+                gone = self.last_link_handle(dir, &c, &st, read_at);
             }
             sys::unlinkat(dir.fd(), &c, if dir_only { libc::AT_REMOVEDIR } else { 0 })?;
             Ok(gone)
@@ -1020,16 +1025,23 @@ impl Vfs {
         Ok(())
     }
 
-    /// The handle of `c` in `dir` (whose stat is `st`) when removing that name frees the
-    /// file: its last link, not a directory.
-    fn last_link_handle(&self, dir: &Node, c: &CStr, st: &libc::stat64) -> Option<Bytes> {
+    /// The handle of `c` in `dir` (whose stat `st` was read at epoch `read_at`) when removing
+    /// that name frees the file: its last link, not a directory.
+    fn last_link_handle(
+        &self,
+        dir: &Node,
+        c: &CStr,
+        st: &libc::stat64,
+        read_at: Epoch,
+    ) -> Option<Bytes> {
         let regular = st.st_mode & libc::S_IFMT != libc::S_IFDIR;
         if !regular || st.st_nlink != 1 {
             return None;
         }
-        // a cached descriptor pins the inode, so its number names this file (cache.rs)
+        // a descriptor cached before the stat pins the inode, so its number names this file
+        // (cache.rs)
         if let Some(key) = self.inode_key(dir.export, st) {
-            if let Some((fh, _)) = self.paths.by_inode(&key) {
+            if let Some((fh, _)) = self.paths.by_inode(&key, read_at) {
                 return Some(fh);
             }
         }
@@ -1062,9 +1074,10 @@ impl Vfs {
         let t = cname(to_name)?;
         let gone = cred::with_creds(&caller.creds, || {
             // a file the new name replaces may lose its last link
+            let read_at = self.paths.epoch();
             let gone = sys::fstatat(to.fd(), &t, libc::AT_SYMLINK_NOFOLLOW)
                 .ok()
-                .and_then(|st| self.last_link_handle(to, &t, &st));
+                .and_then(|st| self.last_link_handle(to, &t, &st, read_at));
             sys::renameat(from.fd(), &f, to.fd(), &t)?;
             Ok::<_, VfsError>(gone)
         })?;
@@ -1151,6 +1164,7 @@ impl Vfs {
         accept: &mut impl FnMut(DirEntry) -> bool,
     ) -> VfsResult<bool> {
         loop {
+            let read_at = self.paths.epoch();
             let n = sys::getdents64(dfd, buf)?;
             if n == 0 {
                 return Ok(true);
@@ -1182,7 +1196,7 @@ impl Vfs {
                     entry.fileid = dir.attr.fileid;
                 }
                 if plus {
-                    let listed = (ino, rec[18]);
+                    let listed = (ino, rec[18], read_at);
                     entry.plus = self.entry_plus(caller, dir, cname, listed, at_root);
                 }
                 if !accept(entry) {
@@ -1193,13 +1207,13 @@ impl Vfs {
     }
 
     /// The handle and attributes of the entry `name` of `dir`, which the listing gave as
-    /// (inode number, d_type) `listed`.
+    /// (inode number, d_type, epoch before the listing was read) `listed`.
     fn entry_plus(
         &self,
         caller: &Caller,
         dir: &Node,
         name: &CStr,
-        listed: (u64, u8),
+        listed: (u64, u8, Epoch),
         at_root: bool,
     ) -> Option<(Bytes, Attr)> {
         let raw = name.to_bytes();
@@ -1209,19 +1223,21 @@ impl Vfs {
         if raw == b".." {
             return self.lookup(caller, dir, raw).ok();
         }
-        let (ino, d_type) = listed;
+        let (ino, d_type, read_at) = listed;
         if self.exports[dir.export].by_inode && !matches!(d_type, libc::DT_DIR | libc::DT_UNKNOWN) {
             let key = (dir.export, dir.attr.fsid, ino);
-            if let Some((fh, fd)) = self.paths.by_inode(&key) {
-                // The descriptor keeps inode `ino` alive, so the name listed with that number
-                // is this inode (see cache.rs): fstat only re-reads its attributes. No name is
+            if let Some((fh, fd)) = self.paths.by_inode(&key, read_at) {
+                // The descriptor, cached before the listing was read, keeps inode `ino` alive,
+                // so the name listed with that number is this inode (see cache.rs): fstat only
+                // re-reads its attributes. No name is
                 // walked, but the caller needed search permission on `dir` to open it above,
                 // as a walk would.
                 match sys::fstat(fd.as_fd()) {
                     Ok(st) if st.st_ino == ino && st.st_dev == dir.attr.fsid && st.st_nlink > 0 => {
                         return Some((fh, Attr::from_stat(&st)));
                     }
-                    _ => self.paths.remove(&fh),
+                    // unlinked (or not what was listed): its descriptors keep its space
+                    _ => self.forget(&fh),
                 }
             }
         }
