@@ -22,7 +22,7 @@ use std::time::Duration;
 use std::collections::VecDeque;
 use std::sync::Weak;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -297,6 +297,9 @@ async fn read_exact_by(
     Ok(true)
 }
 
+/// Bytes read from a socket at once into the receive buffer.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// Size of the pooled READ buffers: the largest READ (1 MiB).
 const BULK_SIZE: usize = 1 << 20;
 /// Pooled buffers kept while unused, per pool (READ payloads; large calls): at most 16 MiB and
@@ -371,35 +374,35 @@ async fn serve_connection(
     // When the record being received began (None between records: idle is allowed).
     let mut record_start: Option<Instant> = None;
     let result = 'conn: loop {
-        let rec = match rr.next_record(&mut buf) {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                // A large call (a WRITE) is received into a pooled buffer: the receive buffer
-                // would otherwise be new memory for each one, its payload being still in use.
-                let pooled = rr
-                    .large_single(&buf, MIN_POOLED)
-                    .and_then(|len| Some((len, recv_pool.alloc(len)?)));
-                if let Some((len, mut big)) = pooled {
-                    let have = buf.len() - 4;
-                    big.as_mut_slice()[..have].copy_from_slice(&buf[4..]);
-                    buf.clear();
-                    let start = *record_start.get_or_insert_with(Instant::now);
-                    let rest = &mut big.as_mut_slice()[have..len];
-                    match read_exact_by(&mut rd, rest, start + cfg.record_timeout, &out).await {
-                        Ok(true) => big.freeze(len),
-                        Ok(false) => break Ok(()),
-                        Err(e) => {
-                            if e.kind() == io::ErrorKind::TimedOut {
-                                tracing::warn!(%peer, timeout = ?cfg.record_timeout,
-                                        "record not completed in time, closing connection");
-                                disp.metrics().count_error("tcp_record_timeout");
-                            }
-                            break Err(e);
-                        }
+        // A large call (a WRITE) is received into a pooled buffer: the receive buffer would
+        // otherwise be new memory for each one, its payload being still in use.
+        let pooled = rr
+            .large_single(&buf, MIN_POOLED)
+            .and_then(|len| Some((len, recv_pool.alloc(len)?)));
+        let rec = if let Some((len, mut big)) = pooled {
+            let have = buf.len() - 4;
+            big.as_mut_slice()[..have].copy_from_slice(&buf[4..]);
+            buf.clear();
+            let start = *record_start.get_or_insert_with(Instant::now);
+            let rest = &mut big.as_mut_slice()[have..len];
+            match read_exact_by(&mut rd, rest, start + cfg.record_timeout, &out).await {
+                Ok(true) => big.freeze(len),
+                Ok(false) => break Ok(()),
+                Err(e) => {
+                    if e.kind() == io::ErrorKind::TimedOut {
+                        tracing::warn!(%peer, timeout = ?cfg.record_timeout,
+                            "record not completed in time, closing connection");
+                        disp.metrics().count_error("tcp_record_timeout");
                     }
-                } else {
+                    break Err(e);
+                }
+            }
+        } else {
+            match rr.next_record(&mut buf) {
+                Ok(Some(r)) => r,
+                Ok(None) => {
                     let want = rr.wanted(&buf).max(4096);
-                    buf.reserve(want.max(64 * 1024));
+                    buf.reserve(want.max(READ_CHUNK));
                     let deadline = if rr.mid_record(&buf) {
                         *record_start.get_or_insert_with(Instant::now) + cfg.record_timeout
                     } else {
@@ -407,14 +410,18 @@ async fn serve_connection(
                         // idle between records: no limit (far enough never to fire)
                         Instant::now() + Duration::from_secs(365 * 24 * 3600)
                     };
+                    // at most a chunk: the head of a large call, not the whole of it, so that
+                    // the rest goes straight into a pooled buffer
+                    let mut chunk = (&mut buf).limit(READ_CHUNK);
                     tokio::select! {
-                        r = rd.read_buf(&mut buf) => match r {
+                        r = rd.read_buf(&mut chunk) => match r {
                             Ok(0) => break Ok(()),
                             Ok(_) => continue,
                             Err(e) => break Err(e),
                         },
                         _ = tokio::time::sleep_until(deadline) => {
-                            tracing::warn!(%peer, timeout = ?cfg.record_timeout, received = buf.len(),
+                            tracing::warn!(%peer, timeout = ?cfg.record_timeout,
+                                received = buf.len(),
                                 "record not completed in time, closing connection");
                             disp.metrics().count_error("tcp_record_timeout");
                             break Err(io::ErrorKind::TimedOut.into());
@@ -423,11 +430,11 @@ async fn serve_connection(
                         _ = out.dead.notified() => break Ok(()),
                     }
                 }
-            }
-            Err(e) => {
-                tracing::warn!(%peer, error = %e, "bad record, closing connection");
-                disp.metrics().count_error("tcp_bad_record");
-                break Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                Err(e) => {
+                    tracing::warn!(%peer, error = %e, "bad record, closing connection");
+                    disp.metrics().count_error("tcp_bad_record");
+                    break Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
             }
         };
         record_start = None;
