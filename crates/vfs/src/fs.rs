@@ -805,15 +805,18 @@ impl Vfs {
         Ok((fh, attr))
     }
 
-    /// The node of a file CREATE just made, from the descriptor that made it: no name is looked
-    /// up again (which also cannot race with a rename), and the descriptor is cached so the
-    /// client's next call on the handle needs no open_by_handle_at.
+    /// The node of a file CREATE just made, from the (read-write) descriptor that made it: no
+    /// name is looked up again (which also cannot race with a rename), and the descriptor is
+    /// cached for both uses, so neither the client's next call on the handle needs an
+    /// open_by_handle_at nor its first WRITE a data descriptor (each opened as root, which
+    /// costs two credential switches).
     fn created_node(&self, dir: &Node, fd: OwnedFd) -> VfsResult<Node> {
         let st = sys::fstat(fd.as_fd())?;
         let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
         let fd = Arc::new(fd);
         self.paths
             .put(fh.clone(), fd.clone(), self.inode_key(dir.export, &st));
+        self.data.put(fh.clone(), fd.clone());
         Ok(Node {
             fh,
             fd,
@@ -850,7 +853,8 @@ impl Vfs {
             sys::openat(
                 dir.fd(),
                 &c,
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDONLY | libc::O_NOFOLLOW,
+                // a new file opens read-write whatever its mode
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_NOFOLLOW,
                 mode,
             )
         });
