@@ -72,7 +72,8 @@ impl Nfs4 {
     pub(crate) fn remove(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let name = component(d)?;
         let (c, dir) = self.cur_dir(ctx)?;
-        let (_, a) = self.vfs.lookup(&c, &dir, &name)?;
+        // what is removed: a directory or not, and whose delegations to recall (no handle)
+        let a = self.vfs.entry_attr(&c, &dir, &name)?;
         self.recall_before_change(ctx, &a)?;
         self.vfs
             .remove(&c, &dir, &name, a.ftype == FileType::Directory)?;
