@@ -264,6 +264,14 @@ impl Vfs {
                     entry.path.display()
                 )));
             }
+            if entry
+                .clients
+                .iter()
+                .any(|c| c.options.crossmnt || !c.options.hide)
+            {
+                tracing::warn!(export = %entry.path.display(),
+                    "crossmnt and nohide are not supported: file systems mounted inside the export are not crossed");
+            }
             let root_fh = Bytes::from(key.seal(id, &kh));
             let by_inode = sys::fstatfs_type(root.as_fd()).is_ok_and(unique_inode_numbers);
             exports.push(Export {
