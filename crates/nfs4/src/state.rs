@@ -297,20 +297,20 @@ impl States {
 
     /// The states on `file`.
     pub fn on_file(&self, file: FileKey) -> impl Iterator<Item = ([u8; 12], &StateObj)> {
-        self.by_file
-            .get(&file)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| Some((*k, self.map.get(k)?)))
+        self.named(self.by_file.get(&file).into_iter().flatten())
     }
 
     /// The states `client` holds.
     pub fn of_client(&self, client: u64) -> impl Iterator<Item = ([u8; 12], &StateObj)> {
-        self.by_client
-            .get(&client)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| Some((*k, self.map.get(k)?)))
+        self.named(self.by_client.get(&client).into_iter().flatten())
+    }
+
+    /// The states an index lists.
+    fn named<'a>(
+        &'a self,
+        keys: impl Iterator<Item = &'a [u8; 12]>,
+    ) -> impl Iterator<Item = ([u8; 12], &'a StateObj)> {
+        keys.filter_map(|k| Some((*k, self.map.get(k)?)))
     }
 
     /// Whether any delegation exists (revoked ones included), so that changes from programs

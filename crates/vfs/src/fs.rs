@@ -801,16 +801,22 @@ impl Vfs {
     ) -> VfsResult<(Bytes, Attr)> {
         let (fh, _) = self.lookup_c(caller, dir, name)?;
         let node = self.resolve(&fh)?;
+        let attr = self.set_after_create(caller, &node, s)?;
+        Ok((fh, attr))
+    }
+
+    /// Applies what a create asked for beyond the mode (given at creation) to the new `node`;
+    /// its attributes.
+    fn set_after_create(&self, caller: &Caller, node: &Node, s: &SetAttrs) -> VfsResult<Attr> {
         let rest = SetAttrs {
             mode: None,
             ..s.clone()
         };
-        let attr = if rest != SetAttrs::default() {
-            self.setattr(caller, &node, &rest, None)?
+        if rest != SetAttrs::default() {
+            self.setattr(caller, node, &rest, None)
         } else {
-            node.attr
-        };
-        Ok((fh, attr))
+            Ok(node.attr.clone())
+        }
     }
 
     /// The node of a file CREATE just made, from the (read-write) descriptor that made it: no
@@ -885,15 +891,7 @@ impl Vfs {
             }
             (Ok(fd), _) => {
                 let node = self.created_node(dir, fd)?;
-                let rest = SetAttrs {
-                    mode: None,
-                    ..s.clone()
-                };
-                let attr = if rest != SetAttrs::default() {
-                    self.setattr(caller, &node, &rest, None)?
-                } else {
-                    node.attr
-                };
+                let attr = self.set_after_create(caller, &node, s)?;
                 Ok((node.fh, attr))
             }
             (Err(e), CreateMode::Unchecked) if e.raw_os_error() == Some(libc::EEXIST) => {
