@@ -380,7 +380,11 @@ impl Nfs3 {
     ) -> (Result<bool, VfsError>, Vec<T>) {
         let mut used = 4 + 4 + FATTR3_SIZE + 8 + 4 + 4;
         let mut entries = Vec::new();
-        let r = self.vfs.readdir(c, d, cookie, verf, plus, |e| {
+        // entries with short names: fileid, name, cookie and list word (with attributes and
+        // a handle for READDIRPLUS), a little under what they take
+        let per_entry = if plus { 150 } else { 30 };
+        let expect = limit / per_entry + 1;
+        let r = self.vfs.readdir(c, d, cookie, verf, plus, expect, |e| {
             let ent = make(e);
             used += ent.wire_len();
             if used > limit {

@@ -417,7 +417,7 @@ impl Nfs4 {
                 let mut err = None;
                 let eof = self
                     .vfs
-                    .readdir(&c, &n, cookie, [0; 8], true, |ent| {
+                    .readdir(&c, &n, cookie, [0; 8], true, maxcount / 120 + 1, |ent| {
                         if &ent.name[..] == b"." || &ent.name[..] == b".." {
                             return true;
                         }

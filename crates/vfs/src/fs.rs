@@ -32,6 +32,20 @@ pub const NAME_MAX: usize = 255;
 pub const XATTR_SIZE_MAX: usize = 65536;
 /// Largest extended attribute name list (Linux XATTR_LIST_MAX).
 const XATTR_LIST_MAX: usize = 65536;
+/// Largest read of a directory at once (getdents64), about a thousand short names.
+const DENTS_MAX: usize = 32 * 1024;
+/// Smallest first read of a directory: room for a few entries with the longest names.
+const DENTS_MIN: usize = 1024;
+/// Bytes a listed entry with a short name takes in a getdents64 buffer.
+const DENT_SIZE: usize = 32;
+
+/// Size of the first getdents64 read for a caller expecting `expect` entries (0: unknown).
+fn dents_first_read(expect: usize) -> usize {
+    match expect {
+        0 => DENTS_MAX,
+        n => n.saturating_mul(DENT_SIZE).clamp(DENTS_MIN, DENTS_MAX),
+    }
+}
 
 /// Who is calling, before export rules are applied.
 #[derive(Debug, Clone)]
@@ -1119,7 +1133,10 @@ impl Vfs {
     }
 
     /// READDIR / READDIRPLUS: calls `accept` for each entry after `cookie` until it returns
-    /// false; returns whether the end of the directory was reached.
+    /// false; returns whether the end of the directory was reached. `expect` is about how many
+    /// entries the caller can take (0: unknown); it sizes the first read of the directory,
+    /// since the kernel's work for entries read past the reply's end is thrown away.
+    #[allow(clippy::too_many_arguments)]
     pub fn readdir(
         &self,
         caller: &Caller,
@@ -1127,6 +1144,7 @@ impl Vfs {
         cookie: u64,
         verifier: [u8; 8],
         plus: bool,
+        expect: usize,
         mut accept: impl FnMut(DirEntry) -> bool,
     ) -> VfsResult<bool> {
         self.same_export(caller, dir)?;
@@ -1146,17 +1164,34 @@ impl Vfs {
         }
         let at_root = self.is_export_root(dir);
         thread_local! {
-            static DENTS: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 32 * 1024]);
+            static DENTS: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; DENTS_MAX]);
         }
         // The worker thread's buffer, reused (a fresh one should `accept` ever list again).
         let dfd = dfd.as_fd();
+        let first = dents_first_read(expect);
         DENTS.with(|b| match b.try_borrow_mut() {
-            Ok(mut buf) => {
-                self.read_entries(caller, dir, dfd, at_root, plus, &mut buf, &mut accept)
-            }
+            Ok(mut buf) => self.read_entries(
+                caller,
+                dir,
+                dfd,
+                at_root,
+                plus,
+                &mut buf,
+                first,
+                &mut accept,
+            ),
             Err(_) => {
-                let mut buf = vec![0u8; 32 * 1024];
-                self.read_entries(caller, dir, dfd, at_root, plus, &mut buf, &mut accept)
+                let mut buf = vec![0u8; DENTS_MAX];
+                self.read_entries(
+                    caller,
+                    dir,
+                    dfd,
+                    at_root,
+                    plus,
+                    &mut buf,
+                    first,
+                    &mut accept,
+                )
             }
         })
     }
@@ -1171,11 +1206,15 @@ impl Vfs {
         at_root: bool,
         plus: bool,
         buf: &mut [u8],
+        first: usize,
         accept: &mut impl FnMut(DirEntry) -> bool,
     ) -> VfsResult<bool> {
+        let mut size = first.min(buf.len());
         loop {
             let read_at = self.paths.epoch();
-            let n = sys::getdents64(dfd, buf)?;
+            let n = sys::getdents64(dfd, &mut buf[..size])?;
+            // the caller takes more than expected: read more at once from now on
+            size = (size * 2).min(buf.len());
             if n == 0 {
                 return Ok(true);
             }

@@ -130,34 +130,47 @@ fn root_squash_and_readdir_cookies() {
             std::fs::write(dir.path().join(format!("n{i:03}")), b"").unwrap();
         }
     });
-    // Page through the directory 7 entries at a time.
+    // Page through the directory 7 entries at a time, whatever the caller expects (the size
+    // of the first read of the directory), and all of it in one call (reads that grow).
     let verf = vfs.cookie_verifier(&r2);
-    let mut seen = Vec::new();
-    let mut cookie = 0;
-    loop {
-        let mut page = Vec::new();
-        let eof = vfs
-            .readdir(&c, &r2, cookie, verf, true, |e| {
-                if page.len() == 7 {
-                    return false;
-                }
-                assert!(e.plus.is_some());
-                page.push(e);
-                true
-            })
-            .unwrap();
-        cookie = page.last().map_or(cookie, |e| e.cookie);
-        seen.extend(page.into_iter().map(|e| e.name));
-        if eof {
-            break;
+    let mut last_cookie = 0;
+    for (expect, per_call) in [(0, 7), (1, 7), (7, 7), (1000, 7), (1, usize::MAX)] {
+        let mut seen = Vec::new();
+        let mut cookie = 0;
+        let mut calls = 0;
+        loop {
+            let mut page = Vec::new();
+            let eof = vfs
+                .readdir(&c, &r2, cookie, verf, true, expect, |e| {
+                    if page.len() == per_call {
+                        return false;
+                    }
+                    assert!(e.plus.is_some());
+                    page.push(e);
+                    true
+                })
+                .unwrap();
+            calls += 1;
+            cookie = page.last().map_or(cookie, |e| e.cookie);
+            seen.extend(page.into_iter().map(|e| e.name));
+            if eof {
+                break;
+            }
         }
+        let all = seen.len();
+        seen.retain(|n| &n[..] != b"." && &n[..] != b"..");
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 300, "expect {expect}");
+        assert_eq!(all, 302, "expect {expect}: each entry once");
+        if per_call == usize::MAX {
+            assert_eq!(calls, 1);
+        }
+        last_cookie = cookie;
     }
-    seen.retain(|n| &n[..] != b"." && &n[..] != b"..");
-    seen.sort();
-    seen.dedup();
-    assert_eq!(seen.len(), 300);
     assert_eq!(
-        vfs.readdir(&c, &r2, cookie, [1; 8], false, |_| true).err(),
+        vfs.readdir(&c, &r2, last_cookie, [1; 8], false, 0, |_| true)
+            .err(),
         Some(VfsError::BadCookie)
     );
 }
@@ -279,7 +292,7 @@ fn list_plus(
     dir: &vfs::Node,
 ) -> std::collections::HashMap<Vec<u8>, (bytes::Bytes, vfs::Attr)> {
     let mut out = std::collections::HashMap::new();
-    vfs.readdir(c, dir, 0, [0; 8], true, |e| {
+    vfs.readdir(c, dir, 0, [0; 8], true, 0, |e| {
         let plus = e.plus.expect("READDIRPLUS entry without handle");
         out.insert(e.name.to_vec(), plus);
         true
@@ -377,7 +390,7 @@ fn a_file_system_mounted_inside_an_export_is_not_crossed() {
         Some(VfsError::Errno(libc::EACCES))
     );
     let mut listed = None;
-    vfs.readdir(&c, &r, 0, [0; 8], true, |e| {
+    vfs.readdir(&c, &r, 0, [0; 8], true, 0, |e| {
         if &e.name[..] == b"shm" {
             listed = Some(e.plus.is_some());
         }
