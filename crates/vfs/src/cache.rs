@@ -1,4 +1,4 @@
-//! Descriptor caches keyed by handle: bounded, halved when full.
+//! Descriptor caches keyed by handle: bounded, an arbitrary eighth dropped when full.
 //!
 //! The path cache also finds a cached object by its inode number. That is sound only because
 //! a cached descriptor keeps its inode alive: while we hold it, the file system cannot give its
@@ -35,7 +35,12 @@ pub(crate) fn unique_inode_numbers(f_type: i64) -> bool {
     matches!(f_type, EXT4 | XFS | TMPFS | BTRFS)
 }
 
-/// Descriptors keyed by handle; bounded, an arbitrary half dropped when full.
+/// The part of a full cache dropped to make room: an eighth. Dropping half cost a working set a
+/// little larger than the cache half of its hits (READDIRPLUS of 5,000 files with room for
+/// 5,000 descriptors ran at 0.78M entries/s, 1.35M with 4,000 files).
+const EVICT_DIVISOR: usize = 8;
+
+/// Descriptors keyed by handle; bounded, an arbitrary eighth dropped when full.
 pub(crate) struct FdCache<T> {
     cap: usize,
     map: Mutex<HashMap<Bytes, Arc<T>>>,
@@ -55,7 +60,7 @@ impl<T> FdCache<T> {
         let mut evicted = Vec::new();
         let mut m = self.map.lock();
         if m.len() >= self.cap {
-            let drop_keys: Vec<Bytes> = m.keys().take(self.cap / 2).cloned().collect();
+            let drop_keys: Vec<Bytes> = m.keys().take(self.cap / EVICT_DIVISOR).cloned().collect();
             evicted = drop_keys.iter().filter_map(|k| m.remove(k)).collect();
         }
         m.insert(k, v);
@@ -176,7 +181,12 @@ impl PathCache {
         let mut m = self.maps.lock();
         let n = self.inserted.fetch_add(1, Ordering::SeqCst);
         if m.by_fh.len() >= self.cap {
-            let drop_keys: Vec<Bytes> = m.by_fh.keys().take(self.cap / 2).cloned().collect();
+            let drop_keys: Vec<Bytes> = m
+                .by_fh
+                .keys()
+                .take(self.cap / EVICT_DIVISOR)
+                .cloned()
+                .collect();
             evicted = drop_keys.iter().filter_map(|k| m.remove(k)).collect();
         }
         evicted.extend(m.remove(&fh));
@@ -249,6 +259,11 @@ mod tests {
             c.put(Bytes::from(i.to_be_bytes().to_vec()), fd(), Some((0, 1, i)));
             let (fhs, inodes) = c.len();
             assert!(fhs <= 16);
+            // a full cache drops an eighth to make room, not more
+            assert!(
+                fhs >= (i as usize + 1).min(16 - 16 / EVICT_DIVISOR + 1),
+                "{fhs} after {i}"
+            );
             assert_eq!(fhs, inodes, "index and handles out of step after {i}");
         }
         let hits = (0..100u64)

@@ -225,14 +225,17 @@ fn mode_allows(c: &Creds, a: &Attr, want: u32, owner_override: bool) -> bool {
 impl Vfs {
     /// Opens every export root and the handle key.
     pub fn new(cfg: VfsConfig) -> std::io::Result<Self> {
-        // Two descriptor caches share the limit with sockets and directory reads: each gets at
-        // most a quarter of it, whatever was configured.
+        // Two descriptor caches share the limit with sockets and directory reads, whatever was
+        // configured: the path cache, which every call uses (and READDIRPLUS finds listed
+        // files in), at most half of it; the data cache, which only I/O uses, a quarter.
         let nofile = sys::raise_nofile_limit();
-        let fd_cache = cfg.fd_cache.min((nofile / 4) as usize).max(16);
-        if fd_cache < cfg.fd_cache {
+        let path_cache = cfg.fd_cache.min((nofile / 2) as usize).max(16);
+        let data_cache = cfg.fd_cache.min((nofile / 4) as usize).max(16);
+        if data_cache < cfg.fd_cache {
             tracing::info!(
                 limit = nofile,
-                cache = fd_cache,
+                paths = path_cache,
+                data = data_cache,
                 "descriptor caches sized to the open-files limit"
             );
         }
@@ -308,8 +311,8 @@ impl Vfs {
         Ok(Self {
             key,
             exports,
-            paths: PathCache::new(fd_cache),
-            data: FdCache::new(fd_cache),
+            paths: PathCache::new(path_cache),
+            data: FdCache::new(data_cache),
             write_verifier: verifier,
             host_names,
         })
