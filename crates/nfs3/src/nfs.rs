@@ -558,6 +558,11 @@ fn finish_dir<R>(
     }
 }
 
+/// Largest READ tried on the thread that reads the connection (see
+/// [`Program::call_nonblocking`]): 1 MiB READs run there took sequential reads from 3.0 to 2.5
+/// GB/s (loopback, 4 in flight on one connection).
+const INLINE_READ_MAX: u32 = 64 * 1024;
+
 fn run<A: Decode, R: Encode>(
     args: Decoder,
     reply: &mut Encoder,
@@ -640,5 +645,29 @@ impl Program for Nfs3 {
             Pathconf => run(args, r, |a| self.pathconf(ctx, a)),
             Commit => run(args, r, |a| self.commit(ctx, a)),
         }
+    }
+
+    /// NULL, GETATTR, ACCESS and small READs: what they need is often in memory (a cached
+    /// descriptor, the page cache); the backend gives up where it would wait
+    /// ([`vfs::nowait`]). A large READ takes long enough that handing it to a thread costs
+    /// little, and run here it would hold up the connection's next calls.
+    fn call_nonblocking(
+        &self,
+        ctx: &CallContext,
+        args: Decoder,
+        r: &mut Encoder,
+    ) -> Option<Result<(), ProcError>> {
+        use NfsProc3::*;
+        match NfsProc3::try_from(ctx.proc_).ok()? {
+            Null | Getattr | Access => {}
+            Read => {
+                let a = ReadArgs::decode(&mut args.clone()).ok()?;
+                if a.count > INLINE_READ_MAX {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        vfs::nowait::without_blocking(|| self.call(ctx, args, r))
     }
 }

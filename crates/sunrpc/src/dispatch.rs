@@ -154,6 +154,18 @@ pub trait Program: Send + Sync + 'static {
     }
     /// Executes a call whose accepted SUCCESS header is already in `reply`; appends the result.
     fn call(&self, ctx: &CallContext, args: Decoder, reply: &mut Encoder) -> Result<(), ProcError>;
+    /// Like [`Program::call`], on a thread that must not block (the one reading the
+    /// connection), for an idempotent call: `None` when the call would have to wait for I/O
+    /// (or is never tried this way), and then nothing it did may matter: it runs again with
+    /// [`Program::call`] on a thread that may block.
+    fn call_nonblocking(
+        &self,
+        _ctx: &CallContext,
+        _args: Decoder,
+        _reply: &mut Encoder,
+    ) -> Option<Result<(), ProcError>> {
+        None
+    }
 }
 
 /// Routes calls to programs, applies the duplicate request cache and records metrics.
@@ -239,10 +251,7 @@ impl Dispatcher {
             self.metrics.count_error("prog_unavail");
             return Some(accepted_only(hdr.xid, AcceptStat::ProgUnavail));
         };
-        let Some(prog) = impls.iter().find(|p| {
-            let (lo, hi) = p.versions();
-            (lo..=hi).contains(&hdr.vers)
-        }) else {
+        let Some(prog) = version(impls, hdr.vers) else {
             self.metrics.count_error("prog_mismatch");
             let lo = impls.iter().map(|p| p.versions().0).min().unwrap_or(0);
             let hi = impls.iter().map(|p| p.versions().1).max().unwrap_or(0);
@@ -293,38 +302,56 @@ impl Dispatcher {
         Some(reply)
     }
 
+    /// Runs the call on this thread when its program can complete it without blocking (an
+    /// idempotent call, see [`Program::call_nonblocking`]): `Some` with what
+    /// [`Dispatcher::dispatch_from`] would have returned, `None` when it must be dispatched
+    /// there, on a thread that may block.
+    pub fn dispatch_nonblocking(&self, msg: &Bytes, origin: &Origin) -> Option<Option<Reply>> {
+        let (hdr, args) = msg::decode_call(msg.clone()).ok()?;
+        let prog = version(self.programs.get(&hdr.prog)?, hdr.vers)?;
+        let name = prog.proc_name(hdr.vers, hdr.proc_)?;
+        if !prog.is_idempotent(hdr.vers, hdr.proc_) {
+            return None;
+        }
+        let start = Instant::now();
+        let (xid, peer) = (hdr.xid, origin.peer);
+        let ctx = call_context(hdr, origin.clone());
+        let mut e = reply_encoder(xid);
+        let r = prog.call_nonblocking(&ctx, args, &mut e)?;
+        let reply = self.finish(xid, peer, r, e);
+        self.metrics
+            .observe(prog.program(), name, start.elapsed().as_secs_f64());
+        Some(Some(reply))
+    }
+
     fn run(&self, prog: &dyn Program, hdr: CallHeader, args: Decoder, origin: Origin) -> Reply {
-        let peer = origin.peer;
-        let ctx = CallContext {
-            xid: hdr.xid,
-            vers: hdr.vers,
-            proc_: hdr.proc_,
-            cred: hdr.cred,
-            peer,
-            transport: origin.transport,
-            back: origin.back,
-            bulk: origin.bulk,
-        };
-        let mut e = Encoder::with_capacity(512);
-        msg::encode_accepted(&mut e, hdr.xid, AcceptStat::Success);
-        match prog.call(&ctx, args, &mut e) {
+        let (xid, peer) = (hdr.xid, origin.peer);
+        let ctx = call_context(hdr, origin);
+        let mut e = reply_encoder(xid);
+        let r = prog.call(&ctx, args, &mut e);
+        self.finish(xid, peer, r, e)
+    }
+
+    /// The reply to call `xid` from what its program returned.
+    fn finish(&self, xid: u32, peer: SocketAddr, r: Result<(), ProcError>, e: Encoder) -> Reply {
+        match r {
             Ok(()) => e.finish(),
             Err(err) => {
-                tracing::debug!(xid = hdr.xid, peer = %peer, error = %err, "call failed");
+                tracing::debug!(xid = xid, peer = %peer, error = %err, "call failed");
                 match err {
-                    ProcError::ProcUnavail => accepted_only(hdr.xid, AcceptStat::ProcUnavail),
+                    ProcError::ProcUnavail => accepted_only(xid, AcceptStat::ProcUnavail),
                     ProcError::GarbageArgs => {
                         self.metrics.count_error("garbage_args");
-                        accepted_only(hdr.xid, AcceptStat::GarbageArgs)
+                        accepted_only(xid, AcceptStat::GarbageArgs)
                     }
                     ProcError::SystemErr => {
                         self.metrics.count_error("system_err");
-                        accepted_only(hdr.xid, AcceptStat::SystemErr)
+                        accepted_only(xid, AcceptStat::SystemErr)
                     }
                     ProcError::Auth(stat) => {
                         self.metrics.count_error("auth_error");
                         let mut e = Encoder::with_capacity(24);
-                        msg::encode_auth_error(&mut e, hdr.xid, stat);
+                        msg::encode_auth_error(&mut e, xid, stat);
                         e.finish()
                     }
                 }
@@ -350,6 +377,34 @@ impl Dispatcher {
         }
         Some(enc.finish())
     }
+}
+
+/// The implementation of a program that serves version `vers`.
+fn version(impls: &[Arc<dyn Program>], vers: u32) -> Option<&Arc<dyn Program>> {
+    impls.iter().find(|p| {
+        let (lo, hi) = p.versions();
+        (lo..=hi).contains(&vers)
+    })
+}
+
+fn call_context(hdr: CallHeader, origin: Origin) -> CallContext {
+    CallContext {
+        xid: hdr.xid,
+        vers: hdr.vers,
+        proc_: hdr.proc_,
+        cred: hdr.cred,
+        peer: origin.peer,
+        transport: origin.transport,
+        back: origin.back,
+        bulk: origin.bulk,
+    }
+}
+
+/// An encoder holding the accepted SUCCESS header of the reply to `xid`.
+fn reply_encoder(xid: u32) -> Encoder {
+    let mut e = Encoder::with_capacity(512);
+    msg::encode_accepted(&mut e, xid, AcceptStat::Success);
+    e
 }
 
 fn accepted_only(xid: u32, stat: AcceptStat) -> Reply {
@@ -400,6 +455,19 @@ mod tests {
                     Ok(())
                 }
                 _ => Err(ProcError::SystemErr),
+            }
+        }
+        /// NULL completes here; "fail" would have to wait; "echo" (not idempotent) would run,
+        /// if the dispatcher ever asked.
+        fn call_nonblocking(
+            &self,
+            ctx: &CallContext,
+            a: Decoder,
+            r: &mut Encoder,
+        ) -> Option<Result<(), ProcError>> {
+            match ctx.proc_ {
+                2 => None,
+                _ => Some(self.call(ctx, a, r)),
             }
         }
     }
@@ -495,6 +563,39 @@ mod tests {
         run(&d, call(400_000, 3, 0, &[])).unwrap();
         run(&d, call(400_000, 3, 0, &[])).unwrap();
         assert_eq!(p.calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn only_idempotent_calls_that_need_not_wait_run_without_a_thread() {
+        let (d, p) = disp();
+        let origin = Origin {
+            peer: PEER.parse().unwrap(),
+            transport: TransportKind::Tcp,
+            back: None,
+            bulk: None,
+        };
+        let null = call(400_000, 3, 0, &[]);
+        let reply = d
+            .dispatch_nonblocking(&null, &origin)
+            .expect("NULL runs here");
+        assert_eq!(reply.map(words), run(&d, null));
+        assert_eq!(p.calls.load(Ordering::SeqCst), 2);
+        // would wait: left to dispatch_from
+        assert!(d
+            .dispatch_nonblocking(&call(400_000, 3, 2, &[]), &origin)
+            .is_none());
+        // not idempotent (the DRC's): never tried here, and the DRC is untouched
+        let echo = call(400_000, 3, 1, &[41]);
+        assert!(d.dispatch_nonblocking(&echo, &origin).is_none());
+        assert_eq!(p.calls.load(Ordering::SeqCst), 2);
+        assert_eq!(run(&d, echo).unwrap(), [9, 1, 0, 0, 0, 0, 42]);
+        // what it cannot decode or route is dispatch_from's to answer
+        assert!(d
+            .dispatch_nonblocking(&Bytes::from_static(&[1, 2]), &origin)
+            .is_none());
+        assert!(d
+            .dispatch_nonblocking(&call(400_001, 3, 0, &[]), &origin)
+            .is_none());
     }
 
     /// A transport with one 64-byte buffer, to see where bulk payloads end up.

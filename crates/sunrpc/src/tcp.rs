@@ -5,7 +5,9 @@
 //! a reply writes it to the socket itself (one vectored, non-blocking write of the record
 //! marking and the reply's segments) when nothing is queued before it; only what the socket
 //! does not take at once is queued for the connection's writer task. So a call costs one
-//! hand-off (reader to worker thread), not three.
+//! hand-off (reader to worker thread), not three; and none when the program can complete it
+//! without waiting for I/O ([`Dispatcher::dispatch_nonblocking`]: a GETATTR of a cached file,
+//! a small READ of cached data), which then runs on the reader.
 //!
 //! What one connection can hold is bounded by configuration: `max_in_flight` calls, from the
 //! record's arrival until its reply is written, each at most `max_record` bytes in and one reply
@@ -467,6 +469,15 @@ async fn serve_connection(
             back: Some(back.clone()),
             bulk: Some(bulk.clone()),
         };
+        // A call that needs nothing but memory (a cached file's attributes, data in the page
+        // cache) runs here: handing it to a thread costs as much as the call.
+        if let Some(reply) = disp.dispatch_nonblocking(&rec, &origin) {
+            drop(global);
+            if let Some(reply) = reply {
+                out.send(reply, Some(permit));
+            }
+            continue;
+        }
         let out = out.clone();
         // The call runs on a blocking thread, which also writes its reply (or queues it, and
         // the in-flight permit with it: the call counts until its reply is written).

@@ -11,16 +11,18 @@ use std::ffi::{CStr, CString};
 use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::cache::{unique_inode_numbers, Epoch, FdCache, InodeKey, PathCache};
+use crate::cache::{memory_file_system, unique_inode_numbers, Epoch, FdCache, InodeKey, PathCache};
 use crate::cred::{self, Creds};
 use crate::error::{VfsError, VfsResult};
 use crate::exports::{ExportEntry, ExportOptions, Squash};
 use crate::handle::HandleKey;
+use crate::nowait;
 use crate::sys;
 use crate::types::*;
 
@@ -107,6 +109,22 @@ struct Export {
     /// Inode numbers name inodes here (see [`unique_inode_numbers`]): cached descriptors may
     /// be found by the numbers a directory listing gives.
     by_inode: bool,
+    /// A local file system (the same kinds): `fstat` of an open descriptor reads the inode in
+    /// memory, so calls that need no more may be tried without blocking ([`crate::nowait`]).
+    local: bool,
+    /// How a READ that must not block reads, if it may be tried at all.
+    nowait_reads: NowaitReads,
+}
+
+/// How the file system of an export serves reads that must not wait.
+#[derive(Debug)]
+enum NowaitReads {
+    /// Files live in memory (tmpfs): a plain read.
+    Memory,
+    /// `preadv2(RWF_NOWAIT)`, until the file system refuses it (then never again).
+    Flag(AtomicBool),
+    /// Not at all.
+    Never,
 }
 
 /// Backend configuration.
@@ -222,6 +240,29 @@ fn mode_allows(c: &Creds, a: &Attr, want: u32, owner_override: bool) -> bool {
     bits & want == want
 }
 
+/// The error of a read that must not wait: data not in the page cache gives up, and so does a
+/// file system that refuses such reads (`usable` is then cleared: no read is tried again);
+/// other errors are the read's.
+fn nowait_error(e: std::io::Error, usable: &AtomicBool) -> VfsError {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => nowait::give_up(),
+        Some(libc::EOPNOTSUPP) => {
+            usable.store(false, Ordering::Relaxed);
+            nowait::give_up()
+        }
+        _ => VfsError::from(e),
+    }
+}
+
+/// A read that must not wait and got only part of what the file holds (the rest is not in the
+/// page cache) gives up, so that the client gets all of it from a read that may wait.
+fn short_nowait_read(n: usize, count: usize, offset: u64, attr: &Attr) -> VfsResult<()> {
+    if nowait::active() && n < count && offset.saturating_add(n as u64) < attr.size {
+        return Err(nowait::give_up());
+    }
+    Ok(())
+}
+
 impl Vfs {
     /// Opens every export root and the handle key.
     pub fn new(cfg: VfsConfig) -> std::io::Result<Self> {
@@ -290,7 +331,14 @@ impl Vfs {
                     "crossmnt and nohide are not supported: file systems mounted inside the export are not crossed");
             }
             let root_fh = Bytes::from(key.seal(id, &kh));
-            let by_inode = sys::fstatfs_type(root.as_fd()).is_ok_and(unique_inode_numbers);
+            let f_type = sys::fstatfs_type(root.as_fd()).ok();
+            let by_inode = f_type.is_some_and(unique_inode_numbers);
+            let local = by_inode;
+            let nowait_reads = match f_type {
+                Some(t) if memory_file_system(t) => NowaitReads::Memory,
+                _ if local => NowaitReads::Flag(AtomicBool::new(true)),
+                _ => NowaitReads::Never,
+            };
             exports.push(Export {
                 id,
                 entry,
@@ -300,6 +348,8 @@ impl Vfs {
                 root_ino: st.st_ino,
                 mount_id,
                 by_inode,
+                local,
+                nowait_reads,
             });
         }
         let host_names = resolve_host_rules(&exports);
@@ -417,8 +467,13 @@ impl Vfs {
     pub fn resolve(&self, fh: &Bytes) -> VfsResult<Node> {
         let (id, kh) = self.key.open(fh)?;
         let export = self.export_index(id)?;
+        if nowait::active() && !self.exports[export].local {
+            return Err(nowait::give_up());
+        }
         let fd = match self.paths.get(fh) {
             Some(fd) => fd,
+            // opening a handle may read the inode from the disk
+            None if nowait::active() => return Err(nowait::give_up()),
             None => {
                 let e = &self.exports[export];
                 let fd = cred::as_root(|| {
@@ -637,6 +692,9 @@ impl Vfs {
         if let Some(fd) = self.data.get(&node.fh) {
             return Ok(fd);
         }
+        if nowait::active() {
+            return Err(nowait::give_up());
+        }
         let path = node.proc_path();
         let cwd = sys::cwd();
         let fd = cred::as_root(|| {
@@ -678,8 +736,13 @@ impl Vfs {
             }
         }
         let mut buf = BytesMut::with_capacity(count);
-        let n = sys::pread_into(fd.as_fd(), &mut buf, count, offset)?;
+        let n = match self.nowait_flag(node) {
+            Some(flag) => sys::pread_into_nowait(fd.as_fd(), &mut buf, count, offset)
+                .map_err(|e| nowait_error(e, flag))?,
+            None => sys::pread_into(fd.as_fd(), &mut buf, count, offset)?,
+        };
         let attr = self.attr(fd.as_fd())?;
+        short_nowait_read(n, count, offset, &attr)?;
         let eof = n < count || offset.saturating_add(n as u64) >= attr.size;
         Ok((buf.freeze(), eof, attr))
     }
@@ -697,16 +760,39 @@ impl Vfs {
         let count = buf.len().min(MAX_IO as usize);
         let n = if offset >= node.attr.size && offset > i64::MAX as u64 {
             0
+        } else if let Some(flag) = self.nowait_flag(node) {
+            sys::pread_slice_nowait(fd.as_fd(), &mut buf[..count], offset)
+                .map_err(|e| nowait_error(e, flag))?
         } else {
             sys::pread_slice(fd.as_fd(), &mut buf[..count], offset)?
         };
         let attr = self.attr(fd.as_fd())?;
+        short_nowait_read(n, count, offset, &attr)?;
         let eof = n < count || offset.saturating_add(n as u64) >= attr.size;
         Ok((n, eof, attr))
     }
 
+    /// For a read that must not wait and may be tried, the flag of `preadv2(RWF_NOWAIT)`
+    /// (None: a plain read, as when waiting is allowed).
+    fn nowait_flag(&self, node: &Node) -> Option<&AtomicBool> {
+        match &self.exports[node.export].nowait_reads {
+            NowaitReads::Flag(usable) if nowait::active() => Some(usable),
+            _ => None,
+        }
+    }
+
     /// The checks READ makes, then the file's data descriptor.
     fn read_fd(&self, caller: &Caller, node: &Node) -> VfsResult<Arc<OwnedFd>> {
+        if nowait::active() {
+            let tried = match &self.exports[node.export].nowait_reads {
+                NowaitReads::Memory => true,
+                NowaitReads::Flag(usable) => usable.load(Ordering::Relaxed),
+                NowaitReads::Never => false,
+            };
+            if !tried {
+                return Err(nowait::give_up());
+            }
+        }
         self.same_export(caller, node)?;
         Self::check_regular(node)?;
         // Reading needs read permission; execute-only files may be read by a client paging

@@ -9,6 +9,7 @@ pub mod error;
 pub mod exports;
 pub mod fs;
 pub mod handle;
+pub mod nowait;
 mod sys;
 pub mod types;
 

@@ -315,6 +315,47 @@ pub fn pread_into(
     Ok(done)
 }
 
+/// One `preadv2(RWF_NOWAIT)` of at most `count` bytes at `offset`, appended to `buf`: only
+/// what the page cache holds (EAGAIN when the first byte is not there); may be short.
+pub fn pread_into_nowait(
+    fd: BorrowedFd<'_>,
+    buf: &mut BytesMut,
+    count: usize,
+    offset: u64,
+) -> io::Result<usize> {
+    let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    buf.reserve(count);
+    let spare = buf.spare_capacity_mut();
+    let iov = libc::iovec {
+        iov_base: spare.as_mut_ptr().cast(),
+        iov_len: count.min(spare.len()),
+    };
+    // SAFETY: iov describes iov_len writable bytes of buf's spare capacity.
+    let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel initialised exactly n bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n as usize) };
+    Ok(n as usize)
+}
+
+/// One `preadv2(RWF_NOWAIT)` into `buf` at `offset`: only what the page cache holds (EAGAIN
+/// when the first byte is not there); may be short.
+pub fn pread_slice_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: iov describes the live, writable slice buf.
+    let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
 /// `pread(fd, buf, offset)` until `buf` is full or the end of the file; the bytes read.
 pub fn pread_slice(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;

@@ -403,3 +403,78 @@ fn a_file_system_mounted_inside_an_export_is_not_crossed() {
         "shm listed without handle and attributes"
     );
 }
+
+/// statfs f_type of `path`.
+fn fs_type(path: &std::path::Path) -> i64 {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a NUL-terminated path and st a writable statfs.
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut st) }, 0);
+    st.f_type as i64
+}
+
+#[test]
+fn calls_tried_without_blocking_give_up_where_they_would_wait() {
+    use vfs::nowait::without_blocking;
+    const TMPFS: i64 = 0x0102_1994;
+    const DISK: [i64; 3] = [0xEF53, 0x5846_5342, 0x9123_683E]; // ext4, XFS, Btrfs
+    let (dir, state, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    let data = vec![7u8; 256 * 1024];
+    let (fh, _) = vfs
+        .create(&c, &r, b"f", CreateMode::Guarded, &SetAttrs::default())
+        .unwrap();
+    let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    vfs.write(&c, &n, 0, &data, Stability::FileSync).unwrap();
+
+    // a second server over the same export and key: nothing cached yet
+    let exports = parse_exports(
+        &format!("{} 127.0.0.1(rw,no_root_squash)\n", dir.path().display()),
+        "t",
+    )
+    .unwrap();
+    let fresh = Vfs::new(VfsConfig {
+        exports,
+        state_dir: state.path().to_path_buf(),
+        fd_cache: 64,
+    })
+    .unwrap();
+    assert!(
+        without_blocking(|| fresh.authorize(&fh, &client(0))).is_none(),
+        "opening a handle may read the disk: given up"
+    );
+    let (c, n) = fresh.authorize(&fh, &client(0)).unwrap();
+    let (_, again) = without_blocking(|| fresh.authorize(&fh, &client(0)))
+        .expect("a cached descriptor answers without blocking")
+        .unwrap();
+    assert_eq!(again.attr.size, data.len() as u64);
+    assert!(
+        without_blocking(|| fresh.read(&c, &n, 0, 4096)).is_none(),
+        "the data descriptor is not open yet: given up"
+    );
+    let (whole, _, _) = fresh.read(&c, &n, 0, data.len() as u32).unwrap();
+    assert_eq!(whole, data);
+
+    let kind = fs_type(dir.path());
+    if kind != TMPFS && !DISK.contains(&kind) {
+        // other file systems are never tried: everything gives up
+        assert!(without_blocking(|| fresh.read(&c, &n, 0, 4096)).is_none());
+        return;
+    }
+    let (got, eof, _) = without_blocking(|| fresh.read(&c, &n, 4096, 8192))
+        .expect("data in the page cache (or tmpfs) is read without blocking")
+        .unwrap();
+    assert_eq!((got.len(), eof), (8192, false));
+    if DISK.contains(&kind) {
+        // drop the file's pages: a read that must not wait gives up, a normal one reads them
+        let f = std::fs::File::open(dir.path().join("f")).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: f is an open descriptor; the range covers the file.
+        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+        assert!(without_blocking(|| fresh.read(&c, &n, 128 * 1024, 4096)).is_none());
+        let (got, _, _) = fresh.read(&c, &n, 128 * 1024, 4096).unwrap();
+        assert_eq!(&got[..], &data[..4096]);
+    }
+}

@@ -1,0 +1,70 @@
+//! Running a call on a thread that must not block: the thread that reads a connection.
+//!
+//! Handing each call to a worker thread costs a wake-up and a switch per call, as much as a
+//! GETATTR of a cached file itself. A protocol layer may instead try a call that is cheap when
+//! all it needs is in memory (its descriptor cached, its data in the page cache) inside
+//! [`without_blocking`]: wherever the backend would have to wait (open a handle, read from
+//! the disk) it gives up instead, and the call is run again on a worker thread. Only calls
+//! without side effects may be tried, since a try that gives up is thrown away.
+
+use std::cell::Cell;
+
+use crate::error::VfsError;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Calls may block.
+    Normal,
+    /// In [`without_blocking`]; nothing needed waiting so far.
+    NoWait,
+    /// In [`without_blocking`]; something would have waited.
+    GaveUp,
+}
+
+thread_local! {
+    static MODE: Cell<Mode> = const { Cell::new(Mode::Normal) };
+}
+
+/// Runs `f` where the backend must not wait for I/O; `None` when it would have (what `f`
+/// returned then is dropped: run it again where blocking is allowed).
+pub fn without_blocking<R>(f: impl FnOnce() -> R) -> Option<R> {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            MODE.with(|m| m.set(Mode::Normal));
+        }
+    }
+    MODE.with(|m| m.set(Mode::NoWait));
+    let _reset = Reset;
+    let r = f();
+    (MODE.with(Cell::get) == Mode::NoWait).then_some(r)
+}
+
+/// Whether the current call must not wait for I/O.
+pub(crate) fn active() -> bool {
+    MODE.with(Cell::get) != Mode::Normal
+}
+
+/// Records that the current call would have to wait; the error makes it stop early (its
+/// result is dropped by [`without_blocking`]).
+pub(crate) fn give_up() -> VfsError {
+    MODE.with(|m| m.set(Mode::GaveUp));
+    VfsError::Errno(libc::EAGAIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_try_that_gives_up_is_dropped_and_the_mode_ends() {
+        assert!(!active());
+        assert_eq!(without_blocking(|| active().then_some(1)), Some(Some(1)));
+        assert!(!active());
+        let r: Option<Result<(), VfsError>> = without_blocking(|| Err(give_up()));
+        assert!(r.is_none());
+        assert!(!active(), "the mode ends with the try");
+        // a later try starts afresh
+        assert_eq!(without_blocking(|| 2), Some(2));
+    }
+}
