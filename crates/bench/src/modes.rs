@@ -127,13 +127,19 @@ pub async fn latency(s: &Session, a: &LatencyArgs) -> Result<Outcome> {
     let probe = "rtt-probe";
     let pf = c.create(&wd.fh, probe).await?;
     c.close(&pf).await?;
-    let mut rtt = Vec::new();
-    for what in ["NULL", "GETATTR", "LOOKUP"] {
-        prog.phase(&format!("latency {what} round trips"), a.rtt_ops);
-        let mut l = Lat::with_capacity(a.rtt_ops as usize);
-        for i in 0..a.rtt_ops + 100 {
+    // The three kinds take turns, call by call: a round trip on loopback depends on where the
+    // scheduler puts the two threads (about 20 or 70 µs on this 2-CPU machine), which can
+    // change between phases; taking turns gives each kind the same conditions.
+    let kinds = ["NULL", "GETATTR", "LOOKUP"];
+    let mut rtt: Vec<(&str, Lat)> = kinds
+        .iter()
+        .map(|&k| (k, Lat::with_capacity(a.rtt_ops as usize)))
+        .collect();
+    prog.phase("latency NULL/GETATTR/LOOKUP round trips", a.rtt_ops * 3);
+    for i in 0..a.rtt_ops + 100 {
+        for (what, l) in rtt.iter_mut() {
             let t0 = Instant::now();
-            match what {
+            match *what {
                 "NULL" => c.null().await?,
                 "GETATTR" => c.getattr(&pf.fh).await?,
                 _ => {
@@ -145,7 +151,6 @@ pub async fn latency(s: &Session, a: &LatencyArgs) -> Result<Outcome> {
                 prog.add(1);
             }
         }
-        rtt.push((what, l));
     }
     wd.remove(s, &c).await?;
     c.shutdown().await?;
