@@ -123,28 +123,57 @@ impl ReplyOut {
     /// Writes `reply` now if the socket takes it and nothing is queued before it, else queues
     /// (the rest of) it for the writer task. False when the connection can send no more.
     fn send(&self, reply: Reply, permit: Option<OwnedSemaphorePermit>) -> bool {
-        let len = 4 + reply.wire_len();
+        self.send_batch(&mut vec![(reply, permit)])
+    }
+
+    /// [`ReplyOut::send`] for several records at once (one vectored write); empties `batch`.
+    fn send_batch(&self, batch: &mut Vec<Queued>) -> bool {
         let mut st = self.state.lock();
         if st.failed || st.closing {
+            batch.clear();
             return false;
         }
         let mut written = 0;
         if st.queue.is_empty() {
-            let hdr = [record_header(reply.wire_len())];
-            let slices = record_slices(std::iter::once(&reply), &hdr, 0);
-            match self.half.try_write_vectored(&slices) {
-                Ok(n) if n == len => return true,
+            let headers: Vec<[u8; 4]> = batch
+                .iter()
+                .map(|(r, _)| record_header(r.wire_len()))
+                .collect();
+            let total: usize = batch.iter().map(|(r, _)| 4 + r.wire_len()).sum();
+            let res = {
+                let slices = record_slices(batch.iter().map(|(r, _)| r), &headers, 0);
+                self.half.try_write_vectored(&slices)
+            };
+            match res {
+                Ok(n) if n == total => {
+                    batch.clear(); // releases the calls' in-flight permits
+                    return true;
+                }
                 Ok(n) => written = n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(_) => {
                     self.fail(&mut st);
+                    batch.clear();
                     return false;
                 }
             }
-            st.offset = written;
         }
-        st.queue.push_back((reply, permit));
-        self.queued_bytes.fetch_add(len - written, Ordering::AcqRel);
+        // records written whole are done; the one written in part heads the queue
+        let mut left = 0;
+        for (r, permit) in batch.drain(..) {
+            let len = 4 + r.wire_len();
+            if written >= len {
+                written -= len;
+                continue;
+            }
+            if written > 0 {
+                st.offset = written;
+            }
+            left += len - written;
+            written = 0;
+            st.queue.push_back((r, permit));
+        }
+        self.queued_bytes.fetch_add(left, Ordering::AcqRel);
         drop(st);
         self.wake.notify_one();
         true
@@ -308,6 +337,17 @@ const BULK_SIZE: usize = 1 << 20;
 /// 17 MiB idle with the default record size.
 const BULK_KEEP: usize = 16;
 
+/// Reply bytes the reader keeps before writing them (see [`flush`]).
+const READY_BYTES: usize = 256 * 1024;
+
+/// Writes the replies of calls the reader ran itself.
+fn flush(out: &ReplyOut, ready: &mut Vec<Queued>, bytes: &mut usize) {
+    if !ready.is_empty() {
+        out.send_batch(ready);
+        *bytes = 0;
+    }
+}
+
 /// Accepts connections on `listener` forever, serving each with `disp`.
 pub async fn serve_tcp(
     listener: TcpListener,
@@ -375,6 +415,10 @@ async fn serve_connection(
     let mut buf = BytesMut::with_capacity(64 * 1024);
     // When the record being received began (None between records: idle is allowed).
     let mut record_start: Option<Instant> = None;
+    // Replies of calls run on this task, written together before it next waits: the calls of
+    // one read get one write, not one each.
+    let mut ready: Vec<Queued> = Vec::new();
+    let mut ready_bytes = 0usize;
     let result = 'conn: loop {
         // A large call (a WRITE) is received into a pooled buffer: the receive buffer would
         // otherwise be new memory for each one, its payload being still in use.
@@ -382,6 +426,7 @@ async fn serve_connection(
             .large_single(&buf, MIN_POOLED)
             .and_then(|len| Some((len, recv_pool.alloc(len)?)));
         let rec = if let Some((len, mut big)) = pooled {
+            flush(&out, &mut ready, &mut ready_bytes);
             let have = buf.len() - 4;
             big.as_mut_slice()[..have].copy_from_slice(&buf[4..]);
             buf.clear();
@@ -403,6 +448,7 @@ async fn serve_connection(
             match rr.next_record(&mut buf) {
                 Ok(Some(r)) => r,
                 Ok(None) => {
+                    flush(&out, &mut ready, &mut ready_bytes);
                     let want = rr.wanted(&buf).max(4096);
                     buf.reserve(want.max(READ_CHUNK));
                     let deadline = if rr.mid_record(&buf) {
@@ -451,16 +497,32 @@ async fn serve_connection(
             if out.queued_bytes.load(Ordering::Acquire) <= cfg.max_queued_reply_bytes {
                 break;
             }
+            flush(&out, &mut ready, &mut ready_bytes);
             tokio::select! {
                 _ = drained => {}
                 _ = out.dead.notified() => break 'conn Ok(()),
             }
         }
-        let Ok(permit) = in_flight.clone().acquire_owned().await else {
-            break Ok(());
+        // replies waiting here hold permits: written before waiting for one
+        let permit = match in_flight.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                flush(&out, &mut ready, &mut ready_bytes);
+                let Ok(p) = in_flight.clone().acquire_owned().await else {
+                    break Ok(());
+                };
+                p
+            }
         };
-        let Ok(global) = total.clone().acquire_owned().await else {
-            break Ok(());
+        let global = match total.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                flush(&out, &mut ready, &mut ready_bytes);
+                let Ok(p) = total.clone().acquire_owned().await else {
+                    break Ok(());
+                };
+                p
+            }
         };
         let disp = disp.clone();
         let origin = Origin {
@@ -474,7 +536,11 @@ async fn serve_connection(
         if let Some(reply) = disp.dispatch_nonblocking(&rec, &origin) {
             drop(global);
             if let Some(reply) = reply {
-                out.send(reply, Some(permit));
+                ready_bytes += reply.wire_len();
+                ready.push((reply, Some(permit)));
+                if ready.len() >= WRITE_BATCH || ready_bytes >= READY_BYTES {
+                    flush(&out, &mut ready, &mut ready_bytes);
+                }
             }
             continue;
         }
@@ -489,6 +555,7 @@ async fn serve_connection(
             }
         });
     };
+    flush(&out, &mut ready, &mut ready_bytes);
     // every call finishes (its reply written or dropped) before the writer is told to close
     let _all = in_flight.acquire_many(max_in_flight as u32).await;
     out.state.lock().closing = true;
@@ -514,5 +581,57 @@ pub async fn serve_udp(sock: UdpSocket, disp: Arc<Dispatcher>) -> io::Result<()>
                 let _ = sock.send_to(&r.to_bytes(), peer).await;
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// Record `i` of the test: `len` bytes of `i`.
+    fn record(i: u8, len: usize) -> Reply {
+        let mut e = xdr::Encoder::new();
+        e.opaque_fixed(&vec![i; len]);
+        e.finish()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn batches_the_socket_takes_in_part_arrive_whole_and_in_order() {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+        sock.set_send_buffer_size(16 * 1024).expect("sndbuf");
+        let (client, accepted) =
+            tokio::join!(sock.connect(l.local_addr().expect("addr")), l.accept());
+        let (mut peer, _) = accepted.expect("accept");
+        let (_rd, wr) = client.expect("connect").into_split();
+        let out = Arc::new(ReplyOut::new(wr));
+        let writer = tokio::spawn(write_queued(out.clone(), Duration::from_secs(10)));
+        // batches far larger than the socket takes at once, while nobody reads: written in
+        // part, the rest queued behind; then single records queued after them
+        let sizes = [4, 100_000, 8, 300_000, 12, 64 * 1024, 1, 200_000];
+        let mut expect = Vec::new();
+        let mut batch = Vec::new();
+        for (i, &len) in sizes.iter().enumerate() {
+            let len = xdr::pad4(len);
+            expect.extend_from_slice(&record_header(len));
+            expect.extend(std::iter::repeat_n(i as u8, len));
+            batch.push((record(i as u8, len), None));
+            if i % 3 == 2 {
+                assert!(out.send_batch(&mut batch));
+                assert!(batch.is_empty());
+            }
+        }
+        assert!(out.send_batch(&mut batch));
+        assert!(out.send(record(99, 4), None));
+        expect.extend_from_slice(&record_header(4));
+        expect.extend([99u8; 4]);
+        let mut got = vec![0u8; expect.len()];
+        peer.read_exact(&mut got).await.expect("read");
+        assert!(got == expect, "records out of order or cut");
+        out.state.lock().closing = true;
+        out.wake.notify_one();
+        writer.await.expect("writer").expect("writer done");
+        assert_eq!(out.queued_bytes.load(Ordering::Acquire), 0);
     }
 }
