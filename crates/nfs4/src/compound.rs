@@ -118,6 +118,9 @@ pub struct Ctx<'a> {
     pub request_len: usize,
     /// Reply limits of the session: (max reply, max cached reply).
     pub reply_limits: Option<(usize, usize)>,
+    /// The slot's sequence id and cached reply before SEQUENCE, to put back when a COMPOUND
+    /// tried without blocking gives up ([`vfs::nowait`]).
+    pub slot_undo: Option<(u32, Option<xdr::Reply>)>,
 }
 
 impl Ctx<'_> {
@@ -276,6 +279,7 @@ impl Nfs4 {
             clientid: None,
             request_len: d.remaining() + 40,
             reply_limits: None,
+            slot_undo: None,
         };
         let mut body = Encoder::with_capacity(512);
         let mut status = st::OK;
@@ -381,7 +385,14 @@ impl Nfs4 {
             if let Some(sess) = s.sessions.get_mut(&sid) {
                 if let Some(sl) = sess.slots.get_mut(slot) {
                     sl.busy = false;
-                    sl.reply = cachethis.then(|| reply.detached());
+                    match ctx.slot_undo.take() {
+                        // given up: the COMPOUND runs again as the same request
+                        Some((seqid, reply)) if vfs::nowait::given_up() => {
+                            sl.seqid = seqid;
+                            sl.reply = reply;
+                        }
+                        _ => sl.reply = cachethis.then(|| reply.detached()),
+                    }
                 }
             }
         }
@@ -397,6 +408,9 @@ impl Nfs4 {
         idx: usize,
         nops: usize,
     ) -> OpResult {
+        if vfs::nowait::active() && !tried_without_blocking(opnum, d) {
+            return Err(vfs::nowait::give_up().into());
+        }
         let v40 = ctx.minor == 0;
         match opnum {
             op::ACCESS => self.access(ctx, d),
@@ -639,5 +653,40 @@ impl Program for Nfs4 {
             1 => self.compound(ctx, args, reply),
             _ => Err(ProcError::ProcUnavail),
         }
+    }
+
+    /// NULL, and COMPOUNDs of operations that change nothing (SEQUENCE aside, which is undone
+    /// when the COMPOUND gives up): see [`tried_without_blocking`].
+    fn call_nonblocking(
+        &self,
+        ctx: &CallContext,
+        args: Decoder,
+        reply: &mut Encoder,
+    ) -> Option<Result<(), ProcError>> {
+        match ctx.proc_ {
+            0 | 1 => vfs::nowait::without_blocking(|| self.call(ctx, args, reply)),
+            _ => None,
+        }
+    }
+}
+
+/// Largest READ or READ_PLUS tried without blocking (as for NFSv3: a larger one takes long
+/// enough that handing it to a thread costs little).
+const INLINE_READ_MAX: u32 = 64 * 1024;
+
+/// Whether operation `opnum` (arguments next in `d`) may run in a COMPOUND tried without
+/// blocking: it changes nothing, so the COMPOUND may give up after it and run again.
+fn tried_without_blocking(opnum: u32, d: &Decoder) -> bool {
+    match opnum {
+        op::SEQUENCE | op::PUTFH | op::PUTROOTFH | op::GETFH | op::GETATTR | op::ACCESS => true,
+        op::READ | op::READ_PLUS => {
+            // stateid (16 bytes), offset, count
+            let mut a = d.clone();
+            a.opaque_fixed(16)
+                .and_then(|_| a.u64())
+                .and_then(|_| a.u32())
+                .is_ok_and(|count| count <= INLINE_READ_MAX)
+        }
+        _ => false,
     }
 }

@@ -443,6 +443,9 @@ impl Nfs4 {
         if seqid != slot.seqid.wrapping_add(1) {
             return Err(st::SEQ_MISORDERED.into());
         }
+        if vfs::nowait::active() {
+            ctx.slot_undo = Some((slot.seqid, slot.reply.clone()));
+        }
         slot.seqid = seqid;
         slot.busy = true;
         slot.reply = None;

@@ -693,3 +693,39 @@ fn owner_strings_numeric_or_mapped_to_names() {
         }
     }
 }
+
+/// A COMPOUND is first tried on the thread that reads the connection, which gives up where it
+/// would wait (here PUTFH of a handle not cached since the restart, after SEQUENCE took the
+/// slot); it then runs again on a worker as the same request: one answer, the slot's replay
+/// cache holds it, and the slot's sequence goes on.
+#[test]
+fn a_compound_that_gives_up_on_the_reader_runs_again_in_its_slot() {
+    let mut fx = Fixture::new();
+    user_file(&fx, "f", b"hello world");
+    let fh = {
+        let mut c = V4::session(fx.server.port, 1, "before");
+        c.path_fh(&fx.export.join("f"))
+    };
+    fx.server.restart();
+    let mut c = V4::session(fx.server.port, 1, "after");
+    let read = || Ops::new().putfh(&fh).read(&Stateid::ANON, 0, 100);
+    let data = |r: &CompoundRes| match &r.results.last().map(|x| &x.res) {
+        Some(Res::Read { data, eof }) => (data.clone(), *eof),
+        other => panic!("not a READ result: {other:?}"),
+    };
+    let first = c
+        .call_slot(1, 1, true, read())
+        .ok("READ of an uncached handle");
+    assert_eq!(
+        data(&first),
+        (bytes::Bytes::from_static(b"hello world"), true)
+    );
+    // the retransmission is the slot's cached reply, byte for byte
+    let again = c.call_slot(1, 1, true, read());
+    assert_eq!(again.raw, first.raw, "{}", again.summary());
+    // the next request in the slot executes (now on the reader: the handle is cached)
+    let next = c.call_slot(1, 2, true, read()).ok("next seqid");
+    assert_eq!(data(&next).0, data(&first).0);
+    let r = c.call_slot(1, 4, false, read());
+    assert_eq!(r.status, st::SEQ_MISORDERED, "{}", r.summary());
+}

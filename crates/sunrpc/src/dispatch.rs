@@ -155,9 +155,10 @@ pub trait Program: Send + Sync + 'static {
     /// Executes a call whose accepted SUCCESS header is already in `reply`; appends the result.
     fn call(&self, ctx: &CallContext, args: Decoder, reply: &mut Encoder) -> Result<(), ProcError>;
     /// Like [`Program::call`], on a thread that must not block (the one reading the
-    /// connection), for an idempotent call: `None` when the call would have to wait for I/O
-    /// (or is never tried this way), and then nothing it did may matter: it runs again with
-    /// [`Program::call`] on a thread that may block.
+    /// connection): `None` when the call would have to wait for I/O (or is never tried this
+    /// way), and then nothing it did may matter: it runs again with [`Program::call`] on a
+    /// thread that may block. `Some` only for a call that is harmless to repeat: it does not go
+    /// through the duplicate request cache.
     fn call_nonblocking(
         &self,
         _ctx: &CallContext,
@@ -302,17 +303,13 @@ impl Dispatcher {
         Some(reply)
     }
 
-    /// Runs the call on this thread when its program can complete it without blocking (an
-    /// idempotent call, see [`Program::call_nonblocking`]): `Some` with what
-    /// [`Dispatcher::dispatch_from`] would have returned, `None` when it must be dispatched
-    /// there, on a thread that may block.
+    /// Runs the call on this thread when its program can complete it without blocking (see
+    /// [`Program::call_nonblocking`]): `Some` with what [`Dispatcher::dispatch_from`] would
+    /// have returned, `None` when it must be dispatched there, on a thread that may block.
     pub fn dispatch_nonblocking(&self, msg: &Bytes, origin: &Origin) -> Option<Option<Reply>> {
         let (hdr, args) = msg::decode_call(msg.clone()).ok()?;
         let prog = version(self.programs.get(&hdr.prog)?, hdr.vers)?;
         let name = prog.proc_name(hdr.vers, hdr.proc_)?;
-        if !prog.is_idempotent(hdr.vers, hdr.proc_) {
-            return None;
-        }
         let start = Instant::now();
         let (xid, peer) = (hdr.xid, origin.peer);
         let ctx = call_context(hdr, origin.clone());
@@ -457,8 +454,7 @@ mod tests {
                 _ => Err(ProcError::SystemErr),
             }
         }
-        /// NULL completes here; "fail" would have to wait; "echo" (not idempotent) would run,
-        /// if the dispatcher ever asked.
+        /// NULL completes here; "fail" would have to wait; "echo" is not harmless to repeat.
         fn call_nonblocking(
             &self,
             ctx: &CallContext,
@@ -466,8 +462,8 @@ mod tests {
             r: &mut Encoder,
         ) -> Option<Result<(), ProcError>> {
             match ctx.proc_ {
-                2 => None,
-                _ => Some(self.call(ctx, a, r)),
+                0 => Some(self.call(ctx, a, r)),
+                _ => None,
             }
         }
     }
@@ -584,7 +580,7 @@ mod tests {
         assert!(d
             .dispatch_nonblocking(&call(400_000, 3, 2, &[]), &origin)
             .is_none());
-        // not idempotent (the DRC's): never tried here, and the DRC is untouched
+        // not harmless to repeat (the DRC's): not run here, and the DRC is untouched
         let echo = call(400_000, 3, 1, &[41]);
         assert!(d.dispatch_nonblocking(&echo, &origin).is_none());
         assert_eq!(p.calls.load(Ordering::SeqCst), 2);

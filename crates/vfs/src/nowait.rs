@@ -41,13 +41,18 @@ pub fn without_blocking<R>(f: impl FnOnce() -> R) -> Option<R> {
 }
 
 /// Whether the current call must not wait for I/O.
-pub(crate) fn active() -> bool {
+pub fn active() -> bool {
     MODE.with(Cell::get) != Mode::Normal
 }
 
-/// Records that the current call would have to wait; the error makes it stop early (its
-/// result is dropped by [`without_blocking`]).
-pub(crate) fn give_up() -> VfsError {
+/// Whether the current call, not allowed to wait, gave up: what it did is to be undone.
+pub fn given_up() -> bool {
+    MODE.with(Cell::get) == Mode::GaveUp
+}
+
+/// Records that the current call would have to wait (or does something a try may not do);
+/// the error makes it stop early (its result is dropped by [`without_blocking`]).
+pub fn give_up() -> VfsError {
     MODE.with(|m| m.set(Mode::GaveUp));
     VfsError::Errno(libc::EAGAIN)
 }
