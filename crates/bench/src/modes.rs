@@ -127,16 +127,22 @@ pub async fn latency(s: &Session, a: &LatencyArgs) -> Result<Outcome> {
     let probe = "rtt-probe";
     let pf = c.create(&wd.fh, probe).await?;
     c.close(&pf).await?;
-    // The three kinds take turns, call by call: a round trip on loopback depends on where the
-    // scheduler puts the two threads (about 20 or 70 µs on this 2-CPU machine), which can
-    // change between phases; taking turns gives each kind the same conditions.
+    // The three kinds take turns, call by call, in a random order each round: a round trip on
+    // loopback depends on where the scheduler puts the two threads (about 20 or 70 µs on this
+    // 2-CPU machine), which can change between phases and depends on what the call before
+    // did (one run on a worker thread leaves the connection's reader asleep); taking turns in
+    // shuffled order gives each kind the same conditions.
     let kinds = ["NULL", "GETATTR", "LOOKUP"];
     let mut rtt: Vec<(&str, Lat)> = kinds
         .iter()
         .map(|&k| (k, Lat::with_capacity(a.rtt_ops as usize)))
         .collect();
+    let mut rng = crate::stats::Rng::new(0x5eed);
     prog.phase("latency NULL/GETATTR/LOOKUP round trips", a.rtt_ops * 3);
     for i in 0..a.rtt_ops + 100 {
+        for k in (1..rtt.len()).rev() {
+            rtt.swap(k, rng.below(k as u64 + 1) as usize);
+        }
         for (what, l) in rtt.iter_mut() {
             let t0 = Instant::now();
             match *what {
@@ -183,6 +189,7 @@ pub async fn latency(s: &Session, a: &LatencyArgs) -> Result<Outcome> {
             "read_p99_us": p99[2], "reread_p99_us": p99[3],
         }));
     }
+    rtt.sort_by_key(|(what, _)| kinds.iter().position(|k| k == what));
     let mut t2 = Table::new(&["call", "calls", "mean µs", "p50 µs", "p99 µs"]);
     let mut jrtt = serde_json::Map::new();
     for (what, l) in &mut rtt {
