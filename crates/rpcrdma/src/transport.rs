@@ -1,9 +1,11 @@
 //! The RPC-over-RDMA version 1 transport engine: listens with RDMA-CM, accepts connections
 //! with RFC 8797 private data, and serves each call through the same [`Dispatcher`] as TCP.
 //!
-//! Per call (the connection's completion task passes the message to a blocking thread, which
-//! runs steps 2 to 6, program included, and leaves the reply's batch in the connection's outbox
-//! for the completion task to post):
+//! Per call (the connection's completion task passes the message to a task of the runtime,
+//! which runs steps 2 to 6 itself when the call has no Read chunks and its program can complete
+//! it without waiting for I/O, [`Dispatcher::dispatch_nonblocking`], and otherwise hands it to a
+//! blocking thread that runs them, program included; either leaves the reply's batch in the
+//! connection's outbox for the completion task to post):
 //!
 //! 1. A receive completion on the connection's CQ: the message is copied out of the SRQ
 //!    buffer (at most the inline size) and the buffer goes back to the SRQ (reposted in
@@ -590,11 +592,10 @@ impl Conn {
                     self.fatal(&e.to_string());
                     return;
                 }
-                // The whole call, program included, runs on a blocking thread; its batches come
-                // back here through the outbox, to be posted (see `outbox`).
-                let conn = self.clone();
-                let rt = tokio::runtime::Handle::current();
-                tokio::task::spawn_blocking(move || rt.block_on(conn.serve_call(msg, guard)));
+                // A call that needs only memory runs on a task of the runtime; any other, program
+                // included, on a blocking thread. Their batches come back here through the
+                // outbox, to be posted (see `outbox`).
+                tokio::spawn(self.clone().serve_call_here_or_on_a_thread(msg, guard));
             }
             Completion::Batch {
                 token,
@@ -726,6 +727,45 @@ impl Conn {
         any
     }
 
+    /// Runs a call without Read chunks here (on a task of the runtime) when its program can
+    /// complete it without waiting for I/O ([`Dispatcher::dispatch_nonblocking`]); hands any
+    /// other to a blocking thread (a wake-up and a switch, as much as the call itself costs).
+    async fn serve_call_here_or_on_a_thread(self: Arc<Self>, msg: Bytes, credit: CreditGuard) {
+        let tried = self
+            .limits
+            .accept_call(&msg)
+            .ok()
+            .filter(|call| call.reads.is_empty())
+            .and_then(|call| {
+                let origin = self.origin(&call);
+                let reply = self.srv.disp.dispatch_nonblocking(&call.inline, &origin)?;
+                Some((call, reply))
+            });
+        match tried {
+            Some((call, reply)) => {
+                RdmaMetrics::inc(&self.metrics().calls_inline);
+                self.answer(&msg, &call, reply, credit).await;
+            }
+            None => {
+                let rt = tokio::runtime::Handle::current();
+                tokio::task::spawn_blocking(move || rt.block_on(self.serve_call(msg, credit)));
+            }
+        }
+    }
+
+    /// Where a call came from, for the dispatcher: with a Write list, READ data goes into a
+    /// registered bulk buffer the RDMA Write sends from as it is (no staging copy); without one
+    /// it travels inline anyway.
+    fn origin(&self, call: &Call) -> Origin {
+        let bulk = (!call.header.write_list.is_empty()).then(|| self.bulk.clone());
+        Origin {
+            peer: self.peer,
+            transport: TransportKind::Rdma,
+            back: Some(self.back.clone()),
+            bulk,
+        }
+    }
+
     async fn serve_call(self: Arc<Self>, msg: Bytes, credit: CreditGuard) {
         let call = match self.limits.accept_call(&msg) {
             Ok(c) => c,
@@ -743,18 +783,21 @@ impl Conn {
                 Err(f) => return self.fail(&msg, Some(&call), f, credit).await,
             }
         };
-        let disp = self.srv.disp.clone();
-        // With a Write list, READ data goes into a registered bulk buffer the RDMA Write
-        // sends from as it is (no staging copy); without one it travels inline anyway.
-        let bulk = (!call.header.write_list.is_empty()).then(|| self.bulk.clone());
-        let origin = Origin {
-            peer: self.peer,
-            transport: TransportKind::Rdma,
-            back: Some(self.back.clone()),
-            bulk,
-        };
+        let origin = self.origin(&call);
         // On a blocking thread (see on_completion): the program may block on the file system.
-        let Some(reply) = disp.dispatch_from(rpc, origin) else {
+        let reply = self.srv.disp.dispatch_from(rpc, origin);
+        self.answer(&msg, &call, reply, credit).await;
+    }
+
+    /// Sends the reply to `call` (message `msg`); none: the dispatcher dropped the call.
+    async fn answer(
+        &self,
+        msg: &Bytes,
+        call: &Call,
+        reply: Option<xdr::Reply>,
+        credit: CreditGuard,
+    ) {
+        let Some(reply) = reply else {
             RdmaMetrics::inc(&self.metrics().dropped);
             return;
         };
@@ -764,12 +807,12 @@ impl Conn {
             Err(e) => {
                 tracing::warn!(peer = %self.peer, xid = call.header.xid, error = %e, "reply cannot be conveyed; answering ERR_CHUNK");
                 return self
-                    .fail(&msg, Some(&call), Fail::Error(ErrorKind::Chunk), credit)
+                    .fail(msg, Some(call), Fail::Error(ErrorKind::Chunk), credit)
                     .await;
             }
         };
         if tracing::enabled!(tracing::Level::DEBUG) {
-            self.trace_call(&call, &plan);
+            self.trace_call(call, &plan);
         }
         let invalidate = if self.nego.remote_invalidate {
             remote_invalidate_rkey(&call.header)
