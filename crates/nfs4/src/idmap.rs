@@ -64,6 +64,12 @@ impl IdMap {
         if let Some(s) = cache.lock().get(&id) {
             return s.clone();
         }
+        if vfs::nowait::active() {
+            // NSS may ask a directory server: not on a thread that must not wait (the call is
+            // dropped and runs again where it may)
+            let _ = vfs::nowait::give_up();
+            return id.to_string();
+        }
         let s = lookup(id).map_or_else(|| id.to_string(), |n| format!("{n}@{domain}"));
         let mut c = cache.lock();
         if c.len() >= CACHE_MAX {
@@ -109,6 +115,24 @@ mod tests {
         assert_eq!(m.parse_owner(b"root@example.org"), Err(st::BADOWNER));
         assert_eq!(m.parse_owner(b""), Err(st::INVAL));
         assert_eq!(m.parse_group(b"\xff"), Err(st::BADOWNER));
+    }
+
+    #[test]
+    fn a_name_not_cached_is_not_looked_up_where_the_call_must_not_wait() {
+        use vfs::nowait::without_blocking;
+        let m = IdMap::new(Some("example.org".into()));
+        assert!(
+            without_blocking(|| m.owner(0)).is_none(),
+            "NSS may block: given up"
+        );
+        assert_eq!(m.owner(0), "root@example.org");
+        assert_eq!(
+            without_blocking(|| m.owner(0)).as_deref(),
+            Some("root@example.org"),
+            "cached names need no lookup"
+        );
+        let numeric = IdMap::new(None);
+        assert_eq!(without_blocking(|| numeric.group(7)).as_deref(), Some("7"));
     }
 
     #[test]
