@@ -154,6 +154,11 @@ impl Nfs4 {
         _len: u64,
     ) -> Result<(), OpFail> {
         let file = file_key(n);
+        // releasing an expired client's state for it removes the client's record from the state
+        // directory: not on a thread that must not wait
+        if sid.is_special() && vfs::nowait::active() {
+            return Err(vfs::nowait::give_up().into());
+        }
         let mut s = self.state.lock();
         if sid.is_special() {
             if *sid != Stateid::ANON && *sid != Stateid::BYPASS {

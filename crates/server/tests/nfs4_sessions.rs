@@ -723,7 +723,8 @@ fn a_compound_that_gives_up_on_the_reader_runs_again_in_its_slot() {
     // the retransmission is the slot's cached reply, byte for byte
     let again = c.call_slot(1, 1, true, read());
     assert_eq!(again.raw, first.raw, "{}", again.summary());
-    // the next request in the slot executes (now on the reader: the handle is cached)
+    // the next request in the slot executes (READs with a special stateid always give up on
+    // the reader, which may not release expired clients' state)
     let next = c.call_slot(1, 2, true, read()).ok("next seqid");
     assert_eq!(data(&next).0, data(&first).0);
     let r = c.call_slot(1, 4, false, read());
