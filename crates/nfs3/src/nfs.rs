@@ -558,11 +558,6 @@ fn finish_dir<R>(
     }
 }
 
-/// Largest READ tried on the thread that reads the connection (see
-/// [`Program::call_nonblocking`]): 1 MiB READs run there took sequential reads from 3.0 to 2.5
-/// GB/s (loopback, 4 in flight on one connection).
-const INLINE_READ_MAX: u32 = 64 * 1024;
-
 fn run<A: Decode, R: Encode>(
     args: Decoder,
     reply: &mut Encoder,
@@ -647,10 +642,9 @@ impl Program for Nfs3 {
         }
     }
 
-    /// NULL, GETATTR, ACCESS and small READs: what they need is often in memory (a cached
-    /// descriptor, the page cache); the backend gives up where it would wait
-    /// ([`vfs::nowait`]). A large READ takes long enough that handing it to a thread costs
-    /// little, and run here it would hold up the connection's next calls.
+    /// NULL, GETATTR, ACCESS and READs up to [`vfs::nowait::READ_MAX`]: what they need is
+    /// often in memory (a cached descriptor, the page cache); the backend gives up where it
+    /// would wait ([`vfs::nowait`]).
     fn call_nonblocking(
         &self,
         ctx: &CallContext,
@@ -662,7 +656,7 @@ impl Program for Nfs3 {
             Null | Getattr | Access => {}
             Read => {
                 let a = ReadArgs::decode(&mut args.clone()).ok()?;
-                if a.count > INLINE_READ_MAX {
+                if a.count > vfs::nowait::READ_MAX {
                     return None;
                 }
             }

@@ -670,10 +670,6 @@ impl Program for Nfs4 {
     }
 }
 
-/// Largest READ or READ_PLUS tried without blocking (as for NFSv3: a larger one takes long
-/// enough that handing it to a thread costs little).
-const INLINE_READ_MAX: u32 = 64 * 1024;
-
 /// Whether operation `opnum` (arguments next in `d`) may run in a COMPOUND tried without
 /// blocking: it changes nothing, so the COMPOUND may give up after it and run again.
 fn tried_without_blocking(opnum: u32, d: &Decoder) -> bool {
@@ -685,7 +681,7 @@ fn tried_without_blocking(opnum: u32, d: &Decoder) -> bool {
             a.opaque_fixed(16)
                 .and_then(|_| a.u64())
                 .and_then(|_| a.u32())
-                .is_ok_and(|count| count <= INLINE_READ_MAX)
+                .is_ok_and(|count| count <= vfs::nowait::READ_MAX)
         }
         _ => false,
     }

@@ -348,6 +348,21 @@ fn flush(out: &ReplyOut, ready: &mut Vec<Queued>, bytes: &mut usize) {
     }
 }
 
+/// A permit of `sem`; the replies waiting in `ready` hold permits, so they are written before
+/// waiting for one. None when the semaphore is closed.
+async fn acquire(
+    sem: &Arc<Semaphore>,
+    out: &ReplyOut,
+    ready: &mut Vec<Queued>,
+    bytes: &mut usize,
+) -> Option<OwnedSemaphorePermit> {
+    if let Ok(p) = sem.clone().try_acquire_owned() {
+        return Some(p);
+    }
+    flush(out, ready, bytes);
+    sem.clone().acquire_owned().await.ok()
+}
+
 /// Accepts connections on `listener` forever, serving each with `disp`.
 pub async fn serve_tcp(
     listener: TcpListener,
@@ -503,26 +518,11 @@ async fn serve_connection(
                 _ = out.dead.notified() => break 'conn Ok(()),
             }
         }
-        // replies waiting here hold permits: written before waiting for one
-        let permit = match in_flight.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                flush(&out, &mut ready, &mut ready_bytes);
-                let Ok(p) = in_flight.clone().acquire_owned().await else {
-                    break Ok(());
-                };
-                p
-            }
+        let Some(permit) = acquire(&in_flight, &out, &mut ready, &mut ready_bytes).await else {
+            break Ok(());
         };
-        let global = match total.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                flush(&out, &mut ready, &mut ready_bytes);
-                let Ok(p) = total.clone().acquire_owned().await else {
-                    break Ok(());
-                };
-                p
-            }
+        let Some(global) = acquire(&total, &out, &mut ready, &mut ready_bytes).await else {
+            break Ok(());
         };
         let disp = disp.clone();
         let origin = Origin {

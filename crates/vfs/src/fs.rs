@@ -109,11 +109,17 @@ struct Export {
     /// Inode numbers name inodes here (see [`unique_inode_numbers`]): cached descriptors may
     /// be found by the numbers a directory listing gives.
     by_inode: bool,
-    /// A local file system (the same kinds): `fstat` of an open descriptor reads the inode in
-    /// memory, so calls that need no more may be tried without blocking ([`crate::nowait`]).
-    local: bool,
     /// How a READ that must not block reads, if it may be tried at all.
     nowait_reads: NowaitReads,
+}
+
+impl Export {
+    /// A local file system (the kinds of [`unique_inode_numbers`]): `fstat` of an open
+    /// descriptor reads the inode in memory, so calls that need no more may be tried without
+    /// blocking ([`crate::nowait`]).
+    fn local(&self) -> bool {
+        !matches!(self.nowait_reads, NowaitReads::Never)
+    }
 }
 
 /// How the file system of an export serves reads that must not wait.
@@ -333,10 +339,9 @@ impl Vfs {
             let root_fh = Bytes::from(key.seal(id, &kh));
             let f_type = sys::fstatfs_type(root.as_fd()).ok();
             let by_inode = f_type.is_some_and(unique_inode_numbers);
-            let local = by_inode;
             let nowait_reads = match f_type {
                 Some(t) if memory_file_system(t) => NowaitReads::Memory,
-                _ if local => NowaitReads::Flag(AtomicBool::new(true)),
+                _ if by_inode => NowaitReads::Flag(AtomicBool::new(true)),
                 _ => NowaitReads::Never,
             };
             exports.push(Export {
@@ -348,7 +353,6 @@ impl Vfs {
                 root_ino: st.st_ino,
                 mount_id,
                 by_inode,
-                local,
                 nowait_reads,
             });
         }
@@ -467,7 +471,7 @@ impl Vfs {
     pub fn resolve(&self, fh: &Bytes) -> VfsResult<Node> {
         let (id, kh) = self.key.open(fh)?;
         let export = self.export_index(id)?;
-        if nowait::active() && !self.exports[export].local {
+        if nowait::active() && !self.exports[export].local() {
             return Err(nowait::give_up());
         }
         let fd = match self.paths.get(fh) {
@@ -1258,30 +1262,12 @@ impl Vfs {
         // The worker thread's buffer, reused (a fresh one should `accept` ever list again).
         let dfd = dfd.as_fd();
         let first = dents_first_read(expect);
+        let mut read = |buf: &mut [u8]| {
+            self.read_entries(caller, dir, dfd, at_root, plus, buf, first, &mut accept)
+        };
         DENTS.with(|b| match b.try_borrow_mut() {
-            Ok(mut buf) => self.read_entries(
-                caller,
-                dir,
-                dfd,
-                at_root,
-                plus,
-                &mut buf,
-                first,
-                &mut accept,
-            ),
-            Err(_) => {
-                let mut buf = vec![0u8; DENTS_MAX];
-                self.read_entries(
-                    caller,
-                    dir,
-                    dfd,
-                    at_root,
-                    plus,
-                    &mut buf,
-                    first,
-                    &mut accept,
-                )
-            }
+            Ok(mut buf) => read(&mut buf),
+            Err(_) => read(&mut vec![0u8; DENTS_MAX]),
         })
     }
 

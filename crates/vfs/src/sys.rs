@@ -323,32 +323,39 @@ pub fn pread_into_nowait(
     count: usize,
     offset: u64,
 ) -> io::Result<usize> {
-    let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     buf.reserve(count);
     let spare = buf.spare_capacity_mut();
-    let iov = libc::iovec {
-        iov_base: spare.as_mut_ptr().cast(),
-        iov_len: count.min(spare.len()),
-    };
-    // SAFETY: iov describes iov_len writable bytes of buf's spare capacity.
-    let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let len = count.min(spare.len());
+    // SAFETY: spare points to at least `len` writable bytes owned by buf.
+    let n = unsafe { preadv2_nowait(fd, spare.as_mut_ptr().cast(), len, offset) }?;
     // SAFETY: the kernel initialised exactly n bytes of the spare capacity.
-    unsafe { buf.set_len(buf.len() + n as usize) };
-    Ok(n as usize)
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
 }
 
 /// One `preadv2(RWF_NOWAIT)` into `buf` at `offset`: only what the page cache holds (EAGAIN
 /// when the first byte is not there); may be short.
 pub fn pread_slice_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    // SAFETY: buf is a live, writable slice of buf.len() bytes.
+    unsafe { preadv2_nowait(fd, buf.as_mut_ptr(), buf.len(), offset) }
+}
+
+/// One `preadv2(RWF_NOWAIT)` of `len` bytes at `offset` into `dst`.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes.
+unsafe fn preadv2_nowait(
+    fd: BorrowedFd<'_>,
+    dst: *mut u8,
+    len: usize,
+    offset: u64,
+) -> io::Result<usize> {
     let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
+        iov_base: dst.cast(),
+        iov_len: len,
     };
-    // SAFETY: iov describes the live, writable slice buf.
+    // SAFETY: iov describes `len` writable bytes at dst (the caller's promise).
     let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };
     if n < 0 {
         return Err(io::Error::last_os_error());
