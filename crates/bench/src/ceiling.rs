@@ -1,10 +1,12 @@
 //! Physical ceilings of the machine, measured in the same run as the servers: a loopback TCP
-//! stream (the most a READ stream can carry), a loopback TCP ping-pong (the least a round trip
-//! can take) and memory-copy bandwidth.
+//! stream (the most a READ stream can carry), a file read into a buffer and written to a
+//! loopback TCP stream (the most a server that copies file data into its socket can send), a
+//! loopback TCP ping-pong (the least a round trip can take) and memory-copy bandwidth.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -24,6 +26,12 @@ pub struct CeilingArgs {
     /// Write size of the TCP stream (like a 1 MiB READ reply).
     #[arg(long, default_value = "1m", value_parser = parse_size)]
     pub size: u64,
+    /// Directory of the file the file stream reads (put it on the exports' file system).
+    #[arg(long)]
+    pub file_dir: Option<PathBuf>,
+    /// Size of that file (read once, like the sequential-read mode reads its file).
+    #[arg(long, default_value = "256m", value_parser = parse_size)]
+    pub file_size: u64,
     /// Message size of the ping-pong (about a NULL call).
     #[arg(long, default_value_t = 64)]
     pub ping_size: usize,
@@ -35,10 +43,15 @@ pub struct CeilingArgs {
     pub json: Option<PathBuf>,
 }
 
-fn tcp_stream(secs: f64, size: usize) -> std::io::Result<f64> {
+/// A loopback TCP connection whose receiving end counts what arrives, timed from the first
+/// byte: `send` writes into the sending end; returns the bytes received and MB/s.
+fn tcp_receive_rate(
+    size: usize,
+    send: impl FnOnce(&mut TcpStream) -> std::io::Result<()>,
+) -> std::io::Result<(u64, f64)> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     let addr = l.local_addr()?;
-    let rx = std::thread::spawn(move || -> std::io::Result<(u64, Duration)> {
+    let rx = std::thread::spawn(move || -> std::io::Result<(u64, u64, Duration)> {
         let (mut s, _) = l.accept()?;
         let mut buf = vec![0u8; size];
         let mut total = 0u64;
@@ -53,19 +66,67 @@ fn tcp_stream(secs: f64, size: usize) -> std::io::Result<f64> {
             }
             total += n as u64;
         }
-        Ok((total - n as u64, t0.elapsed()))
+        Ok((total, total - n as u64, t0.elapsed()))
     });
     let mut s = TcpStream::connect(addr)?;
-    let buf = crate::io::pattern(size);
-    let end = Instant::now() + Duration::from_secs_f64(secs);
-    while Instant::now() < end {
-        s.write_all(&buf)?;
-    }
+    let sent = send(&mut s);
     drop(s);
-    let (bytes, el) = rx
+    let (total, timed, el) = rx
         .join()
         .map_err(|_| std::io::Error::other("receiver panicked"))??;
-    Ok(bytes as f64 / el.as_secs_f64() / 1e6)
+    sent?;
+    Ok((total, timed as f64 / el.as_secs_f64() / 1e6))
+}
+
+/// One buffer written over and over for `secs`.
+fn tcp_stream(secs: f64, size: usize) -> std::io::Result<f64> {
+    let buf = crate::io::pattern(size);
+    tcp_receive_rate(size, |s| {
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < end {
+            s.write_all(&buf)?;
+        }
+        Ok(())
+    })
+    .map(|(_, rate)| rate)
+}
+
+/// A file of `file_size` bytes in `dir`, written (so its pages are cached, as after the
+/// sequential-read mode's writes) and then read once in `size` records with `pread`, each
+/// written to the stream: the copies a server makes that reads into a buffer and sends it.
+/// Returns the bytes received and MB/s.
+fn file_stream(dir: &Path, file_size: u64, size: usize) -> std::io::Result<(u64, f64)> {
+    let path = dir.join(format!("rnfs-bench.ceiling.{}", std::process::id()));
+    let run = || -> std::io::Result<(u64, f64)> {
+        let f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        let pat = crate::io::pattern(size);
+        let mut off = 0u64;
+        while off < file_size {
+            let n = (file_size - off).min(size as u64) as usize;
+            f.write_all_at(&pat[..n], off)?;
+            off += n as u64;
+        }
+        let mut buf = vec![0u8; size];
+        tcp_receive_rate(size, |s| {
+            let mut off = 0u64;
+            while off < file_size {
+                let n = f.read_at(&mut buf, off)?;
+                if n == 0 {
+                    break;
+                }
+                s.write_all(&buf[..n])?;
+                off += n as u64;
+            }
+            Ok(())
+        })
+    };
+    let r = run();
+    let _ = std::fs::remove_file(&path);
+    r
 }
 
 fn tcp_pingpong(secs: f64, size: usize) -> std::io::Result<(f64, u64)> {
@@ -122,15 +183,28 @@ fn memcpy(secs: f64, size: usize) -> f64 {
     bytes as f64 / t0.elapsed().as_secs_f64() / 1e6
 }
 
-/// Runs the three measurements.
+/// Runs the measurements.
 pub fn run(a: &CeilingArgs) -> Result<Outcome> {
     let stream = tcp_stream(a.seconds, a.size as usize)?;
+    let dir = a.file_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let (_, file) = file_stream(&dir, a.file_size, a.size as usize)
+        .map_err(|e| crate::err!("file stream in {}: {e}", dir.display()))?;
     let (rtt, n) = tcp_pingpong(a.seconds, a.ping_size)?;
     let copy = memcpy(a.seconds, a.copy_size as usize);
     let mut t = Table::new(&["ceiling", "value", "unit"]);
     t.row(vec![
         format!("loopback TCP stream, {} writes", fmt_size(a.size)),
         f(stream, 0),
+        "MB/s".into(),
+    ]);
+    t.row(vec![
+        format!(
+            "{} file in {}, read once with pread into a {} buffer, written to a loopback TCP stream",
+            fmt_size(a.file_size),
+            dir.display(),
+            fmt_size(a.size)
+        ),
+        f(file, 0),
         "MB/s".into(),
     ]);
     t.row(vec![
@@ -147,9 +221,30 @@ pub fn run(a: &CeilingArgs) -> Result<Outcome> {
     md.push_str(&t.render());
     Ok(Outcome {
         params: json!({"seconds": a.seconds, "size": a.size, "ping_size": a.ping_size,
-                       "copy_size": a.copy_size}),
-        results: json!({"tcp_stream_mb_s": stream, "tcp_rtt_us": rtt, "tcp_rtt_round_trips": n,
+                       "copy_size": a.copy_size, "file_size": a.file_size,
+                       "file_dir": dir.display().to_string()}),
+        results: json!({"tcp_stream_mb_s": stream, "file_stream_mb_s": file, "tcp_rtt_us": rtt, "tcp_rtt_round_trips": n,
                         "memcpy_mb_s": copy}),
         markdown: md,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_stream_sends_the_whole_file_and_removes_it() {
+        let dir =
+            std::env::temp_dir().join(format!("rnfs-bench-ceiling-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("test dir");
+        // a size that is not a multiple of the record size: the last record is short
+        let size = 3 * 65536 + 5;
+        let (bytes, rate) = file_stream(&dir, size, 65536).expect("file stream");
+        assert_eq!(bytes, size);
+        assert!(rate.is_finite() && rate > 0.0, "rate {rate}");
+        let left: Vec<_> = std::fs::read_dir(&dir).expect("read dir").collect();
+        assert!(left.is_empty(), "file left behind: {left:?}");
+        std::fs::remove_dir(&dir).expect("remove test dir");
+    }
 }
