@@ -1040,6 +1040,73 @@ def case_perf(d, a):
     print(f"PERF {a.label}: {figures}", flush=True)
 
 
+def mount_port(addr):
+    """The TCP port of MOUNT v3 at `addr`, from its rpcbind."""
+    r = subprocess.run(["rpcinfo", "-p", addr], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, f"rpcinfo -p {addr}: {one_line(r.stderr)}")
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[0] == "100005" and f[1] == "3" and f[2] == "tcp":
+            return int(f[3])
+    raise Fail(f"no MOUNT v3 over TCP registered at {addr}")
+
+
+def case_bench(d, a):
+    """Not a test but figures (not in the default cases): rnfs-bench, the repository's load
+    generator, against the mounted server with the mount's version and transport (over RDMA its
+    own RPC-over-RDMA requester): random 4 KiB reads at 1 x 8 and 4 x 8 in flight, and a
+    sequential write then read of --perf-mib MiB in 256 KiB records (knfsd's limit in the
+    guest) at 4 in flight; --perf-runs rounds, each
+    figure as the median (min-max). Logged as a BENCH line."""
+    import json
+    bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                         "target", "release", "rnfs-bench")
+    check(os.access(bench, os.X_OK), f"{bench} missing: cargo build --release")
+    proto = {"3": "v3", "4.1": "v4.1", "4.2": "v4.2"}.get(a.vers)
+    if proto is None:
+        raise Skip(f"rnfs-bench speaks NFSv3 and NFSv4.1+, not {a.vers}")
+    check(bool(a.mount_source), "no --mount-source")
+    addr, path = a.mount_source.rsplit(":", 1)
+    rdma = a.transport == "rdma"
+    common = ["--server", addr, "--port", "20049" if rdma else "2049", "--proto", proto,
+              "--transport", "rdma" if rdma else "tcp", "--export", path, "--quiet"]
+    if proto == "v3":
+        common += ["--mount-port", str(mount_port(addr))]
+    out = os.path.join(d, "bench.json")
+
+    def run(args):
+        r = subprocess.run([bench] + args + common + ["--json", out], capture_output=True,
+                           text=True, timeout=900)
+        check(r.returncode == 0, f"rnfs-bench {' '.join(args)}: {one_line(r.stderr or r.stdout)}")
+        with open(out) as f:
+            doc = json.load(f)
+        os.unlink(out)
+        return doc["results"]
+
+    rounds = []
+    for _ in range(max(1, a.perf_runs)):
+        fig = {}
+        rr = run(["randread", "--jobs", "1,4", "--iodepth", "8", "--runtime", "10",
+                  "--file-size", "64m"])
+        for row in rr["rows"]:
+            fig[f"randread {row['jobs']}x{row['iodepth']} kIOPS"] = row["kiops"]
+            fig[f"randread {row['jobs']}x{row['iodepth']} p99 us"] = row["p99_us"]
+        # knfsd takes at most 256 KiB per READ/WRITE in the guest (its default scales with the
+        # guest's 2 GiB of memory): both servers get the same size
+        sq = run(["seq", "--file-size", f"{a.perf_mib}m", "--bs", "256k", "--iodepth", "4"])
+        fig["seq write MB/s"] = sq["write_mb_s"]
+        fig["seq read MB/s"] = sq["read_mb_s"]
+        rounds.append(fig)
+    parts = []
+    for k in rounds[0]:
+        v = sorted(r[k] for r in rounds)
+        med = statistics.median(v)
+        parts.append(f"{k} {med:.2f}" if len(v) == 1 else f"{k} {med:.2f} ({v[0]:.2f}-{v[-1]:.2f})")
+    figures = f"{len(rounds)} rounds, median (min-max): " + ", ".join(parts)
+    log(f"BENCH {a.label}: {figures}")
+    print(f"BENCH {a.label}: {figures}", flush=True)
+
+
 def case_rdmaconns(d, a):
     """rnfsd's memory with 1, 8 and 32 RDMA connections (not in the default cases): each extra
     mount names the server by another address of the RDMA interface (the client shares one
@@ -1114,6 +1181,7 @@ CASES = {
     "rdmapath": case_rdmapath,
     "deleg": case_deleg,
     "perf": case_perf,
+    "bench": case_bench,
     "rdmaconns": case_rdmaconns,
 }
 

@@ -9,7 +9,7 @@ use nfs3::types::{Fh3, StableHow};
 
 use crate::err;
 use crate::error::Result;
-use crate::rpc::Cred;
+use crate::rpc::{Cred, Via};
 use crate::v3::{self, V3};
 use crate::v4::{Open, Stateid, V4};
 
@@ -58,6 +58,8 @@ pub struct Target {
     pub v4_path: String,
     /// Protocol.
     pub proto: Proto,
+    /// Transport of the NFS connections (MOUNT always goes over TCP, as with the kernel).
+    pub via: Via,
     /// Caller's credential.
     pub cred: Cred,
     /// Per-call timeout.
@@ -124,7 +126,7 @@ impl Session {
             Proto::V3 => {
                 let root =
                     v3::mount(target.mount, &target.export, target.cred, target.timeout).await?;
-                let c = V3::connect(target.nfs, target.cred, target.timeout).await?;
+                let c = V3::connect(target.nfs, target.via, target.cred, target.timeout).await?;
                 let (rt, wt) = c.fsinfo(&root).await?;
                 Ok(Session {
                     root: root.0,
@@ -153,14 +155,20 @@ impl Session {
             who,
             crate::stats::unix_now()
         );
-        V4::connect(t.nfs, t.cred, t.timeout, minor, slots, &owner).await
+        V4::connect(t.nfs, t.via, t.cred, t.timeout, minor, slots, &owner).await
     }
 
     /// A new connection able to carry `depth` calls at once.
     pub async fn connect(&self, who: &str, depth: usize) -> Result<Conn> {
         match self.target.proto {
             Proto::V3 => Ok(Conn::V3(
-                V3::connect(self.target.nfs, self.target.cred, self.target.timeout).await?,
+                V3::connect(
+                    self.target.nfs,
+                    self.target.via,
+                    self.target.cred,
+                    self.target.timeout,
+                )
+                .await?,
             )),
             _ => Ok(Conn::V4(
                 Session::connect_v4(&self.target, who, depth.clamp(1, 1024) as u32).await?,

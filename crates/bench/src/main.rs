@@ -11,6 +11,7 @@ mod error;
 mod io;
 mod modes;
 mod progress;
+mod rdma;
 mod report;
 mod rpc;
 mod stats;
@@ -24,7 +25,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::client::{Proto, Session, Target};
 use crate::error::Result;
-use crate::rpc::Cred;
+use crate::rpc::{Cred, Via};
 
 #[derive(Parser)]
 #[command(name = "rnfs-bench", version, about, long_about = None)]
@@ -54,6 +55,15 @@ pub struct Common {
     /// Protocol: v3, v4.1 or v4.2.
     #[arg(long, default_value = "v3", value_parser = Proto::parse)]
     proto: Proto,
+    /// Transport of the NFS calls: tcp, or rdma (RPC-over-RDMA v1, needs an RDMA device; the
+    /// port is then the server's RDMA port, usually 20049, and MOUNT still goes over TCP to
+    /// --mount-port).
+    #[arg(long, default_value = "tcp", value_parser = Via::parse)]
+    transport: Via,
+    /// Registered 1 MiB buffers for RDMA chunks (each READ, WRITE or listing in flight holds
+    /// one until its reply).
+    #[arg(long, default_value_t = 64)]
+    rdma_bulk_buffers: usize,
     /// AUTH_SYS uid of every call.
     #[arg(long, default_value_t = 1000)]
     uid: u32,
@@ -82,6 +92,7 @@ pub struct Common {
 
 impl Common {
     fn target(&self) -> Result<Target> {
+        rdma::set_bulk_buffers(self.rdma_bulk_buffers);
         let (nfs, mount) = Target::resolve(
             &self.server,
             self.port,
@@ -93,6 +104,7 @@ impl Common {
             export: self.export.clone(),
             v4_path: self.v4_path.clone().unwrap_or_else(|| self.export.clone()),
             proto: self.proto,
+            via: self.transport,
             cred: Cred {
                 uid: self.uid,
                 gid: self.gid,

@@ -33,9 +33,10 @@ fn stable_name(s: u32) -> &'static str {
 
 fn header(s: &Session, mode: &str, c: &Common) -> String {
     format!(
-        "\n### {mode}: {} ({} at {})\n\n",
+        "\n### {mode}: {} ({} over {} at {})\n\n",
         c.label,
         s.target.proto.name(),
+        s.target.via.name(),
         s.target.nfs
     )
 }
@@ -997,12 +998,7 @@ pub async fn conns(s: &Session, a: &ConnsArgs) -> Result<Outcome> {
     for &n in &counts {
         prog.phase(&format!("conns: {n} idle connections"), n as u64);
         while open.len() < n {
-            let c = match s.target.proto {
-                Proto::V3 => Conn::V3(
-                    crate::v3::V3::connect(s.target.nfs, s.target.cred, s.target.timeout).await?,
-                ),
-                _ => s.connect(&format!("idle{}", open.len()), 1).await?,
-            };
+            let c = s.connect(&format!("idle{}", open.len()), 1).await?;
             c.null().await?;
             open.push(c);
             prog.add(1);

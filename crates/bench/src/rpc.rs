@@ -1,8 +1,8 @@
-//! A pipelined ONC RPC (RFC 5531) client over TCP.
+//! A pipelined ONC RPC (RFC 5531) client over TCP or RPC-over-RDMA ([`crate::rdma`]).
 //!
-//! Many calls may be in flight on one connection: each call gets its own xid, a writer task
-//! gathers queued records into vectored writes, and a reader task splits the reply stream into
-//! records (RFC 5531 section 11) and hands each reply to the caller waiting on its xid.
+//! Many calls may be in flight on one connection: each call gets its own xid. Over TCP a writer
+//! task gathers queued records into vectored writes, and a reader task splits the reply stream
+//! into records (RFC 5531 section 11) and hands each reply to the caller waiting on its xid.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice};
@@ -20,6 +20,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use xdr::{Decoder, Encoder, Segment};
+
+use crate::rdma::{Expect, RdmaConn};
 
 /// Why a call failed.
 #[derive(Debug, Clone)]
@@ -63,10 +65,47 @@ const MAX_REPLY: usize = 4 << 20;
 /// How many queued records one vectored write may gather.
 const MAX_BATCH: usize = 64;
 
-/// One TCP connection to an RPC server.
+/// The transport a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// TCP with record marking.
+    Tcp,
+    /// RPC-over-RDMA version 1.
+    Rdma,
+}
+
+impl Via {
+    /// Parses `tcp` or `rdma`.
+    pub fn parse(s: &str) -> std::result::Result<Via, String> {
+        match s {
+            "tcp" => Ok(Via::Tcp),
+            "rdma" => Ok(Via::Rdma),
+            _ => Err(format!("unknown transport {s:?} (tcp, rdma)")),
+        }
+    }
+
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Via::Tcp => "tcp",
+            Via::Rdma => "rdma",
+        }
+    }
+}
+
+/// The transport side of a connection.
+enum Link {
+    Tcp {
+        tx: mpsc::UnboundedSender<Vec<Bytes>>,
+        waiters: Arc<Mutex<Option<Waiters>>>,
+        tasks: Vec<tokio::task::JoinHandle<()>>,
+    },
+    Rdma(Arc<RdmaConn>),
+}
+
+/// One connection to an RPC server.
 pub struct RpcConn {
-    tx: mpsc::UnboundedSender<Vec<Bytes>>,
-    waiters: Arc<Mutex<Option<Waiters>>>,
+    link: Link,
     next_xid: AtomicU32,
     /// The credential and verifier, encoded once.
     auth: Bytes,
@@ -75,13 +114,14 @@ pub struct RpcConn {
     pub rx_bytes: Arc<AtomicU64>,
     /// Call bytes sent (record marks included).
     pub tx_bytes: AtomicU64,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for RpcConn {
     fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
+        if let Link::Tcp { tasks, .. } = &self.link {
+            for t in tasks {
+                t.abort();
+            }
         }
     }
 }
@@ -96,14 +136,43 @@ pub struct Cred {
 }
 
 impl RpcConn {
-    /// Connects to `addr`; calls carry AUTH_SYS `cred` and fail after `timeout`.
+    /// Connects to `addr` over TCP; calls carry AUTH_SYS `cred` and fail after `timeout`.
     pub async fn connect(addr: SocketAddr, cred: Cred, timeout: Duration) -> io::Result<RpcConn> {
+        Self::open(Via::Tcp, addr, cred, timeout).await
+    }
+
+    /// Connects to `addr` over `via`; calls carry AUTH_SYS `cred` and fail after `timeout`.
+    pub async fn open(
+        via: Via,
+        addr: SocketAddr,
+        cred: Cred,
+        timeout: Duration,
+    ) -> io::Result<RpcConn> {
+        let rx_bytes = Arc::new(AtomicU64::new(0));
+        let link = match via {
+            Via::Tcp => Self::tcp(addr, rx_bytes.clone()).await?,
+            Via::Rdma => Link::Rdma(
+                RdmaConn::connect(addr, rx_bytes.clone())
+                    .await
+                    .map_err(|e| io::Error::other(e.to_string()))?,
+            ),
+        };
+        Ok(RpcConn {
+            link,
+            next_xid: AtomicU32::new(xid_seed()),
+            auth: auth_sys(cred),
+            timeout,
+            rx_bytes,
+            tx_bytes: AtomicU64::new(0),
+        })
+    }
+
+    async fn tcp(addr: SocketAddr, rx_bytes: Arc<AtomicU64>) -> io::Result<Link> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let (rd, wr) = stream.into_split();
         let (tx, rx) = mpsc::unbounded_channel();
         let waiters: Arc<Mutex<Option<Waiters>>> = Arc::new(Mutex::new(Some(HashMap::new())));
-        let rx_bytes = Arc::new(AtomicU64::new(0));
         let w2 = waiters.clone();
         let writer = tokio::spawn(async move {
             if let Err(e) = write_loop(wr, rx).await {
@@ -111,44 +180,20 @@ impl RpcConn {
             }
         });
         let w3 = waiters.clone();
-        let rxb = rx_bytes.clone();
         let reader = tokio::spawn(async move {
-            let e = read_loop(rd, &w3, &rxb).await;
+            let e = read_loop(rd, &w3, &rx_bytes).await;
             fail_all(&w3, RpcError::Io(format!("read: {e}")));
         });
-        let mut e = Encoder::with_capacity(128);
-        let mut body = Encoder::with_capacity(64);
-        AuthSys {
-            stamp: std::process::id(),
-            machine: Bytes::from_static(b"rnfs-bench"),
-            uid: cred.uid,
-            gid: cred.gid,
-            gids: vec![cred.gid],
-        }
-        .encode(&mut body);
-        e.u32(sunrpc::msg::flavor::SYS);
-        e.opaque(&body.finish().to_bytes());
-        e.u32(sunrpc::msg::flavor::NONE);
-        e.u32(0);
-        // Start xids at a value that differs between runs, so a server's DRC never mixes runs.
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(1);
-        Ok(RpcConn {
+        Ok(Link::Tcp {
             tx,
             waiters,
-            next_xid: AtomicU32::new(seed),
-            auth: e.finish().to_bytes(),
-            timeout,
-            rx_bytes,
-            tx_bytes: AtomicU64::new(0),
             tasks: vec![writer, reader],
         })
     }
 
     /// Calls `prog`/`vers`/`proc_` with arguments written by `args`; returns the procedure's
-    /// result bytes (everything after accept_stat SUCCESS).
+    /// result bytes (everything after accept_stat SUCCESS). The reply must fit the inline size
+    /// over RDMA.
     pub async fn call(
         &self,
         prog: u32,
@@ -156,17 +201,34 @@ impl RpcConn {
         proc_: u32,
         args: impl FnOnce(&mut Encoder),
     ) -> Result<Bytes, RpcError> {
+        self.call_expect(prog, vers, proc_, Expect::Small, args)
+            .await
+    }
+
+    /// [`RpcConn::call`] of a procedure whose reply has the shape `expect` (RPC-over-RDMA
+    /// provisions a Write or Reply chunk for it).
+    pub async fn call_expect(
+        &self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        expect: Expect,
+        args: impl FnOnce(&mut Encoder),
+    ) -> Result<Bytes, RpcError> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let mut e = Encoder::with_capacity(256);
+        let (tx, waiters) = match &self.link {
+            Link::Tcp { tx, waiters, .. } => (tx, waiters),
+            Link::Rdma(r) => {
+                encode_call(&mut e, xid, prog, vers, proc_, &self.auth, args);
+                let msg = e.finish();
+                self.tx_bytes
+                    .fetch_add(msg.wire_len() as u64, Ordering::Relaxed);
+                return parse_reply(r.call(xid, msg, expect, self.timeout).await?);
+            }
+        };
         e.u32(0); // record mark, set below
-        e.u32(xid);
-        e.u32(sunrpc::msg::CALL);
-        e.u32(sunrpc::msg::RPC_VERS);
-        e.u32(prog);
-        e.u32(vers);
-        e.u32(proc_);
-        e.opaque_fixed(&self.auth);
-        args(&mut e);
+        encode_call(&mut e, xid, prog, vers, proc_, &self.auth, args);
         let msg = e.finish();
         let len = msg.wire_len() - 4;
         let mut bufs = Vec::with_capacity(msg.segments.len() + 1);
@@ -189,7 +251,7 @@ impl RpcConn {
         }
         let (otx, orx) = oneshot::channel();
         {
-            let mut w = self.waiters.lock();
+            let mut w = waiters.lock();
             match w.as_mut() {
                 Some(m) => {
                     m.insert(xid, otx);
@@ -198,15 +260,15 @@ impl RpcConn {
             }
         }
         self.tx_bytes.fetch_add(len as u64 + 4, Ordering::Relaxed);
-        if self.tx.send(bufs).is_err() {
-            self.forget(xid);
+        if tx.send(bufs).is_err() {
+            forget(waiters, xid);
             return Err(RpcError::Io("connection closed".into()));
         }
         let reply = match tokio::time::timeout(self.timeout, orx).await {
             Ok(Ok(r)) => r?,
             Ok(Err(_)) => return Err(RpcError::Io("connection closed".into())),
             Err(_) => {
-                self.forget(xid);
+                forget(waiters, xid);
                 return Err(RpcError::Timeout);
             }
         };
@@ -217,12 +279,59 @@ impl RpcConn {
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
+}
 
-    fn forget(&self, xid: u32) {
-        if let Some(m) = self.waiters.lock().as_mut() {
-            m.remove(&xid);
-        }
+fn forget(waiters: &Mutex<Option<Waiters>>, xid: u32) {
+    if let Some(m) = waiters.lock().as_mut() {
+        m.remove(&xid);
     }
+}
+
+/// An RPC call header from its xid on (RFC 5531), then the arguments `args` writes.
+fn encode_call(
+    e: &mut Encoder,
+    xid: u32,
+    prog: u32,
+    vers: u32,
+    proc_: u32,
+    auth: &[u8],
+    args: impl FnOnce(&mut Encoder),
+) {
+    e.u32(xid);
+    e.u32(sunrpc::msg::CALL);
+    e.u32(sunrpc::msg::RPC_VERS);
+    e.u32(prog);
+    e.u32(vers);
+    e.u32(proc_);
+    e.opaque_fixed(auth);
+    args(e);
+}
+
+/// The AUTH_SYS credential `cred` and an AUTH_NONE verifier, encoded once per connection.
+fn auth_sys(cred: Cred) -> Bytes {
+    let mut e = Encoder::with_capacity(128);
+    let mut body = Encoder::with_capacity(64);
+    AuthSys {
+        stamp: std::process::id(),
+        machine: Bytes::from_static(b"rnfs-bench"),
+        uid: cred.uid,
+        gid: cred.gid,
+        gids: vec![cred.gid],
+    }
+    .encode(&mut body);
+    e.u32(sunrpc::msg::flavor::SYS);
+    e.opaque(&body.finish().to_bytes());
+    e.u32(sunrpc::msg::flavor::NONE);
+    e.u32(0);
+    e.finish().to_bytes()
+}
+
+/// A first xid that differs between runs, so that a server's DRC never mixes runs.
+fn xid_seed() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(1)
 }
 
 /// Checks the reply header and returns the result bytes of an executed call.

@@ -9,7 +9,11 @@ use xdr::{Decode, Decoder, Encode};
 
 use crate::err;
 use crate::error::Result;
-use crate::rpc::{Cred, RpcConn};
+use crate::rdma::Expect;
+use crate::rpc::{Cred, RpcConn, Via};
+
+/// READDIRPLUS maxcount.
+const MAXCOUNT: u32 = 64 * 1024;
 
 /// An NFSv3 client on one connection.
 pub struct V3 {
@@ -49,18 +53,22 @@ pub async fn mount(addr: SocketAddr, path: &str, cred: Cred, timeout: Duration) 
 }
 
 impl V3 {
-    /// Connects to the NFS server at `addr`.
-    pub async fn connect(addr: SocketAddr, cred: Cred, timeout: Duration) -> Result<V3> {
-        let rpc = RpcConn::connect(addr, cred, timeout)
+    /// Connects to the NFS server at `addr` over `via`.
+    pub async fn connect(addr: SocketAddr, via: Via, cred: Cred, timeout: Duration) -> Result<V3> {
+        let rpc = RpcConn::open(via, addr, cred, timeout)
             .await
             .map_err(|e| err!("cannot connect to NFS at {addr}: {e}"))?;
         Ok(V3 { rpc })
     }
 
     async fn call(&self, p: NfsProc3, args: &impl Encode) -> Result<Bytes> {
+        self.call_expect(p, Expect::Small, args).await
+    }
+
+    async fn call_expect(&self, p: NfsProc3, expect: Expect, args: &impl Encode) -> Result<Bytes> {
         Ok(self
             .rpc
-            .call(NFS_PROGRAM, NFS_V3, p as u32, |e| args.encode(e))
+            .call_expect(NFS_PROGRAM, NFS_V3, p as u32, expect, |e| args.encode(e))
             .await?)
     }
 
@@ -156,8 +164,9 @@ impl V3 {
     /// READ of `count` bytes at `off`: the data and the eof flag.
     pub async fn read(&self, fh: &Fh3, off: u64, count: u32) -> Result<(Bytes, bool)> {
         let r = self
-            .call(
+            .call_expect(
                 NfsProc3::Read,
+                Expect::DataLast(count),
                 &ReadArgs {
                     file: fh.clone(),
                     offset: off,
@@ -241,14 +250,15 @@ impl V3 {
         let mut calls = 0;
         loop {
             let r = self
-                .call(
+                .call_expect(
                     NfsProc3::Readdirplus,
+                    Expect::Large(MAXCOUNT + 4096),
                     &ReaddirplusArgs {
                         dir: dir.clone(),
                         cookie,
                         cookieverf: verf,
                         dircount: 16 * 1024,
-                        maxcount: 64 * 1024,
+                        maxcount: MAXCOUNT,
                     },
                 )
                 .await?;

@@ -15,7 +15,12 @@ use xdr::{Decoder, Encoder};
 
 use crate::err;
 use crate::error::Result;
-use crate::rpc::{Cred, RpcConn, RpcError};
+use crate::rdma::Expect;
+use crate::rpc::{Cred, RpcConn, RpcError, Via};
+
+/// Bytes a reply may hold besides the data or entries its count asks for (status, SEQUENCE
+/// result, attributes).
+const REPLY_SLACK: u32 = 4096;
 
 const NFS_PROGRAM: u32 = 100_003;
 const NFS_V4: u32 = 4;
@@ -191,6 +196,9 @@ pub struct Ops {
     e: Encoder,
     /// Operation numbers.
     pub codes: Vec<u32>,
+    /// The reply's shape, for RPC-over-RDMA (set by READ, READ_PLUS and READDIR, which must
+    /// be the last operation).
+    expect: Expect,
 }
 
 impl Default for Ops {
@@ -205,6 +213,7 @@ impl Ops {
         Ops {
             e: Encoder::with_capacity(256),
             codes: Vec::new(),
+            expect: Expect::Small,
         }
     }
 
@@ -271,8 +280,9 @@ impl Ops {
         })
     }
 
-    /// READ.
-    pub fn read(self, sid: &Stateid, off: u64, count: u32) -> Ops {
+    /// READ (the last operation: its data ends the reply).
+    pub fn read(mut self, sid: &Stateid, off: u64, count: u32) -> Ops {
+        self.expect = Expect::DataLast(count);
         self.op(op::READ, |e| {
             sid.encode(e);
             e.u64(off);
@@ -280,8 +290,10 @@ impl Ops {
         })
     }
 
-    /// READ_PLUS (4.2).
-    pub fn read_plus(self, sid: &Stateid, off: u64, count: u32) -> Ops {
+    /// READ_PLUS (4.2); no part of its reply is DDP-eligible (RFC 8267), so a large one
+    /// comes back through a Reply chunk.
+    pub fn read_plus(mut self, sid: &Stateid, off: u64, count: u32) -> Ops {
+        self.expect = Expect::Large(count.saturating_add(REPLY_SLACK));
         self.op(op::READ_PLUS, |e| {
             sid.encode(e);
             e.u64(off);
@@ -336,7 +348,8 @@ impl Ops {
     }
 
     /// READDIR.
-    pub fn readdir(self, cookie: u64, verf: [u8; 8], dircount: u32, maxcount: u32) -> Ops {
+    pub fn readdir(mut self, cookie: u64, verf: [u8; 8], dircount: u32, maxcount: u32) -> Ops {
+        self.expect = Expect::Large(maxcount.saturating_add(REPLY_SLACK));
         self.op(op::READDIR, |e| {
             e.u64(cookie);
             e.opaque_fixed(&verf);
@@ -346,8 +359,8 @@ impl Ops {
         })
     }
 
-    fn finish(self) -> (u32, xdr::Reply) {
-        (self.codes.len() as u32, self.e.finish())
+    fn finish(self) -> (u32, xdr::Reply, Expect) {
+        (self.codes.len() as u32, self.e.finish(), self.expect)
     }
 }
 
@@ -539,13 +552,14 @@ impl V4 {
     /// Connects, then EXCHANGE_ID, CREATE_SESSION with up to `slots` slots, RECLAIM_COMPLETE.
     pub async fn connect(
         addr: SocketAddr,
+        via: Via,
         cred: Cred,
         timeout: Duration,
         minor: u32,
         slots: u32,
         owner: &str,
     ) -> Result<V4> {
-        let rpc = RpcConn::connect(addr, cred, timeout)
+        let rpc = RpcConn::open(via, addr, cred, timeout)
             .await
             .map_err(|e| err!("cannot connect to NFS at {addr}: {e}"))?;
         // EXCHANGE_ID (EXCHGID4_FLAG_USE_NON_PNFS, SP4_NONE, no implementation id).
@@ -675,12 +689,12 @@ impl V4 {
             seq: None,
         };
         let seq = seq.wrapping_add(1);
-        let (n, body) = ops.finish();
+        let (n, body, expect) = ops.finish();
         let sid = self.sessionid;
         let highest = self.slots.highest;
         let reply = self
             .rpc
-            .call(NFS_PROGRAM, NFS_V4, PROC_COMPOUND, |e| {
+            .call_expect(NFS_PROGRAM, NFS_V4, PROC_COMPOUND, expect, |e| {
                 e.u32(0); // empty tag
                 e.u32(self.minor);
                 e.u32(n + 1);

@@ -23,6 +23,67 @@ unsafe impl Send for EventChannel {}
 // SAFETY: as above.
 unsafe impl Sync for EventChannel {}
 
+impl EventChannel {
+    /// A new non-blocking channel watched by tokio; must run inside a tokio runtime.
+    pub(crate) fn new() -> io::Result<Arc<EventChannel>> {
+        // SAFETY: no preconditions; the result is checked.
+        let ch = unsafe { sys::rdma_create_event_channel() };
+        let ch = NonNull::new(ch).ok_or_else(io::Error::last_os_error)?;
+        let mut channel = EventChannel { afd: None, ch };
+        // SAFETY: `ch` was just created.
+        let fd = unsafe { (*ch.as_ptr()).fd };
+        set_nonblocking(fd)?;
+        channel.afd = Some(watch(fd)?);
+        Ok(Arc::new(channel))
+    }
+
+    /// A new id (reliable connections, the TCP port space) on this channel.
+    pub(crate) fn create_id(self: &Arc<Self>) -> io::Result<CmId> {
+        let mut id: *mut sys::rdma_cm_id = std::ptr::null_mut();
+        // SAFETY: the channel is alive; `id` is a valid out-pointer.
+        let rc = unsafe {
+            sys::rdma_create_id(
+                self.ch.as_ptr(),
+                &mut id,
+                std::ptr::null_mut(),
+                sys::rdma_port_space::RDMA_PS_TCP,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(CmId {
+            id: NonNull::new(id).ok_or_else(|| io::Error::other("rdma_create_id"))?,
+            _channel: self.clone(),
+        })
+    }
+
+    /// Waits for the next event and hands it to `f` before acknowledging it.
+    pub(crate) async fn next<T>(&self, f: impl FnOnce(&sys::rdma_cm_event) -> T) -> io::Result<T> {
+        let afd = self.afd.as_ref().expect("cm reactor registration");
+        loop {
+            let mut guard = afd.readable().await?;
+            let mut ev: *mut sys::rdma_cm_event = std::ptr::null_mut();
+            // SAFETY: the channel is alive and non-blocking; `ev` is a valid out-pointer.
+            let rc = unsafe { sys::rdma_get_cm_event(self.ch.as_ptr(), &mut ev) };
+            if rc != 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    guard.clear_ready();
+                    continue;
+                }
+                return Err(e);
+            }
+            // SAFETY: `ev` is a valid event until acknowledged below; `f` gets a reference
+            // that cannot outlive this call.
+            let out = f(unsafe { &*ev });
+            // SAFETY: `ev` came from rdma_get_cm_event and is acknowledged exactly once.
+            unsafe { sys::rdma_ack_cm_event(ev) };
+            return Ok(out);
+        }
+    }
+}
+
 impl Drop for EventChannel {
     fn drop(&mut self) {
         drop(self.afd.take());
@@ -92,7 +153,7 @@ fn sockaddr_to_std(sa: *const libc::sockaddr) -> Option<SocketAddr> {
     }
 }
 
-fn std_to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+pub(crate) fn std_to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     match addr {
@@ -227,7 +288,7 @@ impl Drop for ConnectRequest {
     }
 }
 
-fn event_name(ev: u32) -> &'static str {
+pub(crate) fn event_name(ev: u32) -> &'static str {
     use sys::rdma_cm_event_type as t;
     match ev {
         t::RDMA_CM_EVENT_ADDR_RESOLVED => "ADDR_RESOLVED",
@@ -252,32 +313,8 @@ impl Listener {
     /// Listens on `addr` (an unspecified address listens on every RDMA device). Must run
     /// inside a tokio runtime.
     pub fn bind(addr: SocketAddr, backlog: i32) -> io::Result<Listener> {
-        // SAFETY: no preconditions; the result is checked.
-        let ch = unsafe { sys::rdma_create_event_channel() };
-        let ch = NonNull::new(ch).ok_or_else(io::Error::last_os_error)?;
-        let mut channel = EventChannel { afd: None, ch };
-        // SAFETY: `ch` was just created.
-        let fd = unsafe { (*ch.as_ptr()).fd };
-        set_nonblocking(fd)?;
-        channel.afd = Some(watch(fd)?);
-        let channel = Arc::new(channel);
-        let mut id: *mut sys::rdma_cm_id = std::ptr::null_mut();
-        // SAFETY: the channel is alive; `id` is a valid out-pointer.
-        let rc = unsafe {
-            sys::rdma_create_id(
-                ch.as_ptr(),
-                &mut id,
-                std::ptr::null_mut(),
-                sys::rdma_port_space::RDMA_PS_TCP,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let id = CmId {
-            id: NonNull::new(id).ok_or_else(|| io::Error::other("rdma_create_id"))?,
-            _channel: channel.clone(),
-        };
+        let channel = EventChannel::new()?;
+        let id = channel.create_id()?;
         let (mut ss, _) = std_to_sockaddr(addr);
         // SAFETY: the id is alive; `ss` holds a valid sockaddr of the right family.
         if unsafe { sys::rdma_bind_addr(id.as_ptr(), &mut ss as *mut _ as *mut _) } != 0 {
@@ -309,35 +346,12 @@ impl Listener {
 
     /// The next event on the listener or any connection accepted from it.
     pub async fn next(&self) -> io::Result<CmEvent> {
-        let afd = self.channel.afd.as_ref().expect("cm reactor registration");
-        loop {
-            let mut guard = afd.readable().await?;
-            let mut ev: *mut sys::rdma_cm_event = std::ptr::null_mut();
-            // SAFETY: the channel is alive and non-blocking; `ev` is a valid out-pointer.
-            let rc = unsafe { sys::rdma_get_cm_event(self.channel.ch.as_ptr(), &mut ev) };
-            if rc != 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::WouldBlock {
-                    guard.clear_ready();
-                    continue;
-                }
-                return Err(e);
-            }
-            // SAFETY: `ev` is a valid event until acknowledged below; everything needed is
-            // copied out of it first.
-            let out = unsafe { self.convert(ev) };
-            // SAFETY: `ev` came from rdma_get_cm_event and is acknowledged exactly once.
-            unsafe { sys::rdma_ack_cm_event(ev) };
-            return Ok(out);
-        }
+        self.channel.next(|e| self.convert(e)).await
     }
 
-    /// # Safety
-    /// `ev` must be an unacknowledged event from this listener's channel.
-    unsafe fn convert(&self, ev: *mut sys::rdma_cm_event) -> CmEvent {
+    /// Copies what is needed out of an unacknowledged event from this listener's channel.
+    fn convert(&self, e: &sys::rdma_cm_event) -> CmEvent {
         use sys::rdma_cm_event_type as t;
-        // SAFETY: the caller guarantees `ev` is valid.
-        let e = unsafe { &*ev };
         let key = e.id as usize;
         match e.event {
             t::RDMA_CM_EVENT_CONNECT_REQUEST => {

@@ -91,14 +91,21 @@ impl ProtectionDomain {
         self.pd.as_ptr()
     }
 
-    /// Registers `len` bytes at `ptr` for local write access (which includes local read).
+    /// Registers `len` bytes at `ptr` for local write access (which includes local read) and,
+    /// with `remote`, for RDMA Reads and Writes by the peer (a requester's chunks).
     /// Counted in [`crate::registrations`].
     pub(crate) fn register(
         self: &Arc<Self>,
         ptr: NonNull<u8>,
         len: usize,
+        remote: bool,
     ) -> io::Result<MemoryRegion> {
-        let access = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0 as i32;
+        use sys::ibv_access_flags as a;
+        let mut access = a::IBV_ACCESS_LOCAL_WRITE.0;
+        if remote {
+            access |= a::IBV_ACCESS_REMOTE_READ.0 | a::IBV_ACCESS_REMOTE_WRITE.0;
+        }
+        let access = access as i32;
         // SAFETY: the PD is alive (`self`); `ptr..ptr+len` is a mapping owned by the caller's
         // pool, which keeps it mapped until the returned region (dropped first) is deregistered.
         let mr = unsafe { sys::ibv_reg_mr(self.as_ptr(), ptr.as_ptr().cast(), len, access) };
@@ -136,6 +143,11 @@ impl MemoryRegion {
     pub(crate) fn lkey(&self) -> u32 {
         // SAFETY: `mr` came from a successful ibv_reg_mr and stays valid until drop.
         unsafe { (*self.mr.as_ptr()).lkey }
+    }
+
+    pub(crate) fn rkey(&self) -> u32 {
+        // SAFETY: as for `lkey`.
+        unsafe { (*self.mr.as_ptr()).rkey }
     }
 }
 

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use rdma_mummy_sys as sys;
 
-use crate::cm::{CmId, ConnectRequest, IdKey};
+use crate::cm::{event_name, std_to_sockaddr, CmId, ConnectRequest, EventChannel, IdKey};
 use crate::cq::Cq;
 use crate::device::Device;
 use crate::pool::Buf;
@@ -208,6 +208,21 @@ pub struct AcceptOptions {
     pub private_data: Vec<u8>,
 }
 
+/// How to connect to a server (the requester's side).
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// Send queue depth wanted (clamped to the device).
+    pub send_depth: u32,
+    /// Receive completions the CQ must hold besides the send queue's (the calls in flight).
+    pub recv_depth: u32,
+    /// Scatter/gather entries wanted per send request (clamped to the device).
+    pub max_send_sge: u32,
+    /// The private data to offer (RFC 8797).
+    pub private_data: Vec<u8>,
+    /// How long address and route resolution may each take.
+    pub resolve_timeout: std::time::Duration,
+}
+
 struct InFlight {
     wrs: u32,
     bufs: Vec<Buf>,
@@ -259,34 +274,22 @@ impl Device {
             ));
         }
         let attr = *self.attr();
-        let depth = opts.send_depth.clamp(1, attr.max_qp_wr.max(1));
-        let max_sge = opts.max_send_sge.clamp(1, attr.max_sge.max(1));
-        let cqe = (depth + opts.recv_depth + 16).min(attr.max_cqe.max(1));
-        let cq = Cq::new(self.ctx(), cqe)?;
         let id = req
             .id
             .take()
             .ok_or_else(|| io::Error::other("request already used"))?;
-        // SAFETY: plain old data; all-zero is a valid starting point (null pointers).
-        let mut qpa: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-        qpa.send_cq = cq.as_ptr();
-        qpa.recv_cq = cq.as_ptr();
-        qpa.srq = self.srq().as_ptr();
-        qpa.cap.max_send_wr = depth;
-        qpa.cap.max_send_sge = max_sge;
-        qpa.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
-        qpa.sq_sig_all = 0;
         let reject = |id: &CmId| {
             // SAFETY: the id is a connection request id not accepted.
             unsafe { sys::rdma_reject(id.as_ptr(), std::ptr::null(), 0) };
         };
-        // SAFETY: the id came with a request on this device (checked above); the PD, CQ and
-        // SRQ belong to the same device context and outlive the QP (the endpoint's fields).
-        if unsafe { sys::rdma_create_qp(id.as_ptr(), self.pd().as_ptr(), &mut qpa) } != 0 {
-            let e = io::Error::last_os_error();
-            reject(&id);
-            return Err(e);
-        }
+        let (cq, caps) =
+            match self.create_qp(&id, opts.send_depth, opts.recv_depth, opts.max_send_sge) {
+                Ok(x) => x,
+                Err(e) => {
+                    reject(&id);
+                    return Err(e);
+                }
+            };
         let read_depth = req
             .responder_resources
             .min(attr.max_qp_init_rd_atom.min(255) as u8)
@@ -315,14 +318,164 @@ impl Device {
                 outstanding: 0,
             }),
             device: self.clone(),
-            caps: SendCaps {
-                depth: qpa.cap.max_send_wr.max(1).min(depth),
-                max_sge: qpa.cap.max_send_sge.max(1).min(max_sge),
-                read_depth,
-            },
+            caps: SendCaps { read_depth, ..caps },
             peer: req.peer,
             disconnected: AtomicBool::new(false),
         }))
+    }
+
+    /// A CQ and an RC queue pair on `id` (which must be on this device) receiving from the
+    /// device's SRQ; returns the CQ and the send queue's limits (no RDMA Reads yet).
+    fn create_qp(
+        &self,
+        id: &CmId,
+        send_depth: u32,
+        recv_depth: u32,
+        max_send_sge: u32,
+    ) -> io::Result<(Cq, SendCaps)> {
+        let attr = *self.attr();
+        let depth = send_depth.clamp(1, attr.max_qp_wr.max(1));
+        let max_sge = max_send_sge.clamp(1, attr.max_sge.max(1));
+        let cqe = (depth + recv_depth + 16).min(attr.max_cqe.max(1));
+        let cq = Cq::new(self.ctx(), cqe)?;
+        // SAFETY: plain old data; all-zero is a valid starting point (null pointers).
+        let mut qpa: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        qpa.send_cq = cq.as_ptr();
+        qpa.recv_cq = cq.as_ptr();
+        qpa.srq = self.srq().as_ptr();
+        qpa.cap.max_send_wr = depth;
+        qpa.cap.max_send_sge = max_sge;
+        qpa.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
+        qpa.sq_sig_all = 0;
+        // SAFETY: the caller's id is bound to this device's context; the PD, CQ and SRQ belong
+        // to the same context and outlive the QP (the endpoint's fields).
+        if unsafe { sys::rdma_create_qp(id.as_ptr(), self.pd().as_ptr(), &mut qpa) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let caps = SendCaps {
+            depth: qpa.cap.max_send_wr.max(1).min(depth),
+            max_sge: qpa.cap.max_send_sge.max(1).min(max_sge),
+            read_depth: 0,
+        };
+        Ok((cq, caps))
+    }
+}
+
+/// Waits for the next event on a connecting id's channel: Ok(private data) when it is `want`,
+/// else an error naming the event.
+async fn expect_event(channel: &EventChannel, want: u32) -> io::Result<Vec<u8>> {
+    let (got, status, private_data) = channel
+        .next(|e| {
+            let private_data = if e.event == sys::rdma_cm_event_type::RDMA_CM_EVENT_ESTABLISHED {
+                // SAFETY: for ESTABLISHED on a connected id, `param.conn` is the valid union
+                // member and its private data (when present) is `private_data_len` bytes.
+                let conn = unsafe { &e.param.conn };
+                if conn.private_data.is_null() {
+                    Vec::new()
+                } else {
+                    // SAFETY: as above.
+                    unsafe {
+                        std::slice::from_raw_parts(
+                            conn.private_data.cast::<u8>(),
+                            usize::from(conn.private_data_len),
+                        )
+                    }
+                    .to_vec()
+                }
+            } else {
+                Vec::new()
+            };
+            (e.event, e.status, private_data)
+        })
+        .await?;
+    if got == want {
+        return Ok(private_data);
+    }
+    Err(io::Error::new(
+        io::ErrorKind::ConnectionRefused,
+        format!(
+            "{} instead of {} (status {status})",
+            event_name(got),
+            event_name(want)
+        ),
+    ))
+}
+
+impl Endpoint {
+    /// Connects to the RPC-over-RDMA server at `addr` through whichever of `devices` routes
+    /// there: resolves the address and route, creates the queue pair (receiving from that
+    /// device's SRQ) and connects with `opts.private_data`. Returns the endpoint and the
+    /// private data the server accepted with. Must run inside a tokio runtime.
+    pub async fn connect(
+        devices: &[Arc<Device>],
+        addr: SocketAddr,
+        opts: &ConnectOptions,
+    ) -> io::Result<(Arc<Endpoint>, Vec<u8>)> {
+        use sys::rdma_cm_event_type as t;
+        let channel = EventChannel::new()?;
+        let id = channel.create_id()?;
+        let ms = opts.resolve_timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let (mut dst, _) = std_to_sockaddr(addr);
+        // SAFETY: the id is alive; `dst` holds a valid sockaddr of the right family and
+        // outlives the call (librdmacm copies it).
+        let rc = unsafe {
+            sys::rdma_resolve_addr(
+                id.as_ptr(),
+                std::ptr::null_mut(),
+                &mut dst as *mut _ as *mut _,
+                ms,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        expect_event(&channel, t::RDMA_CM_EVENT_ADDR_RESOLVED).await?;
+        // SAFETY: the id's address is resolved.
+        if unsafe { sys::rdma_resolve_route(id.as_ptr(), ms) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        expect_event(&channel, t::RDMA_CM_EVENT_ROUTE_RESOLVED).await?;
+        // SAFETY: after route resolution the id's `verbs` is the device context it is bound to.
+        let ctx = unsafe { (*id.as_ptr()).verbs } as usize;
+        let device = devices
+            .iter()
+            .find(|d| d.key() == ctx)
+            .ok_or_else(|| io::Error::other(format!("no opened RDMA device routes to {addr}")))?
+            .clone();
+        let attr = *device.attr();
+        let (cq, caps) =
+            device.create_qp(&id, opts.send_depth, opts.recv_depth, opts.max_send_sge)?;
+        // SAFETY: plain old data; all-zero is valid.
+        let mut param: sys::rdma_conn_param = unsafe { std::mem::zeroed() };
+        let pd_len = opts.private_data.len().min(u8::MAX as usize);
+        param.private_data = opts.private_data.as_ptr().cast();
+        param.private_data_len = pd_len as u8;
+        // The server RDMA-Reads our Read chunks and never needs us to read its memory.
+        param.responder_resources = attr.max_qp_rd_atom.min(255) as u8;
+        param.initiator_depth = 0;
+        param.retry_count = 7;
+        param.rnr_retry_count = 7;
+        // SAFETY: the id has its QP; `param` and the private data it points to outlive the call.
+        if unsafe { sys::rdma_connect(id.as_ptr(), &mut param) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let private_data = expect_event(&channel, t::RDMA_CM_EVENT_ESTABLISHED).await?;
+        Ok((
+            Arc::new(Endpoint {
+                id,
+                cq,
+                inner: Mutex::new(Inner {
+                    alive: true,
+                    inflight: HashMap::new(),
+                    outstanding: 0,
+                }),
+                device,
+                caps,
+                peer: Some(addr),
+                disconnected: AtomicBool::new(false),
+            }),
+            private_data,
+        ))
     }
 }
 

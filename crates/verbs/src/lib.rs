@@ -13,6 +13,8 @@
 //!   (`AsyncFd`), delivering [`CmEvent`]s; connection requests carry the peer's private data.
 //! * [`Device::accept`]: an RC queue pair on the request's id, receiving from the SRQ, with a
 //!   completion queue whose channel is watched by tokio ([`Endpoint::wait`]).
+//! * [`Endpoint::connect`]: the requester's side (a benchmark client): resolves a server's
+//!   address, creates the same kind of queue pair and connects with RFC 8797 private data.
 //! * [`Endpoint::post`]: Sends (optionally With Invalidate) with gathered entries, RDMA Writes
 //!   and RDMA Reads to the peer's (R_key, address) segments, posted as one [`Batch`] that owns
 //!   its memory until its completion ([`Completion`]).
@@ -36,7 +38,8 @@ mod srq;
 pub use cm::{CmEvent, ConnectRequest, IdKey, Listener};
 pub use device::{open_devices, Device, DeviceAttr, Unavailable};
 pub use endpoint::{
-    AcceptOptions, Batch, Completion, Endpoint, PostError, SendCaps, WcStatus, WorkRequest,
+    AcceptOptions, Batch, Completion, ConnectOptions, Endpoint, PostError, SendCaps, WcStatus,
+    WorkRequest,
 };
 pub use pool::{Buf, Class, Pool, PoolConfig};
 pub use srq::{Srq, REPOST_BATCH};

@@ -63,6 +63,9 @@ pub struct PoolConfig {
     pub bulk_count: usize,
     /// Bytes per bulk buffer.
     pub bulk_size: usize,
+    /// Let the peer RDMA Read and Write the whole region (a requester, whose chunks name pool
+    /// buffers); a responder never needs it and leaves it off.
+    pub remote_access: bool,
 }
 
 impl Default for PoolConfig {
@@ -74,6 +77,7 @@ impl Default for PoolConfig {
             send_size: 4096,
             bulk_count: 32,
             bulk_size: 1 << 20,
+            remote_access: false,
         }
     }
 }
@@ -191,7 +195,8 @@ impl std::fmt::Debug for Pool {
 
 impl Pool {
     /// Maps the region and, when `pd` is given, registers it once for local access (the
-    /// server only initiates RDMA operations, so no remote access is granted). Without a PD
+    /// server only initiates RDMA operations, so no remote access is granted unless
+    /// [`PoolConfig::remote_access`] asks for it, as a requester does). Without a PD
     /// the pool works the same but its buffers cannot be posted (tests, accounting).
     pub fn new(cfg: PoolConfig, pd: Option<&Arc<ProtectionDomain>>) -> std::io::Result<Pool> {
         for c in Class::ALL {
@@ -220,7 +225,7 @@ impl Pool {
             st
         });
         let mr = match pd {
-            Some(pd) => Some(pd.register(region.ptr, region.len)?),
+            Some(pd) => Some(pd.register(region.ptr, region.len, cfg.remote_access)?),
             None => None,
         };
         Ok(Pool(Arc::new(PoolInner {
@@ -239,6 +244,12 @@ impl Pool {
     /// The local key of the registration (0 for an unregistered pool).
     pub fn lkey(&self) -> u32 {
         self.0.mr.as_ref().map_or(0, MemoryRegion::lkey)
+    }
+
+    /// The remote key of the registration: valid for the peer only with
+    /// [`PoolConfig::remote_access`] (0 for an unregistered pool).
+    pub fn rkey(&self) -> u32 {
+        self.0.mr.as_ref().map_or(0, MemoryRegion::rkey)
     }
 
     /// True when the region is registered with a device.
@@ -370,8 +381,9 @@ impl Buf {
         &self.pool
     }
 
-    /// Address of the first byte, for scatter/gather entries.
-    pub(crate) fn addr(&self) -> u64 {
+    /// Address of the first byte, for scatter/gather entries and for the segments of a
+    /// requester's chunks (with [`Pool::rkey`]).
+    pub fn addr(&self) -> u64 {
         self.pool.slot_ptr(self.class, self.index) as u64
     }
 
@@ -437,6 +449,7 @@ mod tests {
             send_size: 512,
             bulk_count: 2,
             bulk_size: 8192,
+            remote_access: false,
         }
     }
 
