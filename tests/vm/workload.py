@@ -14,6 +14,7 @@ import argparse
 import errno
 import hashlib
 import mmap
+import json
 import os
 import random
 import shutil
@@ -1051,6 +1052,14 @@ def mount_port(addr):
     raise Fail(f"no MOUNT v3 over TCP registered at {addr}")
 
 
+def bench_binary():
+    """The release build of rnfs-bench in this repository."""
+    bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                         "target", "release", "rnfs-bench")
+    check(os.access(bench, os.X_OK), f"{bench} missing: cargo build --release")
+    return bench
+
+
 def case_bench(d, a):
     """Not a test but figures (not in the default cases): rnfs-bench, the repository's load
     generator, against the mounted server with the mount's version and transport (over RDMA its
@@ -1058,10 +1067,7 @@ def case_bench(d, a):
     sequential write then read of --perf-mib MiB in 256 KiB records (knfsd's limit in the
     guest) at 4 in flight; --perf-runs rounds, each
     figure as the median (min-max). Logged as a BENCH line."""
-    import json
-    bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                         "target", "release", "rnfs-bench")
-    check(os.access(bench, os.X_OK), f"{bench} missing: cargo build --release")
+    bench = bench_binary()
     proto = {"3": "v3", "4.1": "v4.1", "4.2": "v4.2"}.get(a.vers)
     if proto is None:
         raise Skip(f"rnfs-bench speaks NFSv3 and NFSv4.1+, not {a.vers}")
@@ -1112,7 +1118,8 @@ def case_rdmaconns(d, a):
     mount names the server by another address of the RDMA interface (the client shares one
     transport per server address, even with nosharecache), so each opens a connection; the
     resident size is read from the metrics after each step and must stay flat (the shared
-    receive queue and the pool are sized at start, not per connection)."""
+    receive queue and the pool are sized at start, not per connection). Then rnfs-bench opens
+    1, 8, 64 and 256 RDMA connections from one process (rdma_conns_by_bench)."""
     if a.transport != "rdma" or not a.metrics_url or not a.mount_source:
         raise Skip("needs an RDMA mount of rnfsd with metrics and --mount-source")
     if a.vers != "3":
@@ -1161,6 +1168,33 @@ def case_rdmaconns(d, a):
     check(len({b for _, _, _, b in rows}) == 1,
           f"receive-buffer memory changed with the connections: {text}")
     check(grow < 16, f"resident memory grew by {grow:.1f} MiB from 1 to 32 connections")
+    rdma_conns_by_bench(a, addr, export)
+
+
+def rdma_conns_by_bench(a, addr, export):
+    """Then 1, 8, 64 and 256 RDMA connections from one process: rnfs-bench's own requester
+    (`conns --transport rdma`), each connection one NULL call and then idle; rnfsd's resident
+    size from /proc and its registered and receive-buffer memory from the metrics."""
+    bench = bench_binary()
+    with open("/run/rnfsd.pid") as f:
+        pid = f.read().strip()
+    out = "/tmp/bench-conns.json"
+    r = subprocess.run([bench, "conns", "--transport", "rdma", "--server", addr, "--port", "20049",
+                        "--mount-port", str(mount_port(addr)), "--export", export,
+                        "--server-pid", pid, "--counts", "1,8,64,256", "--settle", "1",
+                        "--quiet", "--json", out], capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, f"rnfs-bench conns over rdma: {one_line(r.stderr or r.stdout)}")
+    with open(out) as f:
+        rows = json.load(f)["results"]["rows"]
+    os.unlink(out)
+    m = metrics(a)
+    pool = sum(v for k, v in m.items() if k.startswith("rnfs_rdma_pool_bytes{"))
+    text = ", ".join(f"{row['conns']} conns {row['rss_kib'] / 1024:.1f} MiB" for row in rows)
+    grow = (rows[-1]["rss_kib"] - rows[0]["rss_kib"]) / 1024
+    print(f"PERF {a.label}: rnfsd resident with rnfs-bench RDMA connections: {text} "
+          f"(+{grow:.1f} MiB from 1 to 256); registered pool {pool / MiB:.1f} MiB, "
+          f"registrations {m.get('rnfs_rdma_registrations', 0):.0f}", flush=True)
+    check(grow < 64, f"resident memory grew by {grow:.1f} MiB from 1 to 256 RDMA connections")
 
 
 CASES = {

@@ -40,7 +40,9 @@ pub use ddp::{
     plan_reply, remote_invalidate_rkey, write_chunk_capacity, PlanError, RdmaWrite, SendPlan,
 };
 pub use header::{ErrorKind, Header, Proc, RdmaSegment, ReadChunk, ReadSegment, WriteChunk};
-pub use limits::{Call, Disposition, Limits, ValidationError, MIN_SHARE};
+pub use limits::{
+    Call, Disposition, Limits, ValidationError, MAX_SEGMENTS, MIN_SEND_DEPTH, MIN_SHARE,
+};
 pub use private_data::{negotiate, InlineConfig, Negotiated, PrivateData};
 pub use read_plan::{PlacedChunk, RdmaRead, ReadPlan};
 

@@ -70,6 +70,17 @@ pub const MAX_IO: u32 = 1 << 20;
 /// most the largest inline size), so a WRITE of [`MAX_IO`] needs this much.
 pub const BULK_SIZE: usize = MAX_IO as usize + crate::private_data::MAX_INLINE as usize;
 
+/// Default most Read list entries in a header, and most segments in a Write or Reply chunk.
+/// The Linux client puts at most 16 segments in a header (RPCRDMA_MAX_HDR_SEGS); this bound
+/// also bounds the work requests of one batch, which sizes every connection's send queue
+/// ([`MIN_SEND_DEPTH`]).
+pub const MAX_SEGMENTS: usize = 32;
+
+/// The smallest send queue that takes any batch the default limits let through: a reply's
+/// Write chunk and Reply chunk segments plus its Send, or a call's RDMA Reads (a Position-Zero
+/// chunk is read in pieces around the data items: at most twice its segments).
+pub const MIN_SEND_DEPTH: u32 = 2 * MAX_SEGMENTS as u32 + 1;
+
 /// Smallest credit cap [`Limits::fair_share`] gives a connection, however many share the
 /// receive queue: below this a client cannot keep a few reads and writes in flight.
 pub const MIN_SHARE: u32 = 8;
@@ -77,9 +88,9 @@ pub const MIN_SHARE: u32 = 8;
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_read_segments: 128,
+            max_read_segments: MAX_SEGMENTS,
             max_write_chunks: 1,
-            max_segments_per_chunk: 128,
+            max_segments_per_chunk: MAX_SEGMENTS,
             // 1 MiB of I/O plus room for an RPC reply header in a Reply chunk segment.
             max_segment_len: MAX_IO + 64 * 1024,
             max_inline: 4096,

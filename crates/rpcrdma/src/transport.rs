@@ -51,7 +51,7 @@ pub use verbs::PoolConfig;
 use crate::backchannel::{backward_call, backward_reply_credits, BackCredits};
 use crate::ddp::{plan_reply, remote_invalidate_rkey, SendPlan};
 use crate::header::{ErrorKind, Proc};
-use crate::limits::{Call, Disposition, Limits, ValidationError};
+use crate::limits::{Call, Disposition, Limits, ValidationError, MIN_SEND_DEPTH};
 use crate::metrics::RdmaMetrics;
 use crate::private_data::{negotiate, InlineConfig, Negotiated, PrivateData};
 use crate::staging::{gather_send, read_requests, stage_writes, CreditGuard, Credits, Src};
@@ -72,8 +72,9 @@ pub struct RdmaConfig {
     /// Receive buffers (the SRQ depth, shared by all connections of a device), send buffers and
     /// bulk buffers. Receive and send sizes are set from `inline`.
     pub pool: PoolConfig,
-    /// Send queue depth of each connection: its ring is most of a connection's memory, and
-    /// a reply's batch needs at most 257 entries (128 Write + 128 Reply chunk segments + Send).
+    /// Send queue depth of each connection: its ring (and the CQ sized after it) is most of a
+    /// connection's memory. At least [`MIN_SEND_DEPTH`]: a reply's batch (Write chunk and
+    /// Reply chunk segments, then the Send) or a call's RDMA Reads must fit in it at once.
     pub send_depth: u32,
     /// Most connections per device; more are refused.
     pub max_conns: usize,
@@ -96,8 +97,9 @@ impl Default for RdmaConfig {
                 bulk_size: crate::limits::BULK_SIZE,
                 ..PoolConfig::default()
             },
-            // 512 ring slots on providers that round depth + 1 up to a power of two (rxe)
-            send_depth: 511,
+            // 128 ring slots on providers that round depth + 1 up to a power of two (rxe); the
+            // CQ (this + 2 x credits + 16 entries) then rounds to 512
+            send_depth: 127,
             max_conns: 1024,
             busy_poll: Duration::ZERO,
             max_send_sge: 16,
@@ -150,6 +152,7 @@ impl RdmaServer {
         cfg.pool.recv_size = cfg.inline.max_recv() as usize;
         cfg.pool.send_size = cfg.inline.max_send() as usize;
         cfg.credits = cfg.credits.max(1);
+        cfg.send_depth = cfg.send_depth.max(MIN_SEND_DEPTH);
         let devices = verbs::open_devices(cfg.pool).map_err(StartError::Unavailable)?;
         let listener = Listener::bind(cfg.addr, cfg.backlog).map_err(StartError::Io)?;
         let metrics = Arc::new(RdmaMetrics::default());

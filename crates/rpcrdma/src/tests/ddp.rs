@@ -425,3 +425,61 @@ proptest! {
         }
     }
 }
+
+/// The largest batches the default limits let through fit the send queue every connection
+/// gets (`MIN_SEND_DEPTH`): a reply whose payload fills a Write chunk of the most segments and
+/// whose reduced message fills a Reply chunk of the most segments, and a long call whose
+/// Position-Zero chunk and data chunks use every Read list entry.
+#[test]
+fn the_largest_batches_the_limits_allow_fit_the_smallest_send_queue() {
+    use crate::limits::{Limits, MAX_SEGMENTS, MIN_SEND_DEPTH};
+    let n = MAX_SEGMENTS;
+    let data = payload(n * 4096);
+    let h = call(
+        XID,
+        Proc::Msg,
+        vec![],
+        vec![WriteChunk(
+            (0..n).map(|i| seg(1, 4096, (i * 4096) as u64)).collect(),
+        )],
+        Some(WriteChunk(
+            (0..n).map(|i| seg(2, 64, (i * 64) as u64)).collect(),
+        )),
+    );
+    let msg = super::message(&h, &super::rpc_bytes(XID, 64));
+    Limits::default()
+        .accept_call(&msg)
+        .expect("within the default limits");
+    // an inline size that holds the transport header with both chunks but not the reduced
+    // reply (44 bytes of headers and counts and 2,004 of trailer: the Reply chunk's 2,048),
+    // which goes to the Reply chunk
+    let inline = h.encoded_len() + 32;
+    let plan = plan_reply(&h, 8, &read_reply(&data, &[7u8; 2004]), inline).expect("planned");
+    assert!(plan.reply_chunk_bytes.is_some());
+    let wrs = plan.writes.len() + 1;
+    assert!(
+        wrs > 2 * n - 8,
+        "the test fills both chunks: {wrs} requests"
+    );
+    assert!(wrs <= MIN_SEND_DEPTH as usize, "{wrs} > {MIN_SEND_DEPTH}");
+
+    // a long call: half the entries carry the call, the others data items inside it
+    let half = n / 2;
+    let mut reads = vec![ReadChunk {
+        position: 0,
+        segments: (0..half).map(|i| seg(3, 64, (i * 64) as u64)).collect(),
+    }];
+    for i in 0..n - half {
+        reads.push(ReadChunk {
+            position: (16 + 4 * i) as u32,
+            segments: vec![seg(4, 4, (i * 4) as u64)],
+        });
+    }
+    let h = call(XID, Proc::NoMsg, reads, vec![], None);
+    let c = Limits::default()
+        .accept_call(&super::message(&h, &[]))
+        .expect("within the default limits");
+    let r = c.reads.reads().len();
+    assert!(r > n, "the call chunk is read in pieces: {r} reads");
+    assert!(r <= MIN_SEND_DEPTH as usize, "{r} > {MIN_SEND_DEPTH}");
+}
