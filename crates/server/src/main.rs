@@ -223,6 +223,7 @@ async fn run(args: Args) -> Result<(), String> {
                 ..rpcrdma::transport::RdmaConfig::default().pool
             },
             max_conns: args.rdma_max_conns as usize,
+            send_depth: args.rdma_send_depth,
             busy_poll: std::time::Duration::from_micros(args.rdma_busy_poll),
             ..Default::default()
         };
