@@ -642,9 +642,9 @@ impl Program for Nfs3 {
         }
     }
 
-    /// NULL, GETATTR, ACCESS, LOOKUP and READs up to [`vfs::nowait::READ_MAX`]: what they
-    /// need is often in memory (a cached descriptor, a cached directory entry, the page
-    /// cache); the backend gives up where it would wait ([`vfs::nowait`]).
+    /// NULL, GETATTR, ACCESS and READs up to [`vfs::nowait::READ_MAX`]: what they need is
+    /// often in memory (a cached descriptor, the page cache); the backend gives up where it
+    /// would wait ([`vfs::nowait`]).
     fn call_nonblocking(
         &self,
         ctx: &CallContext,
@@ -653,7 +653,7 @@ impl Program for Nfs3 {
     ) -> Option<Result<(), ProcError>> {
         use NfsProc3::*;
         match NfsProc3::try_from(ctx.proc_).ok()? {
-            Null | Getattr | Access | Lookup => {}
+            Null | Getattr | Access => {}
             Read => {
                 let a = ReadArgs::decode(&mut args.clone()).ok()?;
                 if a.count > vfs::nowait::READ_MAX {

@@ -674,13 +674,7 @@ impl Program for Nfs4 {
 /// blocking: it changes nothing, so the COMPOUND may give up after it and run again.
 fn tried_without_blocking(opnum: u32, d: &Decoder) -> bool {
     match opnum {
-        op::SEQUENCE
-        | op::PUTFH
-        | op::PUTROOTFH
-        | op::GETFH
-        | op::GETATTR
-        | op::ACCESS
-        | op::LOOKUP => true,
+        op::SEQUENCE | op::PUTFH | op::PUTROOTFH | op::GETFH | op::GETATTR | op::ACCESS => true,
         op::READ | op::READ_PLUS => {
             // stateid (16 bytes), offset, count
             let mut a = d.clone();

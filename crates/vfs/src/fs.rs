@@ -606,9 +606,6 @@ impl Vfs {
         if !mode_allows(&caller.creds, &dir.attr, 1, false) {
             return Err(VfsError::Errno(libc::EACCES));
         }
-        if nowait::active() && (name == b"." || name == b"..") {
-            return Err(nowait::give_up());
-        }
         if name == b"." || (name == b".." && self.is_export_root(dir)) {
             let root = if name == b"." {
                 dir.clone()
@@ -625,9 +622,6 @@ impl Vfs {
             return Ok((fh, self.attr(parent.as_fd())?));
         }
         let c = cname(name)?;
-        if nowait::active() {
-            return self.lookup_cached(caller, dir, &c);
-        }
         cred::with_creds(&caller.creds, || {
             let read_at = self.paths.epoch();
             let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
@@ -646,34 +640,6 @@ impl Vfs {
             let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
             self.paths
                 .put(fh.clone(), Arc::new(fd), self.inode_key(dir.export, &st));
-            Ok((fh, Attr::from_stat(&st)))
-        })
-    }
-
-    /// LOOKUP of `c` in `dir` from the dentry cache alone, for a call that must not wait: it
-    /// gives up where the name would have to be looked up in the file system (a directory
-    /// block to read), or where the kernel cannot say (no RESOLVE_CACHED before Linux 5.12).
-    /// A name known not to exist (a cached negative entry) is answered at once.
-    fn lookup_cached(&self, caller: &Caller, dir: &Node, c: &CStr) -> VfsResult<(Bytes, Attr)> {
-        cred::with_creds(&caller.creds, || {
-            let read_at = self.paths.epoch();
-            let fd =
-                sys::openat_cached(dir.fd(), c, libc::O_PATH | libc::O_NOFOLLOW).map_err(|e| {
-                    match e.raw_os_error() {
-                        Some(libc::EAGAIN) | Some(libc::EINVAL) | Some(libc::ENOSYS) => {
-                            nowait::give_up()
-                        }
-                        _ => VfsError::from(e),
-                    }
-                })?;
-            // the descriptor pins the inode, so its number names this file (cache.rs)
-            let st = sys::fstat(fd.as_fd())?;
-            let key = self.inode_key(dir.export, &st);
-            if let Some((fh, _)) = key.as_ref().and_then(|k| self.paths.by_inode(k, read_at)) {
-                return Ok((fh, Attr::from_stat(&st)));
-            }
-            let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
-            self.paths.put(fh.clone(), Arc::new(fd), key);
             Ok((fh, Attr::from_stat(&st)))
         })
     }

@@ -45,33 +45,6 @@ pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<libc::stat64> {
     fstatat(fd, c"", libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW)
 }
 
-/// `openat2(dirfd, name, flags | O_CLOEXEC)` with RESOLVE_CACHED: fails with EAGAIN instead
-/// of looking anything up that is not in the dentry cache (which could read the disk), so a
-/// call run where it must not wait can give up (Linux 5.12+; older kernels say EINVAL/ENOSYS).
-pub fn openat_cached(
-    dirfd: BorrowedFd<'_>,
-    name: &CStr,
-    flags: libc::c_int,
-) -> io::Result<OwnedFd> {
-    // SAFETY: open_how is plain old data; all-zero is a valid value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (flags | libc::O_CLOEXEC) as u64;
-    how.resolve = libc::RESOLVE_CACHED | libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: name is NUL-terminated and `how` is a valid open_how of the size passed; the
-    // returned descriptor is new and owned by us.
-    let fd = cvt_long(unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dirfd.as_raw_fd(),
-            name.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    })? as RawFd;
-    // SAFETY: fd is a new descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 /// `openat(dirfd, name, flags, mode)`, always with O_CLOEXEC.
 pub fn openat(
     dirfd: BorrowedFd<'_>,

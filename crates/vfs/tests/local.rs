@@ -478,36 +478,3 @@ fn calls_tried_without_blocking_give_up_where_they_would_wait() {
         assert_eq!(&got[..], &data[..4096]);
     }
 }
-
-#[test]
-fn a_lookup_tried_without_blocking_answers_from_the_dentry_cache_or_gives_up() {
-    use vfs::nowait::without_blocking;
-    let (dir, _state, vfs) = setup("rw,no_root_squash");
-    let root = root_fh(&vfs, dir.path());
-    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
-    let (fh, _) = vfs
-        .create(&c, &r, b"here", CreateMode::Guarded, &SetAttrs::default())
-        .unwrap();
-    // the name was just created: its dentry is cached, the lookup needs no file system call
-    let (got, attr) = without_blocking(|| vfs.lookup(&c, &r, b"here"))
-        .expect("a cached name is looked up without blocking")
-        .unwrap();
-    assert_eq!(got, fh);
-    assert_eq!(attr.ftype, vfs::FileType::Regular);
-    // a name never looked up has no dentry, negative or not: the file system would be asked
-    assert!(
-        without_blocking(|| vfs.lookup(&c, &r, b"never-seen")).is_none(),
-        "an uncached name gives up"
-    );
-    // once looked up the normal way, its absence is cached and answered at once
-    assert!(vfs.lookup(&c, &r, b"never-seen").is_err());
-    let missing = without_blocking(|| vfs.lookup(&c, &r, b"never-seen"))
-        .expect("a cached negative entry is answered without blocking");
-    assert!(
-        matches!(missing, Err(VfsError::Errno(libc::ENOENT))),
-        "{missing:?}"
-    );
-    // "." and ".." are left to a thread
-    assert!(without_blocking(|| vfs.lookup(&c, &r, b".")).is_none());
-    assert!(without_blocking(|| vfs.lookup(&c, &r, b"..")).is_none());
-}
