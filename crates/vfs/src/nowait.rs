@@ -6,6 +6,13 @@
 //! [`without_blocking`]: wherever the backend would have to wait (open a handle, read from
 //! the disk) it gives up instead, and the call is run again on a worker thread. Only calls
 //! without side effects may be tried, since a try that gives up is thrown away.
+//!
+//! A try must not switch the thread's credentials (`cred::with_creds`): the threads that read
+//! connections also post RDMA work, and the kernel refuses writes to the verbs device from a
+//! thread whose credentials are not the very ones it was opened with (`ib_safe_file_access`
+//! compares the pointers; switching back makes new ones), which stalls every RDMA connection
+//! served from that thread. A LOOKUP tried here with the caller's credentials did exactly that
+//! (session 7, reverted).
 
 use std::cell::Cell;
 
