@@ -92,6 +92,29 @@ impl Drop for EventChannel {
     }
 }
 
+/// The private data a connection request or an establishment carries (empty for any other
+/// event, or when there is none).
+pub(crate) fn conn_private_data(e: &sys::rdma_cm_event) -> Vec<u8> {
+    use sys::rdma_cm_event_type as t;
+    if e.event != t::RDMA_CM_EVENT_CONNECT_REQUEST && e.event != t::RDMA_CM_EVENT_ESTABLISHED {
+        return Vec::new();
+    }
+    // SAFETY: for these two events `param.conn` is the valid union member and its private
+    // data (when present) is `private_data_len` readable bytes.
+    let conn = unsafe { &e.param.conn };
+    if conn.private_data.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: as above.
+    unsafe {
+        std::slice::from_raw_parts(
+            conn.private_data.cast::<u8>(),
+            usize::from(conn.private_data_len),
+        )
+    }
+    .to_vec()
+}
+
 /// An owned `rdma_cm_id`, destroyed on drop (with its QP, if one is left).
 pub(crate) struct CmId {
     id: NonNull<sys::rdma_cm_id>,
@@ -355,21 +378,9 @@ impl Listener {
         let key = e.id as usize;
         match e.event {
             t::RDMA_CM_EVENT_CONNECT_REQUEST => {
-                // SAFETY: for CONNECT_REQUEST, `param.conn` is the valid union member and its
-                // private data (when present) is `private_data_len` readable bytes.
+                // SAFETY: for CONNECT_REQUEST, `param.conn` is the valid union member.
                 let conn = unsafe { &e.param.conn };
-                let private_data = if conn.private_data.is_null() {
-                    Vec::new()
-                } else {
-                    // SAFETY: as above.
-                    unsafe {
-                        std::slice::from_raw_parts(
-                            conn.private_data.cast::<u8>(),
-                            usize::from(conn.private_data_len),
-                        )
-                    }
-                    .to_vec()
-                };
+                let private_data = conn_private_data(e);
                 // SAFETY: `e.id` is the new connection's id, now owned by us.
                 let id = unsafe { &*e.id };
                 ConnectRequest {

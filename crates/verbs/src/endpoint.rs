@@ -25,7 +25,9 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use rdma_mummy_sys as sys;
 
-use crate::cm::{event_name, std_to_sockaddr, CmId, ConnectRequest, EventChannel, IdKey};
+use crate::cm::{
+    conn_private_data, event_name, std_to_sockaddr, CmId, ConnectRequest, EventChannel, IdKey,
+};
 use crate::cq::Cq;
 use crate::device::Device;
 use crate::pool::Buf;
@@ -309,19 +311,13 @@ impl Device {
             reject(&id);
             return Err(e);
         }
-        Ok(Arc::new(Endpoint {
+        Ok(Endpoint::new(
             id,
             cq,
-            inner: Mutex::new(Inner {
-                alive: true,
-                inflight: HashMap::new(),
-                outstanding: 0,
-            }),
-            device: self.clone(),
-            caps: SendCaps { read_depth, ..caps },
-            peer: req.peer,
-            disconnected: AtomicBool::new(false),
-        }))
+            self.clone(),
+            SendCaps { read_depth, ..caps },
+            req.peer,
+        ))
     }
 
     /// A CQ and an RC queue pair on `id` (which must be on this device) receiving from the
@@ -365,28 +361,7 @@ impl Device {
 /// else an error naming the event.
 async fn expect_event(channel: &EventChannel, want: u32) -> io::Result<Vec<u8>> {
     let (got, status, private_data) = channel
-        .next(|e| {
-            let private_data = if e.event == sys::rdma_cm_event_type::RDMA_CM_EVENT_ESTABLISHED {
-                // SAFETY: for ESTABLISHED on a connected id, `param.conn` is the valid union
-                // member and its private data (when present) is `private_data_len` bytes.
-                let conn = unsafe { &e.param.conn };
-                if conn.private_data.is_null() {
-                    Vec::new()
-                } else {
-                    // SAFETY: as above.
-                    unsafe {
-                        std::slice::from_raw_parts(
-                            conn.private_data.cast::<u8>(),
-                            usize::from(conn.private_data_len),
-                        )
-                    }
-                    .to_vec()
-                }
-            } else {
-                Vec::new()
-            };
-            (e.event, e.status, private_data)
-        })
+        .next(|e| (e.event, e.status, conn_private_data(e)))
         .await?;
     if got == want {
         return Ok(private_data);
@@ -461,21 +436,32 @@ impl Endpoint {
         }
         let private_data = expect_event(&channel, t::RDMA_CM_EVENT_ESTABLISHED).await?;
         Ok((
-            Arc::new(Endpoint {
-                id,
-                cq,
-                inner: Mutex::new(Inner {
-                    alive: true,
-                    inflight: HashMap::new(),
-                    outstanding: 0,
-                }),
-                device,
-                caps,
-                peer: Some(addr),
-                disconnected: AtomicBool::new(false),
-            }),
+            Endpoint::new(id, cq, device, caps, Some(addr)),
             private_data,
         ))
+    }
+
+    /// A connected endpoint with nothing posted yet.
+    fn new(
+        id: CmId,
+        cq: Cq,
+        device: Arc<Device>,
+        caps: SendCaps,
+        peer: Option<SocketAddr>,
+    ) -> Arc<Endpoint> {
+        Arc::new(Endpoint {
+            id,
+            cq,
+            inner: Mutex::new(Inner {
+                alive: true,
+                inflight: HashMap::new(),
+                outstanding: 0,
+            }),
+            device,
+            caps,
+            peer,
+            disconnected: AtomicBool::new(false),
+        })
     }
 }
 
