@@ -296,6 +296,12 @@ impl Reply {
     }
 }
 
+/// Inline segments up to this size are copied by [`Encoder::append`] instead of kept apart.
+pub const APPEND_COPY_MAX: usize = 1024;
+
+/// Smallest allocation of an encoder's inline buffer.
+const INLINE_CHUNK: usize = 256;
+
 /// Builds an XDR message; bulk payloads are kept as separate segments instead of being copied.
 #[derive(Debug, Default)]
 pub struct Encoder {
@@ -304,9 +310,10 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    /// An empty encoder.
+    /// An empty encoder; its inline buffer is allocated by the first write, so an operation
+    /// that answers nothing but its status costs no allocation.
     pub fn new() -> Self {
-        Self::with_capacity(256)
+        Self::with_capacity(0)
     }
 
     /// An empty encoder whose first inline buffer holds `cap` bytes before growing.
@@ -330,48 +337,53 @@ impl Encoder {
     /// Appends an unsigned 32-bit integer.
     #[inline]
     pub fn u32(&mut self, v: u32) {
+        self.room(4);
         self.cur.put_u32(v);
     }
 
     /// Appends a signed 32-bit integer.
     #[inline]
     pub fn i32(&mut self, v: i32) {
+        self.room(4);
         self.cur.put_i32(v);
     }
 
     /// Appends an unsigned 64-bit hyper integer.
     #[inline]
     pub fn u64(&mut self, v: u64) {
+        self.room(8);
         self.cur.put_u64(v);
     }
 
     /// Appends a signed 64-bit hyper integer.
     #[inline]
     pub fn i64(&mut self, v: i64) {
+        self.room(8);
         self.cur.put_i64(v);
     }
 
     /// Appends a boolean.
     #[inline]
     pub fn bool(&mut self, v: bool) {
-        self.cur.put_u32(v as u32);
+        self.u32(v as u32);
     }
 
     /// Appends fixed-length opaque data with its padding.
     pub fn opaque_fixed(&mut self, data: &[u8]) {
+        self.room(pad4(data.len()));
         self.cur.put_slice(data);
         self.cur.put_bytes(0, pad4(data.len()) - data.len());
     }
 
     /// Appends variable-length opaque data (length, bytes, padding), copying it inline.
     pub fn opaque(&mut self, data: &[u8]) {
-        self.cur.put_u32(data.len() as u32);
+        self.u32(data.len() as u32);
         self.opaque_fixed(data);
     }
 
     /// Appends variable-length opaque data whose bytes stay a separate segment (no copy).
     pub fn opaque_bulk(&mut self, data: Bytes) {
-        self.cur.put_u32(data.len() as u32);
+        self.u32(data.len() as u32);
         self.flush_inline();
         self.segments.push(Segment::Bulk(data));
     }
@@ -392,16 +404,47 @@ impl Encoder {
         v.encode(self)
     }
 
-    /// Appends already-encoded segments (for example a cached reply body).
+    /// Appends already-encoded segments (for example a cached reply body). Small inline
+    /// segments are copied: a few bytes of memcpy cost less than a segment of their own, which
+    /// means another allocation here and another iovec at the send.
     pub fn append(&mut self, reply: Reply) {
-        self.flush_inline();
-        self.segments.extend(reply.segments);
+        for s in reply.segments {
+            match s {
+                Segment::Inline(b) if b.len() <= APPEND_COPY_MAX => {
+                    self.room(b.len());
+                    self.cur.put_slice(&b);
+                }
+                s => {
+                    self.flush_inline();
+                    self.segments.push(s);
+                }
+            }
+        }
+    }
+
+    /// Makes room for `n` more inline bytes; the first write of an empty encoder and a full
+    /// buffer allocate here, at least [`INLINE_CHUNK`] bytes so small writes do not regrow.
+    #[inline]
+    fn room(&mut self, n: usize) {
+        if self.cur.capacity() - self.cur.len() < n {
+            self.grow(n);
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, n: usize) {
+        self.cur.reserve(n.max(INLINE_CHUNK));
     }
 
     fn flush_inline(&mut self) {
         if !self.cur.is_empty() {
-            let cap = self.cur.capacity().max(64);
-            let done = std::mem::replace(&mut self.cur, BytesMut::with_capacity(cap.min(4096)));
+            // The bytes after the flushed ones stay this encoder's buffer when there is a
+            // useful amount left, so flushing does not allocate.
+            let done = if self.cur.capacity() - self.cur.len() >= 64 {
+                self.cur.split()
+            } else {
+                std::mem::take(&mut self.cur)
+            };
             self.segments.push(Segment::Inline(done.freeze()));
         }
     }
@@ -545,6 +588,46 @@ mod tests {
             let mut x = Decoder::new(flat);
             prop_assert_eq!(&x.opaque(300).unwrap()[..], &v[..]);
             prop_assert_eq!(x.u32().unwrap(), 0xdead_beef);
+        }
+
+        #[test]
+        fn appending_keeps_the_bytes_and_every_bulk_payload_apart(
+            parts in proptest::collection::vec(
+                (proptest::collection::vec(any::<u8>(), 0..1500), any::<bool>()), 0..8),
+            head: u32,
+        ) {
+            // What a COMPOUND does: each operation encodes on its own, the results are appended
+            // to a body that is appended after a header.
+            let mut flat = Encoder::new();
+            let mut body = Encoder::new();
+            let mut payloads = Vec::new();
+            for (i, (bytes, bulk)) in parts.iter().enumerate() {
+                body.u32(0);
+                flat.u32(0);
+                let mut op = Encoder::new();
+                op.u32(i as u32);
+                flat.u32(i as u32);
+                if *bulk {
+                    op.opaque_bulk(Bytes::from(bytes.clone()));
+                    payloads.push(bytes.clone());
+                } else {
+                    op.opaque(bytes);
+                }
+                flat.opaque(bytes);
+                body.append(op.finish());
+            }
+            let mut out = Encoder::new();
+            out.u32(head);
+            out.append(body.finish());
+            let r = out.finish();
+            let mut want = Encoder::new();
+            want.u32(head);
+            want.append(flat.finish());
+            prop_assert_eq!(r.to_bytes(), want.finish().to_bytes());
+            let bulk: Vec<Vec<u8>> = r.segments.iter()
+                .filter_map(|s| match s { Segment::Bulk(b) => Some(b.to_vec()), _ => None })
+                .collect();
+            prop_assert_eq!(bulk, payloads);
         }
 
         #[test]
