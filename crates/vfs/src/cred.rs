@@ -48,7 +48,10 @@ pub fn can_switch() -> bool {
     *ROOT.get_or_init(|| sys::geteuid() == 0)
 }
 
-/// Makes `c` the identity of the current thread's file-system calls.
+/// Makes `c` the identity of the current thread's file-system calls. Inside a try without
+/// blocking ([`crate::nowait`]) it never switches: the try gives up instead (what it does next
+/// is dropped and the call runs again on a worker), because the threads that try calls also
+/// post RDMA work, which the kernel refuses once their credentials changed.
 pub fn assume(c: &Creds) {
     if !can_switch() {
         return;
@@ -56,6 +59,10 @@ pub fn assume(c: &Creds) {
     CURRENT.with(|cur| {
         let mut cur = cur.borrow_mut();
         if cur.as_ref() == Some(c) {
+            return;
+        }
+        if crate::nowait::active() {
+            crate::nowait::give_up();
             return;
         }
         // Groups first: after fsuid leaves 0 the thread keeps CAP_SETGID, but do the
@@ -83,4 +90,50 @@ pub fn as_root<T>(f: impl FnOnce() -> T) -> T {
     }
     ROOT.with(assume);
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn current() -> Option<Creds> {
+        CURRENT.with(|c| c.borrow().clone())
+    }
+
+    #[test]
+    fn a_try_without_blocking_gives_up_instead_of_switching() {
+        let caller = Creds {
+            uid: 4242,
+            gid: 4242,
+            groups: vec![7],
+        };
+        let before = current();
+        let tried = crate::nowait::without_blocking(|| assume(&caller));
+        assert_eq!(
+            current(),
+            before,
+            "a try never changes the thread's identity"
+        );
+        if can_switch() {
+            assert_eq!(tried, None, "the try gave up, to run again on a worker");
+            // On a thread allowed to block the switch happens; a later try as the same caller
+            // needs no switch and goes on.
+            std::thread::spawn(move || {
+                assume(&caller);
+                assert_eq!(current(), Some(caller.clone()));
+                assert_eq!(
+                    crate::nowait::without_blocking(|| assume(&caller)),
+                    Some(())
+                );
+                let root = Creds::root();
+                assert_eq!(crate::nowait::without_blocking(|| assume(&root)), None);
+                assert_eq!(current(), Some(caller));
+            })
+            .join()
+            .expect("worker thread");
+        } else {
+            // Without the right to switch, identities are never changed: nothing to give up.
+            assert_eq!(tried, Some(()));
+        }
+    }
 }

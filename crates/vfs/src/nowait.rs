@@ -12,7 +12,7 @@
 //! thread whose credentials are not the very ones it was opened with (`ib_safe_file_access`
 //! compares the pointers; switching back makes new ones), which stalls every RDMA connection
 //! served from that thread. A LOOKUP tried here with the caller's credentials did exactly that
-//! (session 7, reverted).
+//! (session 7, reverted); `cred::assume` now gives up instead of switching inside a try.
 
 use std::cell::Cell;
 
