@@ -745,9 +745,7 @@ impl Vfs {
                 .map_err(|e| nowait_error(e, flag))?,
             None => sys::pread_into(fd.as_fd(), &mut buf, count, offset)?,
         };
-        let attr = self.attr(fd.as_fd())?;
-        short_nowait_read(n, count, offset, &attr)?;
-        let eof = n < count || offset.saturating_add(n as u64) >= attr.size;
+        let (eof, attr) = self.after_read(fd.as_fd(), node, offset, count, n)?;
         Ok((buf.freeze(), eof, attr))
     }
 
@@ -770,10 +768,33 @@ impl Vfs {
         } else {
             sys::pread_slice(fd.as_fd(), &mut buf[..count], offset)?
         };
-        let attr = self.attr(fd.as_fd())?;
-        short_nowait_read(n, count, offset, &attr)?;
-        let eof = n < count || offset.saturating_add(n as u64) >= attr.size;
+        let (eof, attr) = self.after_read(fd.as_fd(), node, offset, count, n)?;
         Ok((n, eof, attr))
+    }
+
+    /// EOF and attributes after reading `n` of `count` bytes at `offset`. The attributes are
+    /// those `node` was resolved with an instant before, unless the read contradicts them (the
+    /// file grew past or shrank below that size meanwhile): then the file is asked again. This
+    /// saves a `fstat` per READ, a sixth of its system calls.
+    fn after_read(
+        &self,
+        fd: BorrowedFd<'_>,
+        node: &Node,
+        offset: u64,
+        count: usize,
+        n: usize,
+    ) -> VfsResult<(bool, Attr)> {
+        let end = offset.saturating_add(n as u64);
+        let agrees = match n == count {
+            true => end <= node.attr.size,
+            false => end == node.attr.size,
+        };
+        let attr = match agrees {
+            true => node.attr.clone(),
+            false => self.attr(fd)?,
+        };
+        short_nowait_read(n, count, offset, &attr)?;
+        Ok((n < count || end >= attr.size, attr))
     }
 
     /// For a read that must not wait and may be tried, the flag of `preadv2(RWF_NOWAIT)`

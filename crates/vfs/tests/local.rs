@@ -478,3 +478,45 @@ fn calls_tried_without_blocking_give_up_where_they_would_wait() {
         assert_eq!(&got[..], &data[..4096]);
     }
 }
+
+#[test]
+fn a_read_that_contradicts_the_resolved_size_reports_the_file_as_it_is_now() {
+    let (dir, _s, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, vec![7u8; 100]).unwrap();
+    let (fh, _) = vfs.lookup(&c, &r, b"f").unwrap();
+
+    // Nothing changed since the handle was resolved: a read up to the end is at EOF.
+    let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    let (data, eof, a) = vfs.read(&c, &n, 0, 100).unwrap();
+    assert_eq!((data.len(), eof, a.size), (100, true, 100));
+    let mut buf = vec![0u8; 60];
+    assert!(!vfs.read_into(&c, &n, 0, &mut buf).unwrap().1);
+
+    // The file grows between the resolve (size 100) and the read: the read returns data past
+    // the size it was resolved with, so it is not at EOF and the size is the new one.
+    let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    std::fs::write(&path, vec![8u8; 300]).unwrap();
+    let (data, eof, a) = vfs.read(&c, &n, 0, 150).unwrap();
+    assert_eq!((data.len(), eof, a.size), (150, false, 300));
+    let mut buf = vec![0u8; 150];
+    let (k, eof, a) = vfs.read_into(&c, &n, 0, &mut buf).unwrap();
+    assert_eq!((k, eof, a.size), (150, false, 300));
+
+    // It shrinks between the resolve (size 300) and the read: a short read inside the size it
+    // was resolved with is at EOF of the new size.
+    let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(50)
+        .unwrap();
+    let (data, eof, a) = vfs.read(&c, &n, 0, 100).unwrap();
+    assert_eq!((data.len(), eof, a.size), (50, true, 50));
+    let mut buf = vec![0u8; 100];
+    let (k, eof, a) = vfs.read_into(&c, &n, 0, &mut buf).unwrap();
+    assert_eq!((k, eof, a.size), (50, true, 50));
+}
