@@ -271,6 +271,10 @@ impl Nfs4 {
             Null(Bytes),
             Fh,
             Previous,
+            /// CLAIM_DELEGATE_CUR (with the name in the current directory) or
+            /// CLAIM_DELEG_CUR_FH (the current file): the client turns opens it made locally
+            /// under the delegation into open state, typically while returning it.
+            DelegCur(Stateid, Option<Bytes>),
         }
         let claim = match d.u32()? {
             0 => Claim::Null(d.opaque(crate::ops_fh::MAX_COMPONENT)?),
@@ -280,22 +284,23 @@ impl Nfs4 {
                 Claim::Previous
             }
             2 => {
-                get_stateid(d)?;
-                d.opaque(crate::ops_fh::MAX_COMPONENT)?;
-                return Err(st::BAD_STATEID.into());
+                let sid = get_stateid(d)?;
+                Claim::DelegCur(sid, Some(d.opaque(crate::ops_fh::MAX_COMPONENT)?))
             }
             3 => {
+                // Delegations do not survive a restart here: none to claim.
                 d.opaque(crate::ops_fh::MAX_COMPONENT)?;
                 return Err(st::NOTSUPP.into());
             }
             4 if ctx.minor >= 1 => Claim::Fh,
-            5 if ctx.minor >= 1 => {
-                get_stateid(d)?;
-                return Err(st::BAD_STATEID.into());
-            }
+            5 if ctx.minor >= 1 => Claim::DelegCur(get_stateid(d)?, None),
             6 if ctx.minor >= 1 => return Err(st::NOTSUPP.into()),
             _ => return Err(st::BADXDR.into()),
         };
+        if matches!(claim, Claim::DelegCur(..)) && create.is_some() {
+            // A delegation is for an existing file (RFC 8881 section 18.16.3).
+            return Err(st::INVAL.into());
+        }
         let key = Some((clientid, owner.clone(), false));
         let access = access_bits(share_access);
         if !(1..=3).contains(&access) || share_deny > 3 {
@@ -332,14 +337,14 @@ impl Nfs4 {
             let new_owner =
                 ctx.minor == 0 && !s.owners.get(&owner_key).is_some_and(|o| o.confirmed);
             let (file_node, dir_before, dir_after, attrset, created) = match &claim {
-                Claim::Fh | Claim::Previous => {
+                Claim::Fh | Claim::Previous | Claim::DelegCur(_, None) => {
                     if create.is_some() {
                         return Err(st::INVAL.into());
                     }
                     let (_, n) = self.real(ctx)?;
                     (n, None, None, Bitmap::default(), false)
                 }
-                Claim::Null(name) => {
+                Claim::Null(name) | Claim::DelegCur(_, Some(name)) => {
                     let name = crate::ops_fh::check_name(name)?;
                     let (c, dir) = match ctx.cur()? {
                         Fh::Pseudo(_) => {
@@ -397,6 +402,13 @@ impl Nfs4 {
                 }
             };
             self.regular(ctx, &file_node)?;
+            if let Claim::DelegCur(sid, _) = &claim {
+                // The claimed delegation must be this client's, on this file.
+                match s.check(sid, ctx.minor)? {
+                    StateObj::Deleg(x) if x.client == client && x.file == file_key(&file_node) => {}
+                    _ => return Err(st::BAD_STATEID.into()),
+                }
+            }
             if !created {
                 let (c, _) = self.vfs.authorize(&file_node.fh, &ctx.client)?;
                 let mut want = 0;

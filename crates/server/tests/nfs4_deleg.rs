@@ -2,7 +2,8 @@
 //! a read delegation on is told to retry (NFS3ERR_JUKEBOX) while the server recalls the
 //! delegation over the holder's back channel; once it is returned the change goes through.
 //! Removing, renaming or linking the file recalls it too, from NFSv3 and from another NFSv4
-//! client (NFS4ERR_DELAY), as the local file system would break a lease.
+//! client (NFS4ERR_DELAY), as the local file system would break a lease. A holder turns the
+//! opens it made locally into open state with CLAIM_DELEGATE_CUR / CLAIM_DELEG_CUR_FH.
 
 mod common;
 
@@ -147,4 +148,89 @@ fn removing_renaming_or_linking_a_delegated_file_recalls_it() {
     let r = c.remove(&root, "f");
     assert_eq!(r.status(), Nfsstat3::Ok, "REMOVE after the return: {r:?}");
     assert!(!fx.export.join("f").exists());
+}
+
+#[test]
+fn a_holder_claims_opens_under_its_delegation_and_nobody_else_can() {
+    let fx = Fixture::new();
+    let (mut a, fh, deleg) = delegation_holder(&fx, "f");
+    let dir = a.path_fh(&fx.export);
+    let clientid = a.clientid;
+    let claim = |a: &mut V4, owner: &str, put: &[u8], claim: Claim| {
+        a.call(Ops::new().putfh(put).open(
+            0,
+            share::ACCESS_READ,
+            share::DENY_NONE,
+            clientid,
+            owner.as_bytes(),
+            &OpenHow::NoCreate,
+            &claim,
+        ))
+    };
+
+    // CLAIM_DELEG_CUR_FH on the file and CLAIM_DELEGATE_CUR by name: open state, no new
+    // delegation, and the open stateid reads.
+    let r = claim(&mut a, "local-1", &fh, Claim::DelegCurFh(deleg)).ok("CLAIM_DELEG_CUR_FH");
+    let Res::Open { delegation: 0, .. } = r.get(op::OPEN).res else {
+        panic!("a claim grants no delegation: {}", r.summary());
+    };
+    let open1 = r.open_stateid();
+    let by_name = Claim::DelegCur(deleg, b"f".to_vec());
+    let open2 = claim(&mut a, "local-2", &dir, by_name)
+        .ok("CLAIM_DELEGATE_CUR")
+        .open_stateid();
+    for sid in [&open1, &open2] {
+        a.call(Ops::new().putfh(&fh).read(sid, 0, 6))
+            .ok("READ with the claimed open");
+    }
+
+    // Creating under a claim, another client's claim, a claim on another file: refused.
+    let create = a.call(Ops::new().putfh(&dir).open(
+        0,
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        clientid,
+        b"local-3",
+        &OpenHow::Unchecked(Sattr::default()),
+        &Claim::DelegCur(deleg, b"f".to_vec()),
+    ));
+    assert_eq!(create.status, st::INVAL, "{}", create.summary());
+    let mut b = V4::session(fx.server.port, 1, "deleg-thief");
+    let b_id = b.clientid;
+    let r = b.call(Ops::new().putfh(&fh).open(
+        0,
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        b_id,
+        b"thief",
+        &OpenHow::NoCreate,
+        &Claim::DelegCurFh(deleg),
+    ));
+    assert_eq!(
+        r.status,
+        st::BAD_STATEID,
+        "another client's delegation: {}",
+        r.summary()
+    );
+    std::fs::write(fx.export.join("g"), b"other").unwrap();
+    let r = claim(
+        &mut a,
+        "local-4",
+        &dir,
+        Claim::DelegCur(deleg, b"g".to_vec()),
+    );
+    assert_eq!(r.status, st::BAD_STATEID, "another file: {}", r.summary());
+
+    // Returned: nothing left to claim, and the claimed opens outlive the delegation.
+    a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
+        .ok("DELEGRETURN");
+    let r = claim(&mut a, "local-5", &fh, Claim::DelegCurFh(deleg));
+    assert_eq!(
+        r.status,
+        st::BAD_STATEID,
+        "a returned delegation: {}",
+        r.summary()
+    );
+    a.call(Ops::new().putfh(&fh).read(&open1, 0, 6))
+        .ok("READ after the return");
 }

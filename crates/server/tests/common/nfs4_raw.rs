@@ -382,6 +382,11 @@ pub enum Claim {
     /// CLAIM_PREVIOUS: reclaim of the current file handle after a server restart, with the
     /// delegation type held before.
     Previous(u32),
+    /// CLAIM_DELEGATE_CUR: an open under the delegation of the named file in the current
+    /// directory.
+    DelegCur(Stateid, Vec<u8>),
+    /// CLAIM_DELEG_CUR_FH (4.1+): an open under the delegation of the current file.
+    DelegCurFh(Stateid),
 }
 
 /// locker4 of LOCK.
@@ -581,6 +586,15 @@ impl Ops {
                 Claim::Previous(t) => {
                     e.u32(1);
                     e.u32(*t);
+                }
+                Claim::DelegCur(sid, name) => {
+                    e.u32(2);
+                    sid.encode(e);
+                    e.opaque(name);
+                }
+                Claim::DelegCurFh(sid) => {
+                    e.u32(5);
+                    sid.encode(e);
                 }
             }
         })
