@@ -27,9 +27,9 @@ impl Nfs3 {
         Self { vfs, guard: None }
     }
 
-    /// Asks `guard` (NFSv4's delegations) before a WRITE, SETATTR, REMOVE, RENAME or LINK
-    /// changes a file or its names: a file another client holds a delegation on answers
-    /// NFS3ERR_JUKEBOX until it is returned.
+    /// Asks `guard` (NFSv4's delegations) before a READ, WRITE, SETATTR, REMOVE, RENAME or
+    /// LINK reads or changes a file or its names: a file another client holds a conflicting
+    /// delegation on answers NFS3ERR_JUKEBOX until it is returned.
     pub fn with_change_guard(mut self, guard: Arc<dyn vfs::ChangeGuard>) -> Self {
         self.guard = Some(guard);
         self
@@ -39,6 +39,14 @@ impl Nfs3 {
         self.guard
             .as_ref()
             .map_or(Ok(()), |g| g.before_change(&n.attr))
+    }
+
+    /// As [`Nfs3::before_change`] before a READ: a file another client may hold changes of
+    /// (a write delegation) answers NFS3ERR_JUKEBOX until they are written and it is returned.
+    fn before_read(&self, n: &vfs::Node) -> Result<(), vfs::VfsError> {
+        self.guard
+            .as_ref()
+            .map_or(Ok(()), |g| g.before_read(&n.attr))
     }
 
     /// As [`Nfs3::before_change`] for the file named `name` in `dir`; a name that does not
@@ -159,6 +167,9 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None)),
         };
+        if let Err(e) = self.before_read(&n) {
+            return fail(e, post(Some(&n.attr)));
+        }
         let count = a.count.min(MAX_IO);
         let read = ctx.bulk_payload(
             count as usize,

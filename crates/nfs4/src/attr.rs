@@ -186,6 +186,20 @@ fn time(e: &mut Encoder, t: Time) {
     e.u32(t.nsec);
 }
 
+/// Whether `req` asks for an attribute that writes change (size, change, modify and metadata
+/// times, space used): what a write delegation's holder may know better than the file.
+pub fn depends_on_data(req: &Bitmap) -> bool {
+    [
+        fa::CHANGE,
+        fa::SIZE,
+        fa::TIME_MODIFY,
+        fa::TIME_METADATA,
+        fa::SPACE_USED,
+    ]
+    .iter()
+    .any(|&a| req.has(a))
+}
+
 /// The change attribute: ctime in nanoseconds, which moves on every data or metadata change.
 pub fn change(a: &Attr) -> u64 {
     (a.ctime.sec as u64)

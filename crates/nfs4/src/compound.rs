@@ -153,6 +153,9 @@ pub struct Nfs4 {
     pub lease_secs: u32,
     /// owner / owner_group strings.
     pub idmap: crate::idmap::IdMap,
+    /// How many write delegations exist (shared with [`State`]'s index), read without the
+    /// state lock on paths where another client's access would have to recall one.
+    pub write_delegations: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Counters that show what the data path did (holes sent as holes, reclaims admitted).
@@ -196,9 +199,11 @@ impl Nfs4 {
 
     fn with_state(vfs: Arc<Vfs>, state: State) -> Self {
         let pseudo = PseudoFs::new(&vfs.export_roots());
+        let write_delegations = state.states.write_delegations();
         Self {
             vfs,
             pseudo,
+            write_delegations,
             state: Mutex::new(state),
             counters: Counters::default(),
             lease_secs: crate::proto::LEASE_SECONDS,

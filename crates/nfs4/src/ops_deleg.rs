@@ -1,11 +1,15 @@
-//! Read delegations and their recall over the NFSv4.1 back channel (CB_SEQUENCE + CB_RECALL),
+//! Delegations and their recall over the NFSv4.1 back channel (CB_SEQUENCE + CB_RECALL),
 //! DELEGRETURN and BACKCHANNEL_CTL.
 //!
 //! A read delegation is granted on a read-only OPEN by a 4.1 client with a back channel when no
-//! other client has the file open for writing. A conflicting OPEN, WRITE, size change, REMOVE,
-//! RENAME or LINK by another client (NFSv3 included, through [`vfs::ChangeGuard`]) sends
+//! other client has the file open for writing; a write delegation on an OPEN for writing when
+//! the client asks for one (OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG or _ANY_DELEG) and no other
+//! client has the file open at all. Another client's access that conflicts (for a read
+//! delegation: OPEN for writing, WRITE, SETATTR, REMOVE, RENAME, LINK; for a write delegation
+//! also OPEN for reading and READ), NFSv3 included through [`vfs::ChangeGuard`], sends
 //! CB_RECALL once and answers NFS4ERR_DELAY until the holder returns the delegation; a holder
-//! that does not return it within a lease loses it (revocation).
+//! that does not return it within a lease loses it (revocation). Programs on the server's
+//! own machine are not seen: they are not told to wait for a delegation either.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -26,7 +30,11 @@ const OP_CB_SEQUENCE: u32 = 11;
 static CB_XID: AtomicU32 = AtomicU32::new(0x6362_0000);
 
 impl Nfs4 {
-    /// Grants a read delegation for a read-only open when nothing conflicts; returns its stateid.
+    /// Grants a delegation on an open when the client can be called back and nothing
+    /// conflicts: a read delegation on a read-only open (unless the client wants none), a write
+    /// delegation on an open for writing when the client asks for one
+    /// (OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG or _ANY_DELEG). Returns its stateid and whether it
+    /// is a write delegation.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn maybe_delegate(
         &self,
@@ -35,15 +43,25 @@ impl Nfs4 {
         client: u64,
         file: FileKey,
         fh: &Bytes,
+        attr: &vfs::Attr,
         access: u32,
         want: u32,
-    ) -> Option<Stateid> {
-        if minor == 0 || access != share::ACCESS_READ || want == share::WANT_NO_DELEG {
+    ) -> Option<(Stateid, bool)> {
+        if minor == 0 {
             return None;
         }
+        let read_only = access == share::ACCESS_READ;
+        let write = match want {
+            0 | share::WANT_READ_DELEG | share::WANT_ANY_DELEG if read_only => false,
+            share::WANT_WRITE_DELEG | share::WANT_ANY_DELEG if !read_only => true,
+            _ => return None,
+        };
         s.back_session(client)?;
+        // A read delegation lets other clients read; a write delegation, nothing.
         let conflict = s.states.on_file(file).any(|(_, o)| match o {
-            StateObj::Open(o) => o.client != client && o.access & share::ACCESS_WRITE != 0,
+            StateObj::Open(o) => {
+                o.client != client && (write || o.access & share::ACCESS_WRITE != 0)
+            }
             StateObj::Deleg(d) => !d.revoked,
             StateObj::Lock(_) => false,
         });
@@ -60,18 +78,23 @@ impl Nfs4 {
                 seqid: 1,
                 recalled: None,
                 revoked: false,
+                write,
+                granted: (crate::attr::change(attr), attr.size),
+                modified: false,
             }),
         );
-        Some(Stateid { seqid: 1, other })
+        Some((Stateid { seqid: 1, other }, write))
     }
 
-    /// Recalls other clients' delegations on `file` that conflict with access by `client`;
+    /// Recalls other clients' delegations on `file` that conflict with access by `client`
+    /// (`reading`: an access that only reads, which conflicts with write delegations only);
     /// Err(DELAY) while a recall is outstanding.
     pub(crate) fn break_delegations(
         &self,
         s: &mut State,
         file: FileKey,
         client: u64,
+        reading: bool,
     ) -> Result<(), u32> {
         let lease = s.lease;
         let mut wait = false;
@@ -79,7 +102,9 @@ impl Nfs4 {
             .states
             .on_file(file)
             .filter_map(|(k, v)| match v {
-                StateObj::Deleg(d) if d.client != client && !d.revoked => Some((k, d.clone())),
+                StateObj::Deleg(d) if d.client != client && !d.revoked && (d.write || !reading) => {
+                    Some((k, d.clone()))
+                }
                 _ => None,
             })
             .collect();
@@ -111,6 +136,15 @@ impl Nfs4 {
         }
     }
 
+    /// Whether another client than `client` may hold a write delegation on `file`, looked up
+    /// only when one exists anywhere (the count needs no lock).
+    pub(crate) fn others_write_delegated(&self, file: FileKey, client: u64) -> bool {
+        self.write_delegations.load(Ordering::Relaxed) > 0
+            && self.state.lock().states.on_file(file).any(|(_, o)| {
+                matches!(o, StateObj::Deleg(d) if d.write && d.client != client && !d.revoked)
+            })
+    }
+
     /// Recalls the delegations other clients hold on the file with attributes `attr` before
     /// this client removes, renames or links it (NFS4ERR_DELAY until they are returned).
     pub(crate) fn recall_before_change(
@@ -123,7 +157,7 @@ impl Nfs4 {
             return Ok(());
         }
         let client = ctx.clientid.unwrap_or(u64::MAX);
-        Ok(self.break_delegations(&mut s, (attr.fsid, attr.fileid), client)?)
+        Ok(self.break_delegations(&mut s, (attr.fsid, attr.fileid), client, false)?)
     }
 
     fn send_recall(&self, s: &mut State, other: &[u8; 12], d: &Deleg) {
@@ -201,12 +235,17 @@ impl Nfs4 {
     }
 }
 
-/// Encodes open_delegation4 for a granted read delegation.
-pub fn encode_read_deleg(e: &mut Encoder, sid: &Stateid) {
-    e.u32(1); // OPEN_DELEGATE_READ
+/// Encodes open_delegation4 for a granted delegation.
+pub fn encode_deleg(e: &mut Encoder, sid: &Stateid, write: bool) {
+    e.u32(if write { 2 } else { 1 }); // OPEN_DELEGATE_WRITE / _READ
     put_stateid(e, sid);
     e.bool(false); // recall
-                   // nfsace4 permissions: allow nothing beyond what the mode says.
+    if write {
+        // nfs_space_limit4: no limit on how far the holder may extend the file.
+        e.u32(1); // NFS_LIMIT_SIZE
+        e.u64(u64::MAX);
+    }
+    // nfsace4 permissions: allow nothing beyond what the mode says.
     e.u32(0);
     e.u32(0);
     e.u32(0);
@@ -222,11 +261,35 @@ const RECALL_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// other clients hold on it, like a write with the anonymous stateid.
 impl vfs::ChangeGuard for Nfs4 {
     fn before_change(&self, attr: &vfs::Attr) -> vfs::VfsResult<()> {
+        self.recall_for_nfsv3(attr, false)
+    }
+
+    fn before_read(&self, attr: &vfs::Attr) -> vfs::VfsResult<()> {
+        let file = (attr.fsid, attr.fileid);
+        if !self.others_write_delegated(file, u64::MAX) {
+            return Ok(());
+        }
+        // recalling waits: not on a thread that must not
+        if vfs::nowait::active() {
+            return Err(vfs::nowait::give_up());
+        }
+        self.recall_for_nfsv3(attr, true)
+    }
+
+    fn guards_anything(&self) -> bool {
+        self.state.lock().states.any_delegation()
+    }
+}
+
+impl Nfs4 {
+    /// Recalls the delegations that an NFSv3 access to the file conflicts with (`reading`:
+    /// write delegations only), waiting [`RECALL_WAIT`] for their return.
+    fn recall_for_nfsv3(&self, attr: &vfs::Attr, reading: bool) -> vfs::VfsResult<()> {
         let file = (attr.fsid, attr.fileid);
         let start = Instant::now();
         loop {
             if self
-                .break_delegations(&mut self.state.lock(), file, u64::MAX)
+                .break_delegations(&mut self.state.lock(), file, u64::MAX, reading)
                 .is_ok()
             {
                 return Ok(());
@@ -236,9 +299,5 @@ impl vfs::ChangeGuard for Nfs4 {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-    }
-
-    fn guards_anything(&self) -> bool {
-        self.state.lock().states.any_delegation()
     }
 }

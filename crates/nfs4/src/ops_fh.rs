@@ -100,9 +100,35 @@ impl Nfs4 {
         if attr::has_write_only(&req) {
             return Err(st::INVAL.into());
         }
+        if let Fh::Real(_) = fh {
+            if self
+                .write_delegations
+                .load(std::sync::atomic::Ordering::Relaxed)
+                > 0
+                && attr::depends_on_data(&req)
+            {
+                self.getattr_of_write_delegated(ctx)?;
+            }
+        }
         let mut e = Encoder::new();
         self.encode_attrs(&mut e, &fh, &req, ctx)?;
         Ok(e)
+    }
+
+    /// Before another client is told a file's size or change attribute: a write delegation's
+    /// holder may have changed the file without writing it yet, so it is recalled (the reader
+    /// is told to retry until it is returned).
+    fn getattr_of_write_delegated(&self, ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
+        let (_, n) = self.real(ctx)?;
+        let file = crate::ops_file::file_key(&n);
+        let client = ctx.clientid.unwrap_or(u64::MAX);
+        if !self.others_write_delegated(file, client) {
+            return Ok(());
+        }
+        if vfs::nowait::active() {
+            return Err(vfs::nowait::give_up().into());
+        }
+        Ok(self.break_delegations(&mut self.state.lock(), file, client, true)?)
     }
 
     pub(crate) fn getfh(&self, ctx: &mut Ctx<'_>) -> OpResult {
@@ -271,6 +297,9 @@ impl Nfs4 {
             self.check_io_stateid(ctx, &sid, &n, true, size.min(n.attr.size), u64::MAX)
                 .map_err(|f| attrsset_fail(f.status))?;
         }
+        // Any attribute another client changes is one a delegation holder may have cached.
+        self.recall_before_change(ctx, &n.attr)
+            .map_err(|f| attrsset_fail(f.status))?;
         self.vfs
             .setattr(&c, &n, &s, None)
             .map_err(|e| attrsset_fail(crate::compound::nfsstat4(e)))?;

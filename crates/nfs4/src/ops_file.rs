@@ -165,9 +165,7 @@ impl Nfs4 {
                 return Err(st::BAD_STATEID.into());
             }
             s.release_courtesy(file);
-            if write {
-                self.break_delegations(&mut s, file, ctx.clientid.unwrap_or(u64::MAX))?;
-            }
+            self.break_delegations(&mut s, file, ctx.clientid.unwrap_or(u64::MAX), !write)?;
             let want = if write {
                 share::DENY_WRITE
             } else {
@@ -183,9 +181,7 @@ impl Nfs4 {
             return Ok(());
         }
         let obj = s.check(sid, ctx.minor)?.clone();
-        if write {
-            self.break_delegations(&mut s, file, obj.client())?;
-        }
+        self.break_delegations(&mut s, file, obj.client(), !write)?;
         let (client, access) = match &obj {
             StateObj::Open(o) => (o.client, o.access),
             StateObj::Lock(l) => (
@@ -195,7 +191,8 @@ impl Nfs4 {
                     _ => return Err(st::BAD_STATEID.into()),
                 },
             ),
-            // A read delegation allows reading only.
+            // A read delegation allows reading only, a write delegation both.
+            StateObj::Deleg(d) if d.write => (d.client, share::ACCESS_BOTH),
             StateObj::Deleg(d) => (d.client, share::ACCESS_READ),
         };
         if obj.file() != file {
@@ -428,9 +425,9 @@ impl Nfs4 {
             }
             let file = file_key(&file_node);
             s.release_courtesy(file);
-            if access & share::ACCESS_WRITE != 0 || share_deny & share::DENY_READ != 0 {
-                self.break_delegations(s, file, client)?;
-            }
+            // Opening to read conflicts with write delegations only.
+            let reading = access & share::ACCESS_WRITE == 0 && share_deny & share::DENY_READ == 0;
+            self.break_delegations(s, file, client, reading)?;
             if s.share_conflict(file, access, share_deny) {
                 return Err(st::SHARE_DENIED.into());
             }
@@ -501,12 +498,20 @@ impl Nfs4 {
             e.u32(rflags);
             attrset.encode(&mut e);
             let want = share_access & share::WANT_MASK;
-            let deleg =
-                self.maybe_delegate(s, ctx.minor, client, file, &file_node.fh, access, want);
+            let deleg = self.maybe_delegate(
+                s,
+                ctx.minor,
+                client,
+                file,
+                &file_node.fh,
+                &file_node.attr,
+                access,
+                want,
+            );
             match want {
                 _ if deleg.is_some() => {
-                    if let Some(d) = &deleg {
-                        crate::ops_deleg::encode_read_deleg(&mut e, d);
+                    if let Some((d, write)) = &deleg {
+                        crate::ops_deleg::encode_deleg(&mut e, d, *write);
                     }
                 }
                 0 => e.u32(0), // OPEN_DELEGATE_NONE
@@ -516,7 +521,7 @@ impl Nfs4 {
                 }
                 _ => {
                     e.u32(3);
-                    e.u32(1); // WND4_CONTENTION: a read delegation was not possible
+                    e.u32(1); // WND4_CONTENTION: the delegation was not possible
                     e.bool(false);
                 }
             }

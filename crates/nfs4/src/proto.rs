@@ -280,5 +280,8 @@ pub mod share {
     pub const DENY_BOTH: u32 = 3;
     /// 4.1 "want" flags live in the upper bits of share_access.
     pub const WANT_MASK: u32 = 0xff00;
+    pub const WANT_READ_DELEG: u32 = 0x0100;
+    pub const WANT_WRITE_DELEG: u32 = 0x0200;
+    pub const WANT_ANY_DELEG: u32 = 0x0300;
     pub const WANT_NO_DELEG: u32 = 0x0400;
 }

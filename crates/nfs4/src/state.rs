@@ -2,6 +2,8 @@
 //! reservations and byte-range locks. All of it lives behind one mutex; operations are short.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -164,6 +166,14 @@ pub struct Deleg {
     pub recalled: Option<Instant>,
     /// Revoked for not being returned in time: kept until FREE_STATEID so the holder learns.
     pub revoked: bool,
+    /// A write delegation (the holder may cache writes); otherwise a read delegation.
+    pub write: bool,
+    /// The file's change attribute and size when a write delegation was granted: what a
+    /// CB_GETATTR answer is compared with to learn whether the holder changed the file.
+    pub granted: (u64, u64),
+    /// The holder reported changes it has not written yet (CB_GETATTR): other clients are
+    /// shown a change attribute past the file's own until the delegation ends.
+    pub modified: bool,
 }
 
 /// What a stateid designates.
@@ -241,6 +251,9 @@ pub struct States {
     by_file: HashMap<FileKey, Vec<[u8; 12]>>,
     by_client: HashMap<u64, HashSet<[u8; 12]>>,
     delegations: usize,
+    /// Write delegations, readable without the state lock: NFSv3 READs and NFSv4 GETATTRs ask
+    /// it before they look for a delegation to recall (none, nearly always).
+    write_delegations: Arc<AtomicUsize>,
 }
 
 impl States {
@@ -263,8 +276,11 @@ impl States {
             .entry(obj.client())
             .or_default()
             .insert(other);
-        if matches!(obj, StateObj::Deleg(_)) {
+        if let StateObj::Deleg(d) = &obj {
             self.delegations += 1;
+            if d.write {
+                self.write_delegations.fetch_add(1, Ordering::Relaxed);
+            }
         }
         self.map.insert(other, obj);
     }
@@ -272,8 +288,11 @@ impl States {
     /// Drops the state named by `other`.
     pub fn remove(&mut self, other: &[u8; 12]) -> Option<StateObj> {
         let obj = self.map.remove(other)?;
-        if matches!(obj, StateObj::Deleg(_)) {
+        if let StateObj::Deleg(d) = &obj {
             self.delegations -= 1;
+            if d.write {
+                self.write_delegations.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         if let Some(v) = self.by_file.get_mut(&obj.file()) {
             v.retain(|k| k != other);
@@ -319,6 +338,11 @@ impl States {
         self.delegations > 0
     }
 
+    /// The number of write delegations, shared: read it without the state lock.
+    pub fn write_delegations(&self) -> Arc<AtomicUsize> {
+        self.write_delegations.clone()
+    }
+
     /// Whether `client` holds any state.
     pub fn client_has_state(&self, client: u64) -> bool {
         self.by_client.contains_key(&client)
@@ -344,9 +368,15 @@ impl States {
             .values()
             .filter(|v| matches!(v, StateObj::Deleg(_)))
             .count();
+        let writes = self
+            .map
+            .values()
+            .filter(|v| matches!(v, StateObj::Deleg(d) if d.write))
+            .count();
         files == self.map.len()
             && clients == self.map.len()
             && delegations == self.delegations
+            && writes == self.write_delegations.load(Ordering::Relaxed)
             && self.map.iter().all(|(k, v)| {
                 self.by_file.get(&v.file()).is_some_and(|f| f.contains(k))
                     && self
@@ -855,7 +885,7 @@ mod tests {
         assert_eq!(st.check(&stale, 0).err(), Some(st::STALE_STATEID));
     }
 
-    fn some_state(client: u64, file: FileKey, deleg: bool) -> StateObj {
+    fn some_state(client: u64, file: FileKey, deleg: bool, write: bool) -> StateObj {
         if deleg {
             return StateObj::Deleg(Deleg {
                 client,
@@ -864,6 +894,9 @@ mod tests {
                 seqid: 1,
                 recalled: None,
                 revoked: false,
+                write,
+                granted: (0, 0),
+                modified: false,
             });
         }
         StateObj::Lock(LockState {
@@ -882,15 +915,16 @@ mod tests {
         #[test]
         fn state_indexes_follow_every_change(
             ops in proptest::collection::vec(
-                (0u8..12, 0u64..4, 0u64..5, proptest::bool::ANY, proptest::bool::ANY),
+                (0u8..12, 0u64..4, 0u64..5, proptest::bool::ANY, proptest::bool::ANY,
+                 proptest::bool::ANY),
                 0..200,
             )
         ) {
             let mut st = States::default();
-            for (id, client, file, insert, deleg) in ops {
+            for (id, client, file, insert, deleg, write) in ops {
                 let other = [id; 12];
                 if insert {
-                    st.insert(other, some_state(client, (1, file), deleg));
+                    st.insert(other, some_state(client, (1, file), deleg, write));
                 } else {
                     st.remove(&other);
                 }

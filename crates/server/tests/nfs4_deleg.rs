@@ -3,7 +3,9 @@
 //! delegation over the holder's back channel; once it is returned the change goes through.
 //! Removing, renaming or linking the file recalls it too, from NFSv3 and from another NFSv4
 //! client (NFS4ERR_DELAY), as the local file system would break a lease. A holder turns the
-//! opens it made locally into open state with CLAIM_DELEGATE_CUR / CLAIM_DELEG_CUR_FH.
+//! opens it made locally into open state with CLAIM_DELEGATE_CUR / CLAIM_DELEG_CUR_FH. A
+//! client that asks for a write delegation gets one when nobody else has the file open; then
+//! any access by another client, reads and size queries included, recalls it.
 
 mod common;
 
@@ -233,4 +235,141 @@ fn a_holder_claims_opens_under_its_delegation_and_nobody_else_can() {
     );
     a.call(Ops::new().putfh(&fh).read(&open1, 0, 6))
         .ok("READ after the return");
+}
+
+/// A 4.1 client with a back channel that opens `name` for reading and writing and asks for a
+/// write delegation: (the client, the file's handle, the open stateid, the OPEN's result).
+fn open_wanting_write_deleg(fx: &Fixture, a: &mut V4, name: &str) -> (bytes::Bytes, CompoundRes) {
+    let dir = a.path_fh(&fx.export);
+    let r = a.open(
+        &dir,
+        name,
+        "writer",
+        share::ACCESS_BOTH | share::WANT_WRITE_DELEG,
+        share::DENY_NONE,
+        OpenHow::Unchecked(Sattr::default()),
+    );
+    let r = r.ok(&format!("OPEN {name} wanting a write delegation"));
+    (r.fh(), r)
+}
+
+#[test]
+fn a_write_delegation_is_granted_on_request_and_any_access_of_another_client_recalls_it() {
+    let fx = Fixture::new();
+    let mut a = V4::connect(fx.server.port, 1, "write-holder");
+    a.establish_back_channel(8);
+    let dir = a.path_fh(&fx.export);
+
+    // Not asked for: none (an open for writing gets no read delegation either).
+    let r = a.open(
+        &dir,
+        "plain",
+        "writer",
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        OpenHow::Unchecked(Sattr::default()),
+    );
+    let Res::Open { delegation: 0, .. } = r.ok("OPEN").get(op::OPEN).res else {
+        panic!("a delegation nobody asked for");
+    };
+
+    // Asked for on a file nobody else has open: granted, and its stateid writes and reads.
+    let (fh, r) = open_wanting_write_deleg(&fx, &mut a, "f");
+    let Res::Open {
+        delegation: 2,
+        deleg: Some(deleg),
+        ..
+    } = r.get(op::OPEN).res
+    else {
+        panic!("no write delegation: {}", r.summary());
+    };
+    a.call(Ops::new().putfh(&fh).write(&deleg, 0, 2, b"cached"))
+        .ok("WRITE with the delegation");
+    a.call(Ops::new().putfh(&fh).read(&deleg, 0, 6))
+        .ok("READ with the delegation");
+    a.call(Ops::new().putfh(&fh).getattr(&[fa::SIZE]))
+        .ok("the holder's own GETATTR");
+
+    // Another client may not even look: OPEN to read, READ, GETATTR of the size wait for
+    // the recall, which goes out once.
+    let mut b = V4::session(fx.server.port, 1, "write-other");
+    let bdir = b.path_fh(&fx.export);
+    let r = b.open(
+        &bdir,
+        "f",
+        "reader",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    assert_eq!(r.status, st::DELAY, "OPEN to read: {}", r.summary());
+    expect_recall(&mut a, &deleg);
+    let r = b.call(Ops::new().putfh(&fh).read(&Stateid::ANON, 0, 6));
+    assert_eq!(r.status, st::DELAY, "READ: {}", r.summary());
+    let r = b.call(Ops::new().putfh(&fh).getattr(&[fa::SIZE, fa::CHANGE]));
+    assert_eq!(r.status, st::DELAY, "GETATTR of the size: {}", r.summary());
+    b.call(Ops::new().putfh(&fh).getattr(&[fa::MODE]))
+        .ok("GETATTR of the mode, which writes do not change");
+    let (mut c, root) = fx.connect();
+    let v3fh = c.lookup_ok(&root, "f");
+    let r = c.read(&v3fh, 0, 6);
+    assert_eq!(r.status(), Nfsstat3::Jukebox, "NFSv3 READ: {r:?}");
+
+    // Returned: everybody sees what the holder wrote.
+    a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
+        .ok("DELEGRETURN");
+    let r = c.read(&v3fh, 0, 6);
+    let ReadRes::Ok(ok) = r else {
+        panic!("NFSv3 READ after the return: {r:?}");
+    };
+    assert_eq!(&ok.data[..], b"cached");
+    b.open(
+        &bdir,
+        "f",
+        "reader",
+        share::ACCESS_READ,
+        share::DENY_NONE,
+        OpenHow::NoCreate,
+    )
+    .ok("OPEN to read after the return");
+
+    // Somebody else has the file open: no write delegation, and the answer says why.
+    let (_, r) = open_wanting_write_deleg(&fx, &mut a, "f");
+    let Res::Open { delegation: 3, .. } = r.get(op::OPEN).res else {
+        panic!(
+            "a write delegation on a file another client has open: {}",
+            r.summary()
+        );
+    };
+}
+
+#[test]
+fn a_write_delegation_is_not_granted_to_a_reader_nor_a_read_delegation_to_a_writer() {
+    let fx = Fixture::new();
+    std::fs::write(fx.export.join("f"), b"x").unwrap();
+    std::os::unix::fs::chown(fx.export.join("f"), Some(TEST_UID), Some(TEST_UID)).unwrap();
+    let mut a = V4::connect(fx.server.port, 1, "want-mismatch");
+    a.establish_back_channel(8);
+    let dir = a.path_fh(&fx.export);
+    for (access, what) in [
+        (
+            share::ACCESS_READ | share::WANT_WRITE_DELEG,
+            "write delegation for reading",
+        ),
+        (
+            share::ACCESS_BOTH | share::WANT_READ_DELEG,
+            "read delegation for writing",
+        ),
+        (
+            share::ACCESS_READ | share::WANT_NO_DELEG,
+            "no delegation wanted",
+        ),
+    ] {
+        let r = a
+            .open(&dir, "f", what, access, share::DENY_NONE, OpenHow::NoCreate)
+            .ok(what);
+        let Res::Open { delegation: 3, .. } = r.get(op::OPEN).res else {
+            panic!("{what}: {}", r.summary());
+        };
+    }
 }

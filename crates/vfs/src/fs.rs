@@ -145,13 +145,17 @@ pub struct VfsConfig {
 }
 
 /// State another protocol keeps on files (NFSv4 delegations) that a change made without it
-/// must recall first: programs that keep no such state (NFSv3) ask before they change a file
-/// (WRITE, SETATTR) or one of its names (REMOVE, RENAME, LINK).
+/// must recall first: programs that keep no such state (NFSv3) ask before they read a file
+/// (READ), change it (WRITE, SETATTR) or one of its names (REMOVE, RENAME, LINK).
 pub trait ChangeGuard: Send + Sync {
     /// Ok when the file with attributes `file` may be changed now; [`VfsError::Delay`] while
     /// conflicting state held by another client is being recalled (the caller answers "try
     /// again later").
     fn before_change(&self, file: &Attr) -> VfsResult<()>;
+
+    /// As [`ChangeGuard::before_change`] before a READ: only state that lets a client cache
+    /// changes not yet written (NFSv4 write delegations) conflicts with it.
+    fn before_read(&self, file: &Attr) -> VfsResult<()>;
 
     /// Whether any state that could conflict exists at all: when none does, a change by name
     /// need not look the name up first.

@@ -132,6 +132,9 @@ pub mod share {
     pub const DENY_READ: u32 = 1;
     pub const DENY_WRITE: u32 = 2;
     pub const DENY_BOTH: u32 = 3;
+    pub const WANT_READ_DELEG: u32 = 0x0100;
+    pub const WANT_WRITE_DELEG: u32 = 0x0200;
+    pub const WANT_NO_DELEG: u32 = 0x0400;
 }
 
 /// nfs_lock_type4.
@@ -1012,7 +1015,7 @@ pub enum Res {
         rflags: u32,
         attrset: Vec<u32>,
         delegation: u32,
-        /// The stateid of a read delegation (delegation 1).
+        /// The stateid of a read (delegation 1) or write (2) delegation.
         deleg: Option<Stateid>,
     },
     /// OPEN_CONFIRM, CLOSE, LOCK, LOCKU: a stateid.
@@ -1174,10 +1177,23 @@ fn decode_op(opnum: u32, status: u32, d: &mut Decoder) -> Res {
             let mut deleg = None;
             match delegation {
                 0 => {}
-                1 => {
-                    // open_read_delegation4: stateid, recall, nfsace4 permissions
+                1 | 2 => {
+                    // open_read_delegation4: stateid, recall, nfsace4 permissions;
+                    // open_write_delegation4 has nfs_space_limit4 before the permissions.
                     deleg = Some(Stateid::decode(d));
                     d.bool().unwrap();
+                    if delegation == 2 {
+                        match d.u32().unwrap() {
+                            1 => {
+                                d.u64().unwrap();
+                            }
+                            2 => {
+                                d.u32().unwrap();
+                                d.u32().unwrap();
+                            }
+                            other => panic!("nfs_space_limit4 of kind {other}"),
+                        }
+                    }
                     for _ in 0..3 {
                         d.u32().unwrap();
                     }
