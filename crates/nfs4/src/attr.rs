@@ -132,8 +132,25 @@ pub fn supported(minor: u32) -> Bitmap {
         b.set(fa::CLONE_BLKSIZE);
         b.set(fa::CHANGE_ATTR_TYPE);
         b.set(fa::XATTR_SUPPORT);
+        b.set(fa::OPEN_ARGUMENTS);
     }
     b
+}
+
+/// open_arguments4 (RFC 9754 section 6.1.1): each bitmap holds, by value, what OPEN accepts.
+fn encode_open_arguments(v: &mut Encoder) {
+    let bits = |values: &[u32]| Bitmap::of(values);
+    // share access READ, WRITE, BOTH; deny NONE, READ, WRITE, BOTH
+    bits(&[1, 2, 3]).encode(v);
+    bits(&[0, 1, 2, 3]).encode(v);
+    // wants: ANY_DELEG, NO_DELEG (no signalled delegations, no delegated timestamps, no
+    // OPEN_XOR_DELEGATION)
+    bits(&[3, 4]).encode(v);
+    // claims: NULL, PREVIOUS, DELEGATE_CUR, FH, DELEG_CUR_FH (delegations do not outlive a
+    // restart, so nothing to claim with DELEGATE_PREV)
+    bits(&[0, 1, 2, 4, 5]).encode(v);
+    // create modes: UNCHECKED4, GUARDED4, EXCLUSIVE4, EXCLUSIVE4_1
+    bits(&[0, 1, 2, 3]).encode(v);
 }
 
 /// Attributes a client may set with EXCLUSIVE4_1 create.
@@ -305,6 +322,7 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
             fa::CLONE_BLKSIZE => v.u32(4096),
             fa::CHANGE_ATTR_TYPE => v.u32(3), // NFS4_CHANGE_TYPE_IS_TIME_METADATA
             fa::XATTR_SUPPORT => v.bool(true),
+            fa::OPEN_ARGUMENTS => encode_open_arguments(&mut v),
             _ => continue,
         }
         got.set(n);
@@ -371,6 +389,48 @@ pub fn decode_raw(d: &mut Decoder) -> Result<(Bitmap, Bytes), u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_arguments_are_a_4_2_attribute_listing_what_open_accepts() {
+        let attr = crate::pseudo::PseudoFs::new(&[]).attr(0);
+        let none = || None;
+        let o = Object {
+            attr: &attr,
+            fh: b"fh",
+            mounted_on_fileid: 1,
+            fsstat: &none,
+            lease: 90,
+            idmap: &IdMap::default(),
+        };
+        let req = Bitmap::of(&[fa::OPEN_ARGUMENTS]);
+        for minor in [1, 2] {
+            assert_eq!(supported(minor).has(fa::OPEN_ARGUMENTS), minor == 2);
+            let mut e = Encoder::new();
+            encode_fattr(&mut e, &req, &o, minor);
+            let mut d = Decoder::new(e.finish().to_bytes());
+            let got = Bitmap::decode(&mut d).unwrap();
+            let mut v = Decoder::new(d.opaque(MAX_ATTR_VALS).unwrap());
+            if minor == 1 {
+                assert!(!got.has(fa::OPEN_ARGUMENTS) && v.remaining() == 0);
+                continue;
+            }
+            assert!(got.has(fa::OPEN_ARGUMENTS));
+            let maps: Vec<Vec<u32>> = (0..5)
+                .map(|_| Bitmap::decode(&mut v).unwrap().bits().collect())
+                .collect();
+            assert_eq!(v.remaining(), 0);
+            assert_eq!(
+                maps,
+                vec![
+                    vec![1, 2, 3],
+                    vec![0, 1, 2, 3],
+                    vec![3, 4],
+                    vec![0, 1, 2, 4, 5],
+                    vec![0, 1, 2, 3]
+                ]
+            );
+        }
+    }
 
     #[test]
     fn bitmap_ops() {

@@ -11,23 +11,28 @@
 //! that does not return it within a lease loses it (revocation). Programs on the server's
 //! own machine are not seen: they are not told to wait for a delegation either.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use sunrpc::{msg, Credential};
 use xdr::{Decoder, Encoder};
 
+use crate::attr::Bitmap;
 use crate::compound::{callback_sec, Ctx, Nfs4, OpResult};
 use crate::ops_file::{file_key, put_stateid};
-use crate::proto::{share, st};
+use crate::proto::{fattr as fa, share, st};
 use crate::state::{Deleg, FileKey, State, StateObj, Stateid};
 
 /// CB_COMPOUND operation numbers.
+const OP_CB_GETATTR: u32 = 3;
 const OP_CB_RECALL: u32 = 4;
 const OP_CB_SEQUENCE: u32 = 11;
 
-static CB_XID: AtomicU32 = AtomicU32::new(0x6362_0000);
+/// How long a GETATTR of a write-delegated file waits for the holder's CB_GETATTR answer
+/// before it recalls the delegation instead (knfsd waits about as long).
+const CB_GETATTR_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Nfs4 {
     /// Grants a delegation on an open when the client can be called back and nothing
@@ -160,21 +165,27 @@ impl Nfs4 {
         Ok(self.break_delegations(&mut s, (attr.fsid, attr.fileid), client, false)?)
     }
 
-    fn send_recall(&self, s: &mut State, other: &[u8; 12], d: &Deleg) {
-        let Some(sid) = s.back_session(d.client) else {
-            return;
-        };
-        let Some(sess) = s.sessions.get_mut(&sid) else {
-            return;
-        };
+    /// Starts a CB_COMPOUND to `client` over its back channel: CB_SEQUENCE on slot 0, then
+    /// the `nops` operations `ops` encodes. Returns the call's XID, the message and the
+    /// channel to send it on; None when the client has no usable back channel.
+    fn callback(
+        &self,
+        s: &mut State,
+        client: u64,
+        nops: u32,
+        ops: impl FnOnce(&mut Encoder),
+    ) -> Option<(u32, xdr::Reply, Arc<dyn sunrpc::BackChannel>)> {
+        let sid = s.back_session(client)?;
+        let sess = s.sessions.get_mut(&sid)?;
+        let back = sess.back.clone()?;
         sess.cb_seq = sess.cb_seq.wrapping_add(1);
-        let xid = CB_XID.fetch_add(1, Ordering::Relaxed);
+        let xid = sunrpc::callback::next_xid();
         let mut e = Encoder::with_capacity(256);
         msg::encode_call(&mut e, xid, sess.cb_program, 1, 1, &sess.cb_cred);
         e.opaque(b"");
         e.u32(sess.minor);
         e.u32(0); // callback_ident: unused in 4.1
-        e.u32(2);
+        e.u32(1 + nops);
         e.u32(OP_CB_SEQUENCE);
         e.opaque_fixed(&sid);
         e.u32(sess.cb_seq);
@@ -182,20 +193,93 @@ impl Nfs4 {
         e.u32(0); // highest slot
         e.bool(false);
         e.u32(0); // referring call lists
-        e.u32(OP_CB_RECALL);
-        put_stateid(
-            &mut e,
-            &Stateid {
-                seqid: d.seqid,
-                other: *other,
-            },
-        );
-        e.bool(false);
-        e.opaque(&d.fh);
-        let msg = e.finish();
-        let body_len = msg.wire_len();
-        let sent = sess.back.as_ref().is_some_and(|b| b.send_call(msg));
-        tracing::debug!(client = d.client, sent, bytes = body_len, "CB_RECALL");
+        ops(&mut e);
+        Some((xid, e.finish(), back))
+    }
+
+    fn send_recall(&self, s: &mut State, other: &[u8; 12], d: &Deleg) {
+        let sid = Stateid {
+            seqid: d.seqid,
+            other: *other,
+        };
+        let Some((_, msg, back)) = self.callback(s, d.client, 1, |e| {
+            e.u32(OP_CB_RECALL);
+            put_stateid(e, &sid);
+            e.bool(false); // truncate
+            e.opaque(&d.fh);
+        }) else {
+            return;
+        };
+        let bytes = msg.wire_len();
+        let sent = back.send_call(msg);
+        tracing::debug!(client = d.client, sent, bytes, "CB_RECALL");
+    }
+
+    /// Asks the holder of write delegation `d` for the file's change attribute and size
+    /// (CB_GETATTR) and waits up to [`CB_GETATTR_WAIT`] for the answer; None when it cannot be
+    /// asked or does not answer in time.
+    fn cb_getattr(&self, d: &Deleg) -> Option<(u64, u64)> {
+        let waiter;
+        {
+            let mut s = self.state.lock();
+            let (xid, msg, back) = self.callback(&mut s, d.client, 1, |e| {
+                e.u32(OP_CB_GETATTR);
+                e.opaque(&d.fh);
+                Bitmap::of(&[fa::CHANGE, fa::SIZE]).encode(e);
+            })?;
+            waiter = sunrpc::callback::expect(xid);
+            if !back.send_call(msg) {
+                return None;
+            }
+        }
+        let reply = waiter.wait(CB_GETATTR_WAIT)?;
+        let got = decode_cb_getattr(reply);
+        tracing::debug!(client = d.client, ?got, "CB_GETATTR");
+        got
+    }
+
+    /// What another client is shown of a file the client `client` does not hold a write
+    /// delegation on but someone else does: Ok(None) when the file itself is right (the
+    /// holder changed nothing), Ok(Some(size)) when the holder reports changes it has not
+    /// written (the size it reports, with new times), Err(DELAY) when the holder could not be
+    /// asked and the delegation is being recalled instead (RFC 8881 section 10.4.3).
+    pub(crate) fn attrs_under_write_delegation(
+        &self,
+        file: FileKey,
+        client: u64,
+    ) -> Result<Option<u64>, u32> {
+        let held = self
+            .state
+            .lock()
+            .states
+            .on_file(file)
+            .find_map(|(k, o)| match o {
+                StateObj::Deleg(d) if d.write && d.client != client && !d.revoked => {
+                    Some((k, d.clone()))
+                }
+                _ => None,
+            });
+        let Some((other, d)) = held else {
+            return Ok(None);
+        };
+        let answer = match d.recalled {
+            // being returned: wait for it
+            Some(_) => None,
+            None => self.cb_getattr(&d),
+        };
+        let mut s = self.state.lock();
+        match (answer, s.states.get_mut(&other)) {
+            (Some((change, size)), Some(StateObj::Deleg(x))) => {
+                if (change, size) != x.granted || x.modified {
+                    x.modified = true;
+                    return Ok(Some(size));
+                }
+                Ok(None)
+            }
+            _ => self
+                .break_delegations(&mut s, file, client, true)
+                .map(|()| None),
+        }
     }
 
     pub(crate) fn delegreturn(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
@@ -298,6 +382,92 @@ impl Nfs4 {
                 return Err(vfs::VfsError::Delay);
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// The change attribute and size in the reply to a CB_COMPOUND of CB_SEQUENCE and
+/// CB_GETATTR; None unless every part succeeded and both attributes are there.
+fn decode_cb_getattr(reply: Bytes) -> Option<(u64, u64)> {
+    let mut d = Decoder::new(reply);
+    d.u32().ok()?; // xid
+    let accepted = d.u32().ok()? == 1 // REPLY
+        && d.u32().ok()? == 0 // MSG_ACCEPTED
+        && d.u32().is_ok() // verifier flavor
+        && d.opaque(msg::MAX_AUTH_BYTES).is_ok()
+        && d.u32().ok()? == 0; // SUCCESS
+    let compound_ok = accepted
+        && d.u32().ok()? == st::OK
+        && d.opaque(crate::proto::NFS4_OPAQUE_LIMIT).is_ok()
+        && d.u32().ok()? == 2;
+    let sequence_ok = compound_ok
+        && d.u32().ok()? == OP_CB_SEQUENCE
+        && d.u32().ok()? == st::OK
+        && d.opaque_fixed(16 + 4 * 4).is_ok(); // session, sequence, slot, highest, target
+    let getattr_ok = sequence_ok && d.u32().ok()? == OP_CB_GETATTR && d.u32().ok()? == st::OK;
+    if !getattr_ok {
+        return None;
+    }
+    let got = Bitmap::decode(&mut d).ok()?;
+    let mut v = Decoder::new(d.opaque(crate::attr::MAX_ATTR_VALS).ok()?);
+    // values in attribute order: change (3) before size (4)
+    let change = got.has(fa::CHANGE).then(|| v.u64()).transpose().ok()??;
+    let size = got.has(fa::SIZE).then(|| v.u64()).transpose().ok()??;
+    Some((change, size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(status: u32, getattr_status: u32, attrs: &[u32], vals: &[u64]) -> Bytes {
+        let mut e = Encoder::new();
+        e.u32(7); // xid
+        e.u32(1);
+        e.u32(0);
+        e.u32(0);
+        e.opaque(b"");
+        e.u32(0);
+        e.u32(status);
+        e.opaque(b"");
+        e.u32(2);
+        e.u32(OP_CB_SEQUENCE);
+        e.u32(st::OK);
+        e.opaque_fixed(&[0; 32]);
+        e.u32(OP_CB_GETATTR);
+        e.u32(getattr_status);
+        Bitmap::of(attrs).encode(&mut e);
+        let mut v = Encoder::new();
+        for x in vals {
+            v.u64(*x);
+        }
+        e.opaque(&v.finish().to_bytes());
+        e.finish().to_bytes()
+    }
+
+    #[test]
+    fn a_cb_getattr_reply_gives_change_and_size_or_nothing() {
+        let both = [fa::CHANGE, fa::SIZE];
+        assert_eq!(
+            decode_cb_getattr(reply(st::OK, st::OK, &both, &[9, 5])),
+            Some((9, 5))
+        );
+        assert_eq!(
+            decode_cb_getattr(reply(st::OK, st::BADHANDLE, &both, &[9, 5])),
+            None
+        );
+        assert_eq!(
+            decode_cb_getattr(reply(st::DELAY, st::OK, &both, &[9, 5])),
+            None
+        );
+        assert_eq!(
+            decode_cb_getattr(reply(st::OK, st::OK, &[fa::SIZE], &[5])),
+            None
+        );
+        assert_eq!(decode_cb_getattr(reply(st::OK, st::OK, &both, &[9])), None);
+        let whole = reply(st::OK, st::OK, &both, &[9, 5]);
+        for cut in 0..whole.len() {
+            assert_eq!(decode_cb_getattr(whole.slice(..cut)), None, "cut at {cut}");
         }
     }
 }

@@ -107,7 +107,11 @@ impl Nfs4 {
                 > 0
                 && attr::depends_on_data(&req)
             {
-                self.getattr_of_write_delegated(ctx)?;
+                if let Some(n) = self.getattr_of_write_delegated(ctx)? {
+                    let mut e = Encoder::new();
+                    self.encode_node_attrs(&mut e, &n, &req, ctx.minor);
+                    return Ok(e);
+                }
             }
         }
         let mut e = Encoder::new();
@@ -116,19 +120,35 @@ impl Nfs4 {
     }
 
     /// Before another client is told a file's size or change attribute: a write delegation's
-    /// holder may have changed the file without writing it yet, so it is recalled (the reader
-    /// is told to retry until it is returned).
-    fn getattr_of_write_delegated(&self, ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
-        let (_, n) = self.real(ctx)?;
+    /// holder may have changed the file without writing it yet. It is asked (CB_GETATTR);
+    /// when it reports changes, the file is shown with its size and the current time as
+    /// modify and change time (a change attribute past the file's), as RFC 8881 section 10.4.3
+    /// describes. None: the file as it is.
+    fn getattr_of_write_delegated(&self, ctx: &mut Ctx<'_>) -> Result<Option<Node>, OpFail> {
+        let (_, mut n) = self.real(ctx)?;
         let file = crate::ops_file::file_key(&n);
         let client = ctx.clientid.unwrap_or(u64::MAX);
         if !self.others_write_delegated(file, client) {
-            return Ok(());
+            return Ok(None);
         }
+        // asking the holder waits: not on a thread that must not
         if vfs::nowait::active() {
             return Err(vfs::nowait::give_up().into());
         }
-        Ok(self.break_delegations(&mut self.state.lock(), file, client, true)?)
+        let Some(size) = self.attrs_under_write_delegation(file, client)? else {
+            return Ok(None);
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let now = vfs::Time {
+            sec: now.as_secs() as i64,
+            nsec: now.subsec_nanos(),
+        };
+        n.attr.size = size;
+        n.attr.mtime = n.attr.mtime.max(now);
+        n.attr.ctime = n.attr.ctime.max(now);
+        Ok(Some(n))
     }
 
     pub(crate) fn getfh(&self, ctx: &mut Ctx<'_>) -> OpResult {

@@ -254,6 +254,8 @@ pub mod fattr {
     pub const CLONE_BLKSIZE: u32 = 77;
     pub const CHANGE_ATTR_TYPE: u32 = 79;
     pub const XATTR_SUPPORT: u32 = 82;
+    /// RFC 9754: what OPEN supports.
+    pub const OPEN_ARGUMENTS: u32 = 86;
 }
 
 /// nfs_ftype4.

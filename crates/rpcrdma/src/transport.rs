@@ -581,9 +581,11 @@ impl Conn {
                     return;
                 }
                 // The client's answer to one of our backward calls: it frees a backward credit,
-                // takes no forward one, and nothing waits for its content (as over TCP).
+                // takes no forward one, and goes to whoever waits for it (as over TCP).
                 if let Some(credits) = backward_reply_credits(&msg) {
                     self.bc.on_reply(credits);
+                    // after the transport header: seven words with three empty chunk lists
+                    sunrpc::callback::deliver(msg.slice(28..));
                     RdmaMetrics::inc(&self.metrics().backward_replies);
                     return;
                 }

@@ -373,3 +373,116 @@ fn a_write_delegation_is_not_granted_to_a_reader_nor_a_read_delegation_to_a_writ
         };
     }
 }
+
+/// Reads the next callback on the holder's connection: (its XID, the record).
+fn next_callback(a: &mut V4) -> (u32, bytes::Bytes) {
+    let cb = a
+        .rpc
+        .read_record()
+        .expect("a callback on the holder's connection");
+    assert_eq!(word(&cb, 1), 0, "not an RPC call");
+    (word(&cb, 0), cb)
+}
+
+/// Answers CB_COMPOUND(CB_SEQUENCE, CB_GETATTR) `xid` with the file's change attribute and size.
+fn answer_cb_getattr(a: &mut V4, xid: u32, change: u64, size: u64) {
+    let mut e = xdr::Encoder::new();
+    for w in [xid, 1, 0, 0, 0, 0, 0] {
+        e.u32(w); // REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS, CB_COMPOUND status OK
+    }
+    e.opaque(b"");
+    e.u32(2);
+    e.u32(11); // CB_SEQUENCE
+    e.u32(0);
+    e.opaque_fixed(&[0; 16]);
+    for w in [1, 0, 0, 0] {
+        e.u32(w);
+    }
+    e.u32(3); // CB_GETATTR
+    e.u32(0);
+    e.u32(1);
+    e.u32((1 << fa::CHANGE) | (1 << fa::SIZE));
+    let mut v = xdr::Encoder::new();
+    v.u64(change);
+    v.u64(size);
+    e.opaque(&v.finish().to_bytes());
+    a.rpc
+        .send_record(&e.finish().to_bytes())
+        .expect("send the callback reply");
+}
+
+#[test]
+fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change() {
+    let fx = Fixture::new();
+    let mut a = V4::connect(fx.server.port, 1, "cb-getattr-holder");
+    a.establish_back_channel(8);
+    let (fh, r) = open_wanting_write_deleg(&fx, &mut a, "f");
+    let Res::Open {
+        delegation: 2,
+        deleg: Some(deleg),
+        ..
+    } = r.get(op::OPEN).res
+    else {
+        panic!("no write delegation: {}", r.summary());
+    };
+    let before = a.getattr(&fh, &[fa::CHANGE, fa::SIZE]);
+    let change0 = before.change.expect("change");
+    assert_eq!(before.size, Some(0));
+
+    // Another client's GETATTR waits for the holder's answer (a thread plays that client).
+    let mut b = V4::session(fx.server.port, 1, "cb-getattr-other");
+    let mut ask = |a: &mut V4, answer: Option<(u64, u64)>| {
+        let fhb = fh.clone();
+        let mut other = std::mem::replace(&mut b, V4::session(fx.server.port, 1, "cb-spare"));
+        let t = std::thread::spawn(move || {
+            let r = other.call(Ops::new().putfh(&fhb).getattr(&[fa::CHANGE, fa::SIZE]));
+            (other, r)
+        });
+        let (xid, cb) = next_callback(a);
+        assert!(
+            cb.windows(fh.len()).any(|w| w == &fh[..]),
+            "the callback names the file"
+        );
+        if let Some((change, size)) = answer {
+            answer_cb_getattr(a, xid, change, size);
+        }
+        let (other, r) = t.join().expect("the other client");
+        b = other;
+        r
+    };
+
+    // Nothing changed under the delegation: the file as it is.
+    let r = ask(&mut a, Some((change0, 0))).ok("GETATTR, holder unchanged");
+    assert_eq!((r.attrs().change, r.attrs().size), (Some(change0), Some(0)));
+
+    // The holder has written 5 bytes it keeps: their size, and a change attribute that moved.
+    let r = ask(&mut a, Some((change0 + 1, 5))).ok("GETATTR, holder changed");
+    let (change1, size1) = (r.attrs().change.unwrap(), r.attrs().size);
+    assert_eq!(size1, Some(5));
+    assert!(
+        change1 > change0,
+        "the change attribute moves: {change0} -> {change1}"
+    );
+    // Once changed, always shown as changed while the delegation lasts.
+    let r = ask(&mut a, Some((change0, 5))).ok("GETATTR, still changed");
+    assert_eq!(r.attrs().size, Some(5));
+    assert!(r.attrs().change.unwrap() >= change1);
+
+    // No answer: the delegation is recalled and the client told to retry.
+    let r = ask(&mut a, None);
+    assert_eq!(
+        r.status,
+        st::DELAY,
+        "GETATTR, holder silent: {}",
+        r.summary()
+    );
+    expect_recall(&mut a, &deleg);
+    a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
+        .ok("DELEGRETURN");
+    let after = b.getattr(&fh, &[fa::SIZE]);
+    assert_eq!(
+        after.size,
+        Some(0),
+        "the holder wrote nothing before returning it"
+    );
+}

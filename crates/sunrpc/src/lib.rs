@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bufpool;
+pub mod callback;
 pub mod dispatch;
 pub mod drc;
 pub mod metrics;

@@ -501,9 +501,11 @@ async fn serve_connection(
             }
         };
         record_start = None;
-        // Replies to our back-channel calls: nothing waits for them.
+        // Replies to our back-channel calls go to whoever waits for one (CB_GETATTR).
         if rec.len() >= 8 && rec[4..8] == [0, 0, 0, 1] {
-            disp.metrics().count_error("backchannel_reply");
+            if !crate::callback::deliver(rec) {
+                disp.metrics().count_error("backchannel_reply");
+            }
             continue;
         }
         // a client that does not read its replies is not read from either

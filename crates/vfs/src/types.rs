@@ -20,7 +20,7 @@ pub enum FileType {
 }
 
 /// A timestamp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Time {
     /// Seconds since the epoch.
     pub sec: i64,
