@@ -156,6 +156,8 @@ pub struct Nfs4 {
     /// How many write delegations exist (shared with [`State`]'s index), read without the
     /// state lock on paths where another client's access would have to recall one.
     pub write_delegations: Arc<std::sync::atomic::AtomicUsize>,
+    /// Write delegations also go to opens for reading and writing that do not ask for one.
+    pub unasked_write_delegations: bool,
 }
 
 /// Counters that show what the data path did (holes sent as holes, reclaims admitted).
@@ -204,11 +206,19 @@ impl Nfs4 {
             vfs,
             pseudo,
             write_delegations,
+            unasked_write_delegations: false,
             state: Mutex::new(state),
             counters: Counters::default(),
             lease_secs: crate::proto::LEASE_SECONDS,
             idmap: crate::idmap::IdMap::default(),
         }
+    }
+
+    /// Grants write delegations on opens for reading and writing that ask for no particular
+    /// delegation, not only to clients that ask for one.
+    pub fn with_unasked_write_delegations(mut self, on: bool) -> Self {
+        self.unasked_write_delegations = on;
+        self
     }
 
     /// Writes owner and owner_group as `name@domain` (numeric strings without a domain).

@@ -3,8 +3,10 @@
 //!
 //! A read delegation is granted on a read-only OPEN by a 4.1 client with a back channel when no
 //! other client has the file open for writing; a write delegation on an OPEN for writing when
-//! the client asks for one (OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG or _ANY_DELEG) and no other
-//! client has the file open at all. Another client's access that conflicts (for a read
+//! the client asks for one (OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG or _ANY_DELEG), or on one for
+//! reading and writing that asks for nothing under `rnfsd --write-delegations`, and no other
+//! client has the file open at all. Another client's GETATTR of the size or change attribute
+//! asks the write delegation's holder (CB_GETATTR). Another client's access that conflicts (for a read
 //! delegation: OPEN for writing, WRITE, SETATTR, REMOVE, RENAME, LINK; for a write delegation
 //! also OPEN for reading and READ), NFSv3 included through [`vfs::ChangeGuard`], sends
 //! CB_RECALL once and answers NFS4ERR_DELAY until the holder returns the delegation; a holder
@@ -59,6 +61,8 @@ impl Nfs4 {
         let write = match want {
             0 | share::WANT_READ_DELEG | share::WANT_ANY_DELEG if read_only => false,
             share::WANT_WRITE_DELEG | share::WANT_ANY_DELEG if !read_only => true,
+            // unasked, only where the holder may also read (to fill partial pages it caches)
+            0 if access == share::ACCESS_BOTH && self.unasked_write_delegations => true,
             _ => return None,
         };
         s.back_session(client)?;

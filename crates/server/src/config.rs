@@ -77,6 +77,12 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 90,
           value_parser = clap::value_parser!(u32).range(5..=3600))]
     pub lease_time: u32,
+    /// Grant NFSv4.1+ write delegations on opens for reading and writing that do not ask for
+    /// one (as knfsd does). Without it a write delegation goes only to a client that asks
+    /// (OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG), which the Linux client does not; programs on the
+    /// server's machine are never told to wait for one.
+    #[arg(long)]
+    pub write_delegations: bool,
     // --- RPC-over-RDMA (crates/verbs, crates/rpcrdma) ---
     /// Serve NFS over RPC-over-RDMA on ADDR:PORT (default: port 20049 on every address that
     /// has an RDMA device, when there is one; without devices rnfsd logs why and serves TCP).

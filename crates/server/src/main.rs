@@ -84,6 +84,7 @@ async fn run(args: Args) -> Result<(), String> {
     let v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
         .map_err(|e| e.to_string())?
         .with_lease(args.lease_time)
+        .with_unasked_write_delegations(args.write_delegations)
         .with_idmap_domain(args.idmap_domain.clone());
     let v4 = Arc::new(v4);
     // NFSv3 changes recall NFSv4 delegations first

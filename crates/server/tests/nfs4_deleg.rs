@@ -486,3 +486,42 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
         "the holder wrote nothing before returning it"
     );
 }
+
+#[test]
+fn with_write_delegations_on_an_open_for_reading_and_writing_gets_one_unasked() {
+    let fx = Fixture::with_args(&["--write-delegations"]);
+    let mut a = V4::connect(fx.server.port, 1, "unasked-writer");
+    a.establish_back_channel(8);
+    let dir = a.path_fh(&fx.export);
+    let open = |a: &mut V4, name: &str, access: u32| {
+        let r = a
+            .open(
+                &dir,
+                name,
+                "w",
+                access,
+                share::DENY_NONE,
+                OpenHow::Unchecked(Sattr::default()),
+            )
+            .ok(name);
+        match r.get(op::OPEN).res {
+            Res::Open { delegation, .. } => delegation,
+            _ => unreachable!(),
+        }
+    };
+    assert_eq!(
+        open(&mut a, "both", share::ACCESS_BOTH),
+        2,
+        "write delegation"
+    );
+    assert_eq!(
+        open(&mut a, "write-only", share::ACCESS_WRITE),
+        0,
+        "none: it could not read"
+    );
+    assert_eq!(
+        open(&mut a, "read-only", share::ACCESS_READ),
+        1,
+        "read delegation"
+    );
+}
