@@ -474,4 +474,21 @@ mod tests {
             assert_eq!(decode_cb_getattr(whole.slice(..cut)), None, "cut at {cut}");
         }
     }
+
+    proptest::proptest! {
+        /// Whatever a client sends back, decoding a CB_GETATTR reply never panics; a valid
+        /// reply with one word changed decodes to an answer or to nothing, never past its end.
+        #[test]
+        fn decoding_any_cb_reply_is_safe(
+            junk in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+            at in 0usize..20,
+            to: u32,
+        ) {
+            let _ = decode_cb_getattr(Bytes::from(junk));
+            let mut v = reply(st::OK, st::OK, &[fa::CHANGE, fa::SIZE], &[9, 5]).to_vec();
+            let i = (at * 4).min(v.len() - 4);
+            v[i..i + 4].copy_from_slice(&to.to_be_bytes());
+            let _ = decode_cb_getattr(Bytes::from(v));
+        }
+    }
 }
