@@ -88,7 +88,7 @@ impl Nfs4 {
                 recalled: None,
                 revoked: false,
                 write,
-                granted: (crate::attr::change(attr), attr.size),
+                granted_change: crate::attr::change(attr),
                 modified: false,
             }),
         );
@@ -242,16 +242,17 @@ impl Nfs4 {
         got
     }
 
-    /// What another client is shown of a file the client `client` does not hold a write
-    /// delegation on but someone else does: Ok(None) when the file itself is right (the
+    /// What another client is shown of the file with attributes `file`, on which `client`
+    /// does not hold a write delegation but someone else does: Ok(None) when the file itself is right (the
     /// holder changed nothing), Ok(Some(size)) when the holder reports changes it has not
     /// written (the size it reports, with new times), Err(DELAY) when the holder could not be
     /// asked and the delegation is being recalled instead (RFC 8881 section 10.4.3).
     pub(crate) fn attrs_under_write_delegation(
         &self,
-        file: FileKey,
+        file: &vfs::Attr,
         client: u64,
     ) -> Result<Option<u64>, u32> {
+        let (size_now, file) = (file.size, (file.fsid, file.fileid));
         let held = self
             .state
             .lock()
@@ -274,7 +275,8 @@ impl Nfs4 {
         let mut s = self.state.lock();
         match (answer, s.states.get_mut(&other)) {
             (Some((change, size)), Some(StateObj::Deleg(x))) => {
-                if (change, size) != x.granted || x.modified {
+                // a holder that wrote everything through reports the size the file has
+                if change != x.granted_change || size != size_now || x.modified {
                     x.modified = true;
                     return Ok(Some(size));
                 }

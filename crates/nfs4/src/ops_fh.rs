@@ -135,7 +135,7 @@ impl Nfs4 {
         if vfs::nowait::active() {
             return Err(vfs::nowait::give_up().into());
         }
-        let Some(size) = self.attrs_under_write_delegation(file, client)? else {
+        let Some(size) = self.attrs_under_write_delegation(&n.attr, client)? else {
             return Ok(None);
         };
         let now = std::time::SystemTime::now()

@@ -168,9 +168,9 @@ pub struct Deleg {
     pub revoked: bool,
     /// A write delegation (the holder may cache writes); otherwise a read delegation.
     pub write: bool,
-    /// The file's change attribute and size when a write delegation was granted: what a
-    /// CB_GETATTR answer is compared with to learn whether the holder changed the file.
-    pub granted: (u64, u64),
+    /// The file's change attribute when a write delegation was granted: the holder answers
+    /// CB_GETATTR with it while it has changed nothing (RFC 8881 section 10.4.3).
+    pub granted_change: u64,
     /// The holder reported changes it has not written yet (CB_GETATTR): other clients are
     /// shown a change attribute past the file's own until the delegation ends.
     pub modified: bool,
@@ -895,7 +895,7 @@ mod tests {
                 recalled: None,
                 revoked: false,
                 write,
-                granted: (0, 0),
+                granted_change: 0,
                 modified: false,
             });
         }
