@@ -173,6 +173,9 @@ pub struct Counters {
     pub reclaimed_opens: std::sync::atomic::AtomicU64,
     /// Reclaiming LOCKs admitted during grace.
     pub reclaimed_locks: std::sync::atomic::AtomicU64,
+    /// Delegations granted again to reclaiming OPENs (the holder's locks under them stayed
+    /// with the client).
+    pub reclaimed_delegations: std::sync::atomic::AtomicU64,
 }
 
 /// What SEQUENCE decided.
@@ -623,7 +626,8 @@ impl sunrpc::metrics::MetricsSource for Nfs4 {
         }
         let _ = writeln!(
             out,
-            "# HELP rnfs_nfs4_reclaims_total Reclaiming OPENs and LOCKs admitted during grace."
+            "# HELP rnfs_nfs4_reclaims_total Reclaiming OPENs and LOCKs admitted during grace, \
+             and delegations granted again with a reclaimed OPEN."
         );
         let _ = writeln!(out, "# TYPE rnfs_nfs4_reclaims_total counter");
         let _ = writeln!(
@@ -635,6 +639,11 @@ impl sunrpc::metrics::MetricsSource for Nfs4 {
             out,
             "rnfs_nfs4_reclaims_total{{kind=\"lock\"}} {}",
             load(&c.reclaimed_locks)
+        );
+        let _ = writeln!(
+            out,
+            "rnfs_nfs4_reclaims_total{{kind=\"delegation\"}} {}",
+            load(&c.reclaimed_delegations)
         );
     }
 }

@@ -95,6 +95,51 @@ impl Nfs4 {
         Some((Stateid { seqid: 1, other }, write))
     }
 
+    /// The delegation of type `held` (1 read, 2 write) a client held before the restart and
+    /// reclaims with its open (CLAIM_PREVIOUS): granted again, since the client may have opened
+    /// and locked under it without telling the server, state it can hand over only while
+    /// returning the delegation. When it conflicts with what another client reclaimed, or the
+    /// client cannot be called back, it comes with "recall" set: return it now (RFC 8881
+    /// section 18.16.3).
+    pub(crate) fn reclaim_delegation(
+        &self,
+        s: &mut State,
+        client: u64,
+        file: FileKey,
+        fh: &Bytes,
+        attr: &vfs::Attr,
+        held: u32,
+    ) -> Option<(Stateid, bool, bool)> {
+        let write = held == 2;
+        let conflict = s.states.on_file(file).any(|(_, o)| match o {
+            StateObj::Open(o) => {
+                o.client != client && (write || o.access & share::ACCESS_WRITE != 0)
+            }
+            StateObj::Deleg(d) => d.client != client && !d.revoked,
+            StateObj::Lock(_) => false,
+        });
+        let recall = conflict || s.back_session(client).is_none();
+        self.counters
+            .reclaimed_delegations
+            .fetch_add(1, Ordering::Relaxed);
+        let other = s.new_other();
+        s.states.insert(
+            other,
+            StateObj::Deleg(Deleg {
+                client,
+                file,
+                fh: fh.clone(),
+                seqid: 1,
+                recalled: None,
+                revoked: false,
+                write,
+                granted_change: crate::attr::change(attr),
+                modified: false,
+            }),
+        );
+        Some((Stateid { seqid: 1, other }, write, recall))
+    }
+
     /// Recalls other clients' delegations on `file` that conflict with access by `client`
     /// (`reading`: an access that only reads, which conflicts with write delegations only);
     /// Err(DELAY) while a recall is outstanding.
@@ -325,11 +370,11 @@ impl Nfs4 {
     }
 }
 
-/// Encodes open_delegation4 for a granted delegation.
-pub fn encode_deleg(e: &mut Encoder, sid: &Stateid, write: bool) {
+/// Encodes open_delegation4 for a granted delegation (`recall`: to be returned at once).
+pub fn encode_deleg(e: &mut Encoder, sid: &Stateid, write: bool, recall: bool) {
     e.u32(if write { 2 } else { 1 }); // OPEN_DELEGATE_WRITE / _READ
     put_stateid(e, sid);
-    e.bool(false); // recall
+    e.bool(recall);
     if write {
         // nfs_space_limit4: no limit on how far the holder may extend the file.
         e.u32(1); // NFS_LIMIT_SIZE

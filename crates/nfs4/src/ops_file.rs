@@ -267,7 +267,8 @@ impl Nfs4 {
         enum Claim {
             Null(Bytes),
             Fh,
-            Previous,
+            /// CLAIM_PREVIOUS with the delegation type held before the restart.
+            Previous(u32),
             /// CLAIM_DELEGATE_CUR (with the name in the current directory) or
             /// CLAIM_DELEG_CUR_FH (the current file): the client turns opens it made locally
             /// under the delegation into open state, typically while returning it.
@@ -275,11 +276,10 @@ impl Nfs4 {
         }
         let claim = match d.u32()? {
             0 => Claim::Null(d.opaque(crate::ops_fh::MAX_COMPONENT)?),
-            1 => {
-                // The delegation type held before the restart; we grant none.
-                d.u32()?;
-                Claim::Previous
-            }
+            1 => match d.u32()? {
+                t @ 0..=2 => Claim::Previous(t),
+                _ => return Err(st::INVAL.into()),
+            },
             2 => {
                 let sid = get_stateid(d)?;
                 Claim::DelegCur(sid, Some(d.opaque(crate::ops_fh::MAX_COMPONENT)?))
@@ -307,7 +307,7 @@ impl Nfs4 {
         let mut new_fh = None;
         let r = self.sequenced_op(ctx, key, seqid, true, |s| {
             let client = self.check_client(ctx, s, clientid)?;
-            if let Claim::Previous = claim {
+            if let Claim::Previous(_) = claim {
                 s.may_reclaim(client)?;
                 self.counters
                     .reclaimed_opens
@@ -320,7 +320,7 @@ impl Nfs4 {
                 return Err(st::GRACE.into());
             }
             let owner_key = (clientid, owner.clone(), false);
-            if ctx.minor == 0 && matches!(claim, Claim::Previous) {
+            if ctx.minor == 0 && matches!(claim, Claim::Previous(_)) {
                 // A reclaiming owner needs no OPEN_CONFIRM: it was confirmed before the
                 // restart, and the client's reclaim compound returns no handle to confirm with.
                 let o = s.owners.entry(owner_key.clone()).or_insert(OwnerSeq {
@@ -334,7 +334,7 @@ impl Nfs4 {
             let new_owner =
                 ctx.minor == 0 && !s.owners.get(&owner_key).is_some_and(|o| o.confirmed);
             let (file_node, dir_before, dir_after, attrset, created) = match &claim {
-                Claim::Fh | Claim::Previous | Claim::DelegCur(_, None) => {
+                Claim::Fh | Claim::Previous(_) | Claim::DelegCur(_, None) => {
                     if create.is_some() {
                         return Err(st::INVAL.into());
                     }
@@ -498,20 +498,28 @@ impl Nfs4 {
             e.u32(rflags);
             attrset.encode(&mut e);
             let want = share_access & share::WANT_MASK;
-            let deleg = self.maybe_delegate(
-                s,
-                ctx.minor,
-                client,
-                file,
-                &file_node.fh,
-                &file_node.attr,
-                access,
-                want,
-            );
+            let deleg = match claim {
+                // what the client held before the restart, whatever it wants now
+                Claim::Previous(held @ 1..=2) if ctx.minor >= 1 => {
+                    self.reclaim_delegation(s, client, file, &file_node.fh, &file_node.attr, held)
+                }
+                _ => self
+                    .maybe_delegate(
+                        s,
+                        ctx.minor,
+                        client,
+                        file,
+                        &file_node.fh,
+                        &file_node.attr,
+                        access,
+                        want,
+                    )
+                    .map(|(sid, write)| (sid, write, false)),
+            };
             match want {
                 _ if deleg.is_some() => {
-                    if let Some((d, write)) = &deleg {
-                        crate::ops_deleg::encode_deleg(&mut e, d, *write);
+                    if let Some((d, write, recall)) = &deleg {
+                        crate::ops_deleg::encode_deleg(&mut e, d, *write, *recall);
                     }
                 }
                 0 => e.u32(0), // OPEN_DELEGATE_NONE

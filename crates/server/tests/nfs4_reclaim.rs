@@ -233,3 +233,90 @@ fn v40_reclaimed_open_needs_no_confirm() {
         b"after the crash"
     );
 }
+
+#[test]
+fn delegations_are_reclaimed_with_their_opens_after_a_restart() {
+    let mut fx = Fixture::new();
+    for name in ["r", "r2"] {
+        std::fs::write(fx.export.join(name), b"x").unwrap();
+        std::os::unix::fs::chown(fx.export.join(name), Some(TEST_UID), Some(TEST_UID)).unwrap();
+    }
+    let held = |a: &mut V4, dir: &[u8], name: &str, access: u32, how: OpenHow| {
+        let r = a
+            .open(dir, name, name, access, share::DENY_NONE, how)
+            .ok(name);
+        match r.get(op::OPEN).res {
+            Res::Open { delegation, .. } => (r.fh(), delegation),
+            _ => unreachable!(),
+        }
+    };
+    let mut a = V4::connect(fx.server.port, 1, "deleg-reclaim-a");
+    a.establish_back_channel(8);
+    let dir = a.path_fh(&fx.export);
+    let want_write = share::ACCESS_BOTH | share::WANT_WRITE_DELEG;
+    let (wfh, w) = held(
+        &mut a,
+        &dir,
+        "w",
+        want_write,
+        OpenHow::Unchecked(Sattr::default()),
+    );
+    let (rfh, r) = held(&mut a, &dir, "r", share::ACCESS_READ, OpenHow::NoCreate);
+    assert_eq!(
+        (w, r),
+        (2, 1),
+        "a write and a read delegation before the restart"
+    );
+    let mut c = V4::connect(fx.server.port, 1, "deleg-reclaim-c");
+    c.establish_back_channel(8);
+    let (r2fh, r2) = held(&mut c, &dir, "r2", share::ACCESS_READ, OpenHow::NoCreate);
+    assert_eq!(r2, 1);
+
+    fx.server.crash_and_restart();
+    let port = fx.server.port;
+    let reclaim = |a: &mut V4, fh: &[u8], name: &str, access: u32, held: u32| {
+        let id = a.clientid;
+        let r = a
+            .call(Ops::new().putfh(fh).open(
+                0,
+                access,
+                share::DENY_NONE,
+                id,
+                name.as_bytes(),
+                &OpenHow::NoCreate,
+                &Claim::Previous(held),
+            ))
+            .ok(&format!("reclaim of {name}"));
+        match r.get(op::OPEN).res {
+            Res::Open {
+                delegation,
+                deleg,
+                recall,
+                ..
+            } => (delegation, deleg, recall),
+            _ => unreachable!(),
+        }
+    };
+
+    // The holder comes back with its back channel: both delegations, to keep.
+    let mut a = V4::connect(port, 1, "deleg-reclaim-a");
+    a.establish_back_channel_to_reclaim(8);
+    let (t, wdeleg, recall) = reclaim(&mut a, &wfh, "w", share::ACCESS_BOTH, 2);
+    assert_eq!((t, recall), (2, false), "write delegation reclaimed");
+    let (t, _, recall) = reclaim(&mut a, &rfh, "r", share::ACCESS_READ, 1);
+    assert_eq!((t, recall), (1, false), "read delegation reclaimed");
+    let wdeleg = wdeleg.expect("the write delegation's stateid");
+    a.call(Ops::new().putfh(&wfh).write(&wdeleg, 0, 2, b"kept"))
+        .ok("WRITE under the reclaimed delegation");
+
+    // One that comes back without a back channel gets its delegation to return at once.
+    let mut c = session_without_reclaim_complete(port, "deleg-reclaim-c");
+    let (t, cdeleg, recall) = reclaim(&mut c, &r2fh, "r2", share::ACCESS_READ, 1);
+    assert_eq!((t, recall), (1, true), "to be returned: no back channel");
+    c.call(
+        Ops::new()
+            .putfh(&r2fh)
+            .delegreturn(&cdeleg.expect("the read delegation's stateid")),
+    )
+    .ok("DELEGRETURN");
+}

@@ -1017,6 +1017,8 @@ pub enum Res {
         delegation: u32,
         /// The stateid of a read (delegation 1) or write (2) delegation.
         deleg: Option<Stateid>,
+        /// The delegation is to be returned at once.
+        recall: bool,
     },
     /// OPEN_CONFIRM, CLOSE, LOCK, LOCKU: a stateid.
     Stateid(Stateid),
@@ -1175,13 +1177,14 @@ fn decode_op(opnum: u32, status: u32, d: &mut Decoder) -> Res {
             let attrset = get_bitmap(d);
             let delegation = d.u32().unwrap();
             let mut deleg = None;
+            let mut recall = false;
             match delegation {
                 0 => {}
                 1 | 2 => {
                     // open_read_delegation4: stateid, recall, nfsace4 permissions;
                     // open_write_delegation4 has nfs_space_limit4 before the permissions.
                     deleg = Some(Stateid::decode(d));
-                    d.bool().unwrap();
+                    recall = d.bool().unwrap();
                     if delegation == 2 {
                         match d.u32().unwrap() {
                             1 => {
@@ -1215,6 +1218,7 @@ fn decode_op(opnum: u32, status: u32, d: &mut Decoder) -> Res {
                 attrset,
                 delegation,
                 deleg,
+                recall,
             }
         }
         op::OPEN_CONFIRM | op::CLOSE | op::LOCK | op::LOCKU => Res::Stateid(Stateid::decode(d)),
@@ -1544,6 +1548,11 @@ impl V4 {
     /// server may send callbacks (CB_RECALL) on it, read them with `rpc.read_record()`.
     pub fn establish_back_channel(&mut self, slots: u32) {
         self.establish_flags(slots, true, 2);
+    }
+
+    /// [`V4::establish_back_channel`] without RECLAIM_COMPLETE: a client about to reclaim.
+    pub fn establish_back_channel_to_reclaim(&mut self, slots: u32) {
+        self.establish_flags(slots, false, 2);
     }
 
     /// EXCHANGE_ID (non-pNFS) for this client's owner; returns the client id and the sequence
