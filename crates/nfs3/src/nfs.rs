@@ -41,12 +41,19 @@ impl Nfs3 {
             .map_or(Ok(()), |g| g.before_change(&n.attr))
     }
 
-    /// As [`Nfs3::before_change`] before a READ: a file another client may hold changes of
-    /// (a write delegation) answers NFS3ERR_JUKEBOX until they are written and it is returned.
-    fn before_read(&self, n: &vfs::Node) -> Result<(), vfs::VfsError> {
-        self.guard
+    /// As [`Nfs3::before_change`] before a READ or GETATTR: a file another client may hold
+    /// changes of (a write delegation) answers NFS3ERR_JUKEBOX until they are written and it is
+    /// returned.
+    fn before_read(&self, n: &mut vfs::Node) -> Result<(), vfs::VfsError> {
+        let returned = self
+            .guard
             .as_ref()
-            .map_or(Ok(()), |g| g.before_read(&n.attr))
+            .map_or(Ok(false), |g| g.before_read(&n.attr))?;
+        if returned {
+            // the holder wrote what it had before it returned the delegation
+            n.attr = self.vfs.getattr(n)?;
+        }
+        Ok(())
     }
 
     /// As [`Nfs3::before_change`] for the file named `name` in `dir`; a name that does not
@@ -103,8 +110,13 @@ impl Nfs3 {
     }
 
     fn getattr(&self, ctx: &CallContext, a: GetattrArgs) -> GetattrRes {
-        match self.auth(ctx, &a.object) {
-            Ok((_, n)) => Res3::Ok(fattr3(&n.attr)),
+        // the size and times of a file another client may hold unwritten changes of are not
+        // known here: recalled first, as for a READ (close-to-open checks start here)
+        match self
+            .auth(ctx, &a.object)
+            .and_then(|(_, mut n)| self.before_read(&mut n).map(|()| n))
+        {
+            Ok(n) => Res3::Ok(fattr3(&n.attr)),
             Err(e) => fail(e, Void),
         }
     }
@@ -163,11 +175,11 @@ impl Nfs3 {
     }
 
     fn read(&self, ctx: &CallContext, a: ReadArgs) -> ReadRes {
-        let (c, n) = match self.auth(ctx, &a.file) {
+        let (c, mut n) = match self.auth(ctx, &a.file) {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None)),
         };
-        if let Err(e) = self.before_read(&n) {
+        if let Err(e) = self.before_read(&mut n) {
             return fail(e, post(Some(&n.attr)));
         }
         let count = a.count.min(MAX_IO);

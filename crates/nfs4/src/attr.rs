@@ -146,8 +146,8 @@ fn encode_open_arguments(v: &mut Encoder) {
     // wants: ANY_DELEG, NO_DELEG (no signalled delegations, no delegated timestamps, no
     // OPEN_XOR_DELEGATION)
     bits(&[3, 4]).encode(v);
-    // claims: NULL, PREVIOUS, DELEGATE_CUR, FH, DELEG_CUR_FH (delegations do not outlive a
-    // restart, so nothing to claim with DELEGATE_PREV)
+    // claims: NULL, PREVIOUS, DELEGATE_CUR, FH, DELEG_CUR_FH (not DELEGATE_PREV and
+    // DELEG_PREV_FH, which reclaim delegations across a restart of the client)
     bits(&[0, 1, 2, 4, 5]).encode(v);
     // create modes: UNCHECKED4, GUARDED4, EXCLUSIVE4, EXCLUSIVE4_1
     bits(&[0, 1, 2, 3]).encode(v);

@@ -383,6 +383,7 @@ impl Nfs4 {
                 cb_program,
                 cb_cred: cb_cred.unwrap_or(Credential::None),
                 cb_seq: 0,
+                cb_inflight: None,
                 minor: ctx.minor,
             },
         );

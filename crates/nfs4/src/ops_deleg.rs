@@ -36,6 +36,10 @@ const OP_CB_SEQUENCE: u32 = 11;
 /// before it recalls the delegation instead (knfsd waits about as long).
 const CB_GETATTR_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// How long a callback may go unanswered before its slot is used again (its reply taken as
+/// lost, as over a connection that broke).
+const CB_SLOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Nfs4 {
     /// Grants a delegation on an open when the client can be called back and nothing
     /// conflicts: a read delegation on a read-only open (unless the client wants none), a write
@@ -86,10 +90,11 @@ impl Nfs4 {
                 fh: fh.clone(),
                 seqid: 1,
                 recalled: None,
+                recall_sent: false,
                 revoked: false,
                 write,
                 granted_change: crate::attr::change(attr),
-                modified: false,
+                shown: None,
             }),
         );
         Some((Stateid { seqid: 1, other }, write))
@@ -122,6 +127,19 @@ impl Nfs4 {
         self.counters
             .reclaimed_delegations
             .fetch_add(1, Ordering::Relaxed);
+        // reclaimed twice (another open of the same file): the one delegation
+        let mine = s.states.on_file(file).find_map(|(k, o)| match o {
+            StateObj::Deleg(d) if d.client == client && !d.revoked && d.write == write => {
+                Some(Stateid {
+                    seqid: d.seqid,
+                    other: k,
+                })
+            }
+            _ => None,
+        });
+        if let Some(sid) = mine {
+            return Some((sid, write, recall));
+        }
         let other = s.new_other();
         s.states.insert(
             other,
@@ -131,10 +149,11 @@ impl Nfs4 {
                 fh: fh.clone(),
                 seqid: 1,
                 recalled: None,
+                recall_sent: false,
                 revoked: false,
                 write,
                 granted_change: crate::attr::change(attr),
-                modified: false,
+                shown: None,
             }),
         );
         Some((Stateid { seqid: 1, other }, write, recall))
@@ -142,7 +161,9 @@ impl Nfs4 {
 
     /// Recalls other clients' delegations on `file` that conflict with access by `client`
     /// (`reading`: an access that only reads, which conflicts with write delegations only);
-    /// Err(DELAY) while a recall is outstanding.
+    /// Err(DELAY) while one is being recalled. Where delegations conflict it gives up a try
+    /// without blocking (vfs::nowait): releasing an expired holder's state writes the client
+    /// records, and callbacks are best sent from a worker.
     pub(crate) fn break_delegations(
         &self,
         s: &mut State,
@@ -150,34 +171,47 @@ impl Nfs4 {
         client: u64,
         reading: bool,
     ) -> Result<(), u32> {
+        let conflicting = |s: &State| -> Vec<([u8; 12], Deleg)> {
+            s.states
+                .on_file(file)
+                .filter_map(|(k, v)| match v {
+                    StateObj::Deleg(d)
+                        if d.client != client && !d.revoked && (d.write || !reading) =>
+                    {
+                        Some((k, d.clone()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        if conflicting(s).is_empty() {
+            return Ok(());
+        }
+        if vfs::nowait::active() {
+            vfs::nowait::give_up();
+            return Err(st::DELAY);
+        }
+        // a holder whose lease ran out loses its state to the conflicting access
+        s.release_courtesy(file);
         let lease = s.lease;
         let mut wait = false;
-        let held: Vec<([u8; 12], Deleg)> = s
-            .states
-            .on_file(file)
-            .filter_map(|(k, v)| match v {
-                StateObj::Deleg(d) if d.client != client && !d.revoked && (d.write || !reading) => {
-                    Some((k, d.clone()))
-                }
-                _ => None,
-            })
-            .collect();
-        for (other, d) in held {
+        for (other, d) in conflicting(s) {
             match d.recalled {
                 Some(t) if t.elapsed() > lease => {
                     tracing::info!(
                         client = d.client,
+                        sent = d.recall_sent,
                         "delegation not returned within a lease: revoked"
                     );
                     if let Some(StateObj::Deleg(x)) = s.states.get_mut(&other) {
                         x.revoked = true;
                     }
                 }
-                Some(_) => wait = true,
-                None => {
-                    self.send_recall(s, &other, &d);
+                _ => {
+                    let sent = d.recall_sent || self.send_recall(s, &other, &d);
                     if let Some(StateObj::Deleg(x)) = s.states.get_mut(&other) {
-                        x.recalled = Some(Instant::now());
+                        x.recalled.get_or_insert_with(Instant::now);
+                        x.recall_sent = sent;
                     }
                     wait = true;
                 }
@@ -214,20 +248,27 @@ impl Nfs4 {
         Ok(self.break_delegations(&mut s, (attr.fsid, attr.fileid), client, false)?)
     }
 
-    /// Starts a CB_COMPOUND to `client` over its back channel: CB_SEQUENCE on slot 0, then
-    /// the `nops` operations `ops` encodes. Returns the call's XID, the message and the
-    /// channel to send it on; None when the client has no usable back channel.
+    /// Sends a CB_COMPOUND to `client` over its back channel: CB_SEQUENCE on slot 0, then the
+    /// `nops` operations `ops` encodes. Returns the registration of its reply; None when it
+    /// cannot go now: no back channel, the slot still holds an unanswered call (one at a time;
+    /// a call unanswered for [`CB_SLOT_TIMEOUT`] is taken as lost), or the connection refused
+    /// it. The slot's sequence id moves only for a call that went out.
     fn callback(
         &self,
         s: &mut State,
         client: u64,
         nops: u32,
         ops: impl FnOnce(&mut Encoder),
-    ) -> Option<(u32, xdr::Reply, Arc<dyn sunrpc::BackChannel>)> {
+    ) -> Option<Arc<sunrpc::callback::Waiter>> {
         let sid = s.back_session(client)?;
         let sess = s.sessions.get_mut(&sid)?;
         let back = sess.back.clone()?;
-        sess.cb_seq = sess.cb_seq.wrapping_add(1);
+        if let Some((w, since)) = &sess.cb_inflight {
+            if !w.answered() && since.elapsed() < CB_SLOT_TIMEOUT {
+                return None;
+            }
+        }
+        let seq = sess.cb_seq.wrapping_add(1);
         let xid = sunrpc::callback::next_xid();
         let mut e = Encoder::with_capacity(256);
         msg::encode_call(&mut e, xid, sess.cb_program, 1, 1, &sess.cb_cred);
@@ -237,50 +278,48 @@ impl Nfs4 {
         e.u32(1 + nops);
         e.u32(OP_CB_SEQUENCE);
         e.opaque_fixed(&sid);
-        e.u32(sess.cb_seq);
+        e.u32(seq);
         e.u32(0); // slot
         e.u32(0); // highest slot
         e.bool(false);
         e.u32(0); // referring call lists
         ops(&mut e);
-        Some((xid, e.finish(), back))
+        let waiter = Arc::new(sunrpc::callback::expect(back.id(), xid));
+        if !back.send_call(e.finish()) {
+            return None;
+        }
+        sess.cb_seq = seq;
+        sess.cb_inflight = Some((waiter.clone(), Instant::now()));
+        Some(waiter)
     }
 
-    fn send_recall(&self, s: &mut State, other: &[u8; 12], d: &Deleg) {
+    /// Sends CB_RECALL of delegation `other`; whether it went out.
+    fn send_recall(&self, s: &mut State, other: &[u8; 12], d: &Deleg) -> bool {
         let sid = Stateid {
             seqid: d.seqid,
             other: *other,
         };
-        let Some((_, msg, back)) = self.callback(s, d.client, 1, |e| {
-            e.u32(OP_CB_RECALL);
-            put_stateid(e, &sid);
-            e.bool(false); // truncate
-            e.opaque(&d.fh);
-        }) else {
-            return;
-        };
-        let bytes = msg.wire_len();
-        let sent = back.send_call(msg);
-        tracing::debug!(client = d.client, sent, bytes, "CB_RECALL");
+        let sent = self
+            .callback(s, d.client, 1, |e| {
+                e.u32(OP_CB_RECALL);
+                put_stateid(e, &sid);
+                e.bool(false); // truncate
+                e.opaque(&d.fh);
+            })
+            .is_some();
+        tracing::debug!(client = d.client, sent, "CB_RECALL");
+        sent
     }
 
     /// Asks the holder of write delegation `d` for the file's change attribute and size
     /// (CB_GETATTR) and waits up to [`CB_GETATTR_WAIT`] for the answer; None when it cannot be
     /// asked or does not answer in time.
     fn cb_getattr(&self, d: &Deleg) -> Option<(u64, u64)> {
-        let waiter;
-        {
-            let mut s = self.state.lock();
-            let (xid, msg, back) = self.callback(&mut s, d.client, 1, |e| {
-                e.u32(OP_CB_GETATTR);
-                e.opaque(&d.fh);
-                Bitmap::of(&[fa::CHANGE, fa::SIZE]).encode(e);
-            })?;
-            waiter = sunrpc::callback::expect(xid);
-            if !back.send_call(msg) {
-                return None;
-            }
-        }
+        let waiter = self.callback(&mut self.state.lock(), d.client, 1, |e| {
+            e.u32(OP_CB_GETATTR);
+            e.opaque(&d.fh);
+            Bitmap::of(&[fa::CHANGE, fa::SIZE]).encode(e);
+        })?;
         let reply = waiter.wait(CB_GETATTR_WAIT)?;
         let got = decode_cb_getattr(reply);
         tracing::debug!(client = d.client, ?got, "CB_GETATTR");
@@ -288,27 +327,27 @@ impl Nfs4 {
     }
 
     /// What another client is shown of the file with attributes `file`, on which `client`
-    /// does not hold a write delegation but someone else does: Ok(None) when the file itself is right (the
-    /// holder changed nothing), Ok(Some(size)) when the holder reports changes it has not
-    /// written (the size it reports, with new times), Err(DELAY) when the holder could not be
-    /// asked and the delegation is being recalled instead (RFC 8881 section 10.4.3).
+    /// does not hold a write delegation but someone else does (RFC 8881 section 10.4.3):
+    /// Ok(None) when the file itself is right (the holder changed nothing), Ok(Some((size,
+    /// time))) when the holder reports changes it has not written (the size it reports, and
+    /// the time to show as modify and change time, see [`Deleg::shown`]), Err(DELAY) when the
+    /// holder could not be asked and the delegation is being recalled instead.
     pub(crate) fn attrs_under_write_delegation(
         &self,
         file: &vfs::Attr,
         client: u64,
-    ) -> Result<Option<u64>, u32> {
-        let (size_now, file) = (file.size, (file.fsid, file.fileid));
-        let held = self
-            .state
-            .lock()
-            .states
-            .on_file(file)
-            .find_map(|(k, o)| match o {
-                StateObj::Deleg(d) if d.write && d.client != client && !d.revoked => {
-                    Some((k, d.clone()))
-                }
-                _ => None,
-            });
+    ) -> Result<Option<(u64, vfs::Time)>, u32> {
+        let key = (file.fsid, file.fileid);
+        let mut s = self.state.lock();
+        // a holder whose lease ran out is not asked: its state goes
+        s.release_courtesy(key);
+        let held = s.states.on_file(key).find_map(|(k, o)| match o {
+            StateObj::Deleg(d) if d.write && d.client != client && !d.revoked => {
+                Some((k, d.clone()))
+            }
+            _ => None,
+        });
+        drop(s);
         let Some((other, d)) = held else {
             return Ok(None);
         };
@@ -321,14 +360,18 @@ impl Nfs4 {
         match (answer, s.states.get_mut(&other)) {
             (Some((change, size)), Some(StateObj::Deleg(x))) => {
                 // a holder that wrote everything through reports the size the file has
-                if change != x.granted_change || size != size_now || x.modified {
-                    x.modified = true;
-                    return Ok(Some(size));
+                if change == x.granted_change && size == file.size && x.shown.is_none() {
+                    return Ok(None);
                 }
-                Ok(None)
+                let t = match x.shown {
+                    Some((reported, t)) if reported == change => t,
+                    prev => next_nanosecond(prev.map_or(file.ctime, |p| p.1.max(file.ctime))),
+                };
+                x.shown = Some((change, t));
+                Ok(Some((size, t)))
             }
             _ => self
-                .break_delegations(&mut s, file, client, true)
+                .break_delegations(&mut s, key, client, true)
                 .map(|()| None),
         }
     }
@@ -399,16 +442,16 @@ impl vfs::ChangeGuard for Nfs4 {
         self.recall_for_nfsv3(attr, false)
     }
 
-    fn before_read(&self, attr: &vfs::Attr) -> vfs::VfsResult<()> {
+    fn before_read(&self, attr: &vfs::Attr) -> vfs::VfsResult<bool> {
         let file = (attr.fsid, attr.fileid);
         if !self.others_write_delegated(file, u64::MAX) {
-            return Ok(());
+            return Ok(false);
         }
         // recalling waits: not on a thread that must not
         if vfs::nowait::active() {
             return Err(vfs::nowait::give_up());
         }
-        self.recall_for_nfsv3(attr, true)
+        self.recall_for_nfsv3(attr, true).map(|()| true)
     }
 
     fn guards_anything(&self) -> bool {
@@ -434,6 +477,17 @@ impl Nfs4 {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
+    }
+}
+
+/// The time one nanosecond after `t`.
+fn next_nanosecond(t: vfs::Time) -> vfs::Time {
+    match t.nsec + 1 {
+        1_000_000_000 => vfs::Time {
+            sec: t.sec + 1,
+            nsec: 0,
+        },
+        nsec => vfs::Time { sec: t.sec, nsec },
     }
 }
 

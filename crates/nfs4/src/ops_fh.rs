@@ -121,9 +121,9 @@ impl Nfs4 {
 
     /// Before another client is told a file's size or change attribute: a write delegation's
     /// holder may have changed the file without writing it yet. It is asked (CB_GETATTR);
-    /// when it reports changes, the file is shown with its size and the current time as
-    /// modify and change time (a change attribute past the file's), as RFC 8881 section 10.4.3
-    /// describes. None: the file as it is.
+    /// when it reports changes, the file is shown with its size and a modify and change time
+    /// just past the file's (a change attribute that moves with each change it reports), as
+    /// RFC 8881 section 10.4.3 describes. None: the file as it is.
     fn getattr_of_write_delegated(&self, ctx: &mut Ctx<'_>) -> Result<Option<Node>, OpFail> {
         let (_, mut n) = self.real(ctx)?;
         let file = crate::ops_file::file_key(&n);
@@ -135,19 +135,12 @@ impl Nfs4 {
         if vfs::nowait::active() {
             return Err(vfs::nowait::give_up().into());
         }
-        let Some(size) = self.attrs_under_write_delegation(&n.attr, client)? else {
+        let Some((size, shown)) = self.attrs_under_write_delegation(&n.attr, client)? else {
             return Ok(None);
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        let now = vfs::Time {
-            sec: now.as_secs() as i64,
-            nsec: now.subsec_nanos(),
-        };
         n.attr.size = size;
-        n.attr.mtime = n.attr.mtime.max(now);
-        n.attr.ctime = n.attr.ctime.max(now);
+        n.attr.mtime = n.attr.mtime.max(shown);
+        n.attr.ctime = n.attr.ctime.max(shown);
         Ok(Some(n))
     }
 

@@ -181,7 +181,6 @@ impl Nfs4 {
             return Ok(());
         }
         let obj = s.check(sid, ctx.minor)?.clone();
-        self.break_delegations(&mut s, file, obj.client(), !write)?;
         let (client, access) = match &obj {
             StateObj::Open(o) => (o.client, o.access),
             StateObj::Lock(l) => (
@@ -198,6 +197,7 @@ impl Nfs4 {
         if obj.file() != file {
             return Err(st::BAD_STATEID.into());
         }
+        self.break_delegations(&mut s, file, client, !write)?;
         let _ = s.renew(client);
         let need = if write {
             share::ACCESS_WRITE
@@ -276,16 +276,18 @@ impl Nfs4 {
         }
         let claim = match d.u32()? {
             0 => Claim::Null(d.opaque(crate::ops_fh::MAX_COMPONENT)?),
+            // open_delegation_type4: NONE, READ, WRITE, NONE_EXT (4.1)
             1 => match d.u32()? {
-                t @ 0..=2 => Claim::Previous(t),
-                _ => return Err(st::INVAL.into()),
+                t @ 0..=3 => Claim::Previous(t),
+                _ => return Err(st::BADXDR.into()),
             },
             2 => {
                 let sid = get_stateid(d)?;
                 Claim::DelegCur(sid, Some(d.opaque(crate::ops_fh::MAX_COMPONENT)?))
             }
             3 => {
-                // Delegations do not survive a restart here: none to claim.
+                // CLAIM_DELEGATE_PREV (a client that restarted and kept its delegations in
+                // stable storage): not supported, as CLAIM_DELEG_PREV_FH below.
                 d.opaque(crate::ops_fh::MAX_COMPONENT)?;
                 return Err(st::NOTSUPP.into());
             }
@@ -333,7 +335,7 @@ impl Nfs4 {
             }
             let new_owner =
                 ctx.minor == 0 && !s.owners.get(&owner_key).is_some_and(|o| o.confirmed);
-            let (file_node, dir_before, dir_after, attrset, created) = match &claim {
+            let (mut file_node, dir_before, dir_after, attrset, created) = match &claim {
                 Claim::Fh | Claim::Previous(_) | Claim::DelegCur(_, None) => {
                     if create.is_some() {
                         return Err(st::INVAL.into());
@@ -402,7 +404,12 @@ impl Nfs4 {
             if let Claim::DelegCur(sid, _) = &claim {
                 // The claimed delegation must be this client's, on this file.
                 match s.check(sid, ctx.minor)? {
-                    StateObj::Deleg(x) if x.client == client && x.file == file_key(&file_node) => {}
+                    StateObj::Deleg(x) if x.client == client && x.file == file_key(&file_node) => {
+                        // nothing to write could have been opened under a read delegation
+                        if !x.write && access & share::ACCESS_WRITE != 0 {
+                            return Err(st::OPENMODE.into());
+                        }
+                    }
                     _ => return Err(st::BAD_STATEID.into()),
                 }
             }
@@ -469,7 +476,8 @@ impl Nfs4 {
             if let (false, Some((_, Some((sa, _))))) = (created, &create) {
                 if let Some(size) = sa.size.filter(|s| *s == 0) {
                     let (c, _) = self.vfs.authorize(&file_node.fh, &ctx.client)?;
-                    self.vfs.setattr(
+                    // the attributes after the truncation are the ones a delegation starts from
+                    file_node.attr = self.vfs.setattr(
                         &c,
                         &file_node,
                         &SetAttrs {

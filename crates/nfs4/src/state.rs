@@ -107,8 +107,11 @@ pub struct Session {
     pub cb_program: u32,
     /// Credential for callbacks.
     pub cb_cred: sunrpc::Credential,
-    /// Sequence id of the back channel's slot 0.
+    /// Sequence id of the back channel's slot 0 (the last call sent on it).
     pub cb_seq: u32,
+    /// The callback on slot 0 not yet answered, and when it was sent: the slot takes one
+    /// call at a time (RFC 8881 section 2.10.6.1).
+    pub cb_inflight: Option<(std::sync::Arc<sunrpc::callback::Waiter>, Instant)>,
     /// Minor version of the session (for CB_COMPOUND).
     pub minor: u32,
 }
@@ -162,8 +165,12 @@ pub struct Deleg {
     pub fh: Bytes,
     /// Stateid seqid.
     pub seqid: u32,
-    /// When CB_RECALL was sent, if it was.
+    /// When a conflicting access first asked for the delegation back (the holder has one
+    /// lease from then to return it).
     pub recalled: Option<Instant>,
+    /// CB_RECALL went out (it is sent again on the next conflicting access until it does:
+    /// the back channel may be busy or congested).
+    pub recall_sent: bool,
     /// Revoked for not being returned in time: kept until FREE_STATEID so the holder learns.
     pub revoked: bool,
     /// A write delegation (the holder may cache writes); otherwise a read delegation.
@@ -171,9 +178,12 @@ pub struct Deleg {
     /// The file's change attribute when a write delegation was granted: the holder answers
     /// CB_GETATTR with it while it has changed nothing (RFC 8881 section 10.4.3).
     pub granted_change: u64,
-    /// The holder reported changes it has not written yet (CB_GETATTR): other clients are
-    /// shown a change attribute past the file's own until the delegation ends.
-    pub modified: bool,
+    /// Once the holder reported changes it has not written (CB_GETATTR): the change it last
+    /// reported, and the time other clients are shown as modify and change time for it. That
+    /// time moves (by a nanosecond past the file's and the last one shown) only when the
+    /// holder reports a new change, so the change attribute other clients see only grows,
+    /// and stays below what the holder's writes give the file later.
+    pub shown: Option<(u64, vfs::Time)>,
 }
 
 /// What a stateid designates.
@@ -893,10 +903,11 @@ mod tests {
                 fh: Bytes::new(),
                 seqid: 1,
                 recalled: None,
+                recall_sent: false,
                 revoked: false,
                 write,
                 granted_change: 0,
-                modified: false,
+                shown: None,
             });
         }
         StateObj::Lock(LockState {

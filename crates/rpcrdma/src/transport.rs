@@ -312,7 +312,10 @@ impl Shared {
         };
         let depth = ep.caps().depth as usize;
         let conn = Arc::new_cyclic(|me| Conn {
-            back: Arc::new(RdmaBack { conn: me.clone() }),
+            back: Arc::new(RdmaBack {
+                conn: me.clone(),
+                id: sunrpc::callback::next_conn_id(),
+            }),
             bc: BackCredits::default(),
             limits: Limits {
                 max_inline: nego.recv as usize,
@@ -395,11 +398,16 @@ struct Conn {
 /// connection weakly, so a session that outlives its connection does not keep it.
 struct RdmaBack {
     conn: std::sync::Weak<Conn>,
+    id: u64,
 }
 
 impl BackChannel for RdmaBack {
     fn send_call(&self, msg: xdr::Reply) -> bool {
         self.conn.upgrade().is_some_and(|c| c.send_backward(&msg))
+    }
+
+    fn id(&self) -> u64 {
+        self.id
     }
 }
 
@@ -585,7 +593,7 @@ impl Conn {
                 if let Some(credits) = backward_reply_credits(&msg) {
                     self.bc.on_reply(credits);
                     // after the transport header: seven words with three empty chunk lists
-                    sunrpc::callback::deliver(msg.slice(28..));
+                    sunrpc::callback::deliver(self.back.id(), msg.slice(28..));
                     RdmaMetrics::inc(&self.metrics().backward_replies);
                     return;
                 }

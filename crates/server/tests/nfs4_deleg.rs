@@ -223,6 +223,23 @@ fn a_holder_claims_opens_under_its_delegation_and_nobody_else_can() {
     );
     assert_eq!(r.status, st::BAD_STATEID, "another file: {}", r.summary());
 
+    // Nothing to write could have been opened under a read delegation.
+    let r = a.call(Ops::new().putfh(&fh).open(
+        0,
+        share::ACCESS_BOTH,
+        share::DENY_NONE,
+        clientid,
+        b"local-6",
+        &OpenHow::NoCreate,
+        &Claim::DelegCurFh(deleg),
+    ));
+    assert_eq!(
+        r.status,
+        st::OPENMODE,
+        "a write claim under a read delegation: {}",
+        r.summary()
+    );
+
     // Returned: nothing left to claim, and the claimed opens outlive the delegation.
     a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
         .ok("DELEGRETURN");
@@ -314,6 +331,8 @@ fn a_write_delegation_is_granted_on_request_and_any_access_of_another_client_rec
     let v3fh = c.lookup_ok(&root, "f");
     let r = c.read(&v3fh, 0, 6);
     assert_eq!(r.status(), Nfsstat3::Jukebox, "NFSv3 READ: {r:?}");
+    let r = c.getattr(&v3fh);
+    assert_eq!(r.status(), Nfsstat3::Jukebox, "NFSv3 GETATTR: {r:?}");
 
     // Returned: everybody sees what the holder wrote.
     a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
@@ -429,7 +448,8 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
     let change0 = before.change.expect("change");
     assert_eq!(before.size, Some(0));
 
-    // Another client's GETATTR waits for the holder's answer (a thread plays that client).
+    // Another client's GETATTR waits for the holder's answer (a thread plays that client);
+    // returns the callback's XID and the GETATTR's result.
     let mut b = V4::session(fx.server.port, 1, "cb-getattr-other");
     let mut ask = |a: &mut V4, answer: Option<(u64, u64)>| {
         let fhb = fh.clone();
@@ -448,33 +468,55 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
         }
         let (other, r) = t.join().expect("the other client");
         b = other;
-        r
+        (xid, r)
+    };
+    let seen = |r: CompoundRes, what: &str| {
+        let a = r.ok(what).attrs();
+        (a.change.expect("change"), a.size.expect("size"))
     };
 
     // Nothing changed under the delegation: the file as it is.
-    let r = ask(&mut a, Some((change0, 0))).ok("GETATTR, holder unchanged");
-    assert_eq!((r.attrs().change, r.attrs().size), (Some(change0), Some(0)));
+    assert_eq!(
+        seen(ask(&mut a, Some((change0, 0))).1, "unchanged"),
+        (change0, 0)
+    );
 
     // The holder has written 5 bytes it keeps: their size, and a change attribute that moved.
-    let r = ask(&mut a, Some((change0 + 1, 5))).ok("GETATTR, holder changed");
-    let (change1, size1) = (r.attrs().change.unwrap(), r.attrs().size);
-    assert_eq!(size1, Some(5));
+    let (change1, size1) = seen(ask(&mut a, Some((change0 + 1, 5))).1, "changed");
+    assert_eq!(size1, 5);
     assert!(
         change1 > change0,
         "the change attribute moves: {change0} -> {change1}"
     );
+    // The same answer again: the same change attribute (it moves with the holder's changes,
+    // not with every look).
+    assert_eq!(
+        seen(ask(&mut a, Some((change0 + 1, 5))).1, "same"),
+        (change1, 5)
+    );
     // Once changed, always shown as changed while the delegation lasts, even when the
-    // holder's answer looks like the file again (it truncated what it had written).
-    let r = ask(&mut a, Some((change0, 0))).ok("GETATTR, still changed");
-    assert_eq!(r.attrs().size, Some(0));
-    assert!(r.attrs().change.unwrap() >= change1);
+    // holder's answer looks like the file again (it truncated what it had written); the
+    // change attribute only grows.
+    let (change2, size2) = seen(ask(&mut a, Some((change0, 0))).1, "truncated");
+    assert_eq!(size2, 0);
+    assert!(change2 > change1, "{change1} -> {change2}");
 
-    // No answer: the delegation is recalled and the client told to retry.
-    let r = ask(&mut a, None);
+    // No answer in time: the client is told to retry, and the delegation is to be recalled.
+    // The recall waits for the back channel's slot, which the unanswered CB_GETATTR holds
+    // until its late answer comes; the next try sends it.
+    let (silent, r) = ask(&mut a, None);
     assert_eq!(
         r.status,
         st::DELAY,
         "GETATTR, holder silent: {}",
+        r.summary()
+    );
+    answer_cb_getattr(&mut a, silent, change0, 0);
+    let r = b.call(Ops::new().putfh(&fh).getattr(&[fa::CHANGE, fa::SIZE]));
+    assert_eq!(
+        r.status,
+        st::DELAY,
+        "GETATTR while recalled: {}",
         r.summary()
     );
     expect_recall(&mut a, &deleg);
@@ -525,4 +567,48 @@ fn with_write_delegations_on_an_open_for_reading_and_writing_gets_one_unasked() 
         1,
         "read delegation"
     );
+}
+
+#[test]
+fn a_write_delegation_on_a_truncating_open_starts_from_the_truncated_file() {
+    let fx = Fixture::new();
+    std::fs::write(fx.export.join("t"), b"old content").unwrap();
+    std::os::unix::fs::chown(fx.export.join("t"), Some(TEST_UID), Some(TEST_UID)).unwrap();
+    let mut a = V4::connect(fx.server.port, 1, "trunc-holder");
+    a.establish_back_channel(8);
+    let dir = a.path_fh(&fx.export);
+    // O_TRUNC without O_CREAT's exclusivity: OPEN UNCHECKED with size 0 on the existing file
+    let r = a
+        .open(
+            &dir,
+            "t",
+            "writer",
+            share::ACCESS_BOTH | share::WANT_WRITE_DELEG,
+            share::DENY_NONE,
+            OpenHow::Unchecked(Sattr {
+                size: Some(0),
+                ..Default::default()
+            }),
+        )
+        .ok("OPEN with truncation");
+    let fh = r.fh();
+    let Res::Open { delegation: 2, .. } = r.get(op::OPEN).res else {
+        panic!("no write delegation: {}", r.summary());
+    };
+    // What the holder knows after its OPEN is what it answers CB_GETATTR with while it has
+    // changed nothing: the other client then sees the file as it is, not "modified".
+    let after = a.getattr(&fh, &[fa::CHANGE, fa::SIZE]);
+    let (change, size) = (after.change.unwrap(), after.size.unwrap());
+    assert_eq!(size, 0);
+    let mut b = V4::session(fx.server.port, 1, "trunc-other");
+    let fhb = fh.clone();
+    let t = std::thread::spawn(move || {
+        b.call(Ops::new().putfh(&fhb).getattr(&[fa::CHANGE, fa::SIZE]))
+            .ok("GETATTR")
+            .attrs()
+    });
+    let (xid, _) = next_callback(&mut a);
+    answer_cb_getattr(&mut a, xid, change, size);
+    let seen = t.join().expect("the other client");
+    assert_eq!((seen.change, seen.size), (Some(change), Some(0)));
 }

@@ -31,6 +31,9 @@ pub enum TransportKind {
 pub trait BackChannel: Send + Sync {
     /// Queues a complete RPC call message; false when the connection is gone or congested.
     fn send_call(&self, msg: Reply) -> bool;
+
+    /// The connection's identity in [`crate::callback`], under which its replies arrive.
+    fn id(&self) -> u64;
 }
 
 impl std::fmt::Debug for dyn BackChannel {

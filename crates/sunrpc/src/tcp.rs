@@ -40,11 +40,16 @@ use crate::record::{record_header, RecordReader};
 /// output weakly, so a session that outlives its connection does not keep the socket open.
 struct TcpBackChannel {
     out: Weak<ReplyOut>,
+    id: u64,
 }
 
 impl BackChannel for TcpBackChannel {
     fn send_call(&self, msg: Reply) -> bool {
         self.out.upgrade().is_some_and(|o| o.send(msg, None))
+    }
+
+    fn id(&self) -> u64 {
+        self.id
     }
 }
 
@@ -425,6 +430,7 @@ async fn serve_connection(
     let in_flight = Arc::new(Semaphore::new(max_in_flight));
     let back: Arc<dyn BackChannel> = Arc::new(TcpBackChannel {
         out: Arc::downgrade(&out),
+        id: crate::callback::next_conn_id(),
     });
     let mut rr = RecordReader::new(cfg.max_record);
     let mut buf = BytesMut::with_capacity(64 * 1024);
@@ -503,7 +509,7 @@ async fn serve_connection(
         record_start = None;
         // Replies to our back-channel calls go to whoever waits for one (CB_GETATTR).
         if rec.len() >= 8 && rec[4..8] == [0, 0, 0, 1] {
-            if !crate::callback::deliver(rec) {
+            if !crate::callback::deliver(back.id(), rec) {
                 disp.metrics().count_error("backchannel_reply");
             }
             continue;

@@ -153,9 +153,11 @@ pub trait ChangeGuard: Send + Sync {
     /// again later").
     fn before_change(&self, file: &Attr) -> VfsResult<()>;
 
-    /// As [`ChangeGuard::before_change`] before a READ: only state that lets a client cache
-    /// changes not yet written (NFSv4 write delegations) conflicts with it.
-    fn before_read(&self, file: &Attr) -> VfsResult<()>;
+    /// As [`ChangeGuard::before_change`] before a READ or GETATTR: only state that lets a
+    /// client cache changes not yet written (NFSv4 write delegations) conflicts with it. Ok(true)
+    /// when such state was there and has been returned: the file may have changed since
+    /// `file` was read.
+    fn before_read(&self, file: &Attr) -> VfsResult<bool>;
 
     /// Whether any state that could conflict exists at all: when none does, a change by name
     /// need not look the name up first.
