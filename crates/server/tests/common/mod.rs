@@ -668,6 +668,16 @@ impl RpcClient {
         self.stream.write_all(&v)
     }
 
+    /// Whether something arrives to be read within `wait` (a TCP connection's next record,
+    /// e.g. a callback), without reading it.
+    pub fn readable_within(&self, wait: std::time::Duration) -> bool {
+        let s = self.stream.tcp();
+        s.set_read_timeout(Some(wait)).expect("set a read timeout");
+        let got = s.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0);
+        s.set_read_timeout(None).expect("clear the read timeout");
+        got
+    }
+
     /// Sends raw bytes, record marking included.
     pub fn send_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes)
