@@ -81,23 +81,7 @@ impl Nfs4 {
         if conflict {
             return None;
         }
-        let other = s.new_other();
-        s.states.insert(
-            other,
-            StateObj::Deleg(Deleg {
-                client,
-                file,
-                fh: fh.clone(),
-                seqid: 1,
-                recalled: None,
-                recall_sent: false,
-                revoked: false,
-                write,
-                granted_change: crate::attr::change(attr),
-                shown: None,
-            }),
-        );
-        Some((Stateid { seqid: 1, other }, write))
+        Some((insert_delegation(s, client, file, fh, attr, write), write))
     }
 
     /// The delegation of type `held` (1 read, 2 write) a client held before the restart and
@@ -140,23 +124,11 @@ impl Nfs4 {
         if let Some(sid) = mine {
             return Some((sid, write, recall));
         }
-        let other = s.new_other();
-        s.states.insert(
-            other,
-            StateObj::Deleg(Deleg {
-                client,
-                file,
-                fh: fh.clone(),
-                seqid: 1,
-                recalled: None,
-                recall_sent: false,
-                revoked: false,
-                write,
-                granted_change: crate::attr::change(attr),
-                shown: None,
-            }),
-        );
-        Some((Stateid { seqid: 1, other }, write, recall))
+        Some((
+            insert_delegation(s, client, file, fh, attr, write),
+            write,
+            recall,
+        ))
     }
 
     /// Recalls other clients' delegations on `file` that conflict with access by `client`
@@ -478,6 +450,34 @@ impl Nfs4 {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
+}
+
+/// Records a new delegation of `client` on `file` (handle `fh`, attributes `attr` now).
+fn insert_delegation(
+    s: &mut State,
+    client: u64,
+    file: FileKey,
+    fh: &Bytes,
+    attr: &vfs::Attr,
+    write: bool,
+) -> Stateid {
+    let other = s.new_other();
+    s.states.insert(
+        other,
+        StateObj::Deleg(Deleg {
+            client,
+            file,
+            fh: fh.clone(),
+            seqid: 1,
+            recalled: None,
+            recall_sent: false,
+            revoked: false,
+            write,
+            granted_change: crate::attr::change(attr),
+            shown: None,
+        }),
+    );
+    Stateid { seqid: 1, other }
 }
 
 /// The time one nanosecond after `t`.
