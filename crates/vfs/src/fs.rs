@@ -746,11 +746,7 @@ impl Vfs {
             }
         }
         let mut buf = BytesMut::with_capacity(count);
-        let n = match self.nowait_flag(node) {
-            Some(flag) => sys::pread_into_nowait(fd.as_fd(), &mut buf, count, offset)
-                .map_err(|e| nowait_error(e, flag))?,
-            None => sys::pread_into(fd.as_fd(), &mut buf, count, offset)?,
-        };
+        let n = self.pread_owned(fd.as_fd(), node, &mut buf, count, offset)?;
         let (eof, attr) = self.after_read(fd.as_fd(), node, offset, count, n)?;
         Ok((buf.freeze(), eof, attr))
     }
@@ -768,11 +764,8 @@ impl Vfs {
         let count = buf.len().min(MAX_IO as usize);
         let n = if offset >= node.attr.size && offset > i64::MAX as u64 {
             0
-        } else if let Some(flag) = self.nowait_flag(node) {
-            sys::pread_slice_nowait(fd.as_fd(), &mut buf[..count], offset)
-                .map_err(|e| nowait_error(e, flag))?
         } else {
-            sys::pread_slice(fd.as_fd(), &mut buf[..count], offset)?
+            self.pread_to(fd.as_fd(), node, &mut buf[..count], offset)?
         };
         let (eof, attr) = self.after_read(fd.as_fd(), node, offset, count, n)?;
         Ok((n, eof, attr))
@@ -801,6 +794,41 @@ impl Vfs {
         };
         short_nowait_read(n, count, offset, &attr)?;
         Ok((n < count || end >= attr.size, attr))
+    }
+
+    /// `count` bytes at `offset` appended to `buf`, with `preadv2(RWF_NOWAIT)` where the call
+    /// must not wait.
+    fn pread_owned(
+        &self,
+        fd: BorrowedFd<'_>,
+        node: &Node,
+        buf: &mut BytesMut,
+        count: usize,
+        offset: u64,
+    ) -> VfsResult<usize> {
+        Ok(match self.nowait_flag(node) {
+            Some(flag) => {
+                sys::pread_into_nowait(fd, buf, count, offset).map_err(|e| nowait_error(e, flag))?
+            }
+            None => sys::pread_into(fd, buf, count, offset)?,
+        })
+    }
+
+    /// `buf.len()` bytes at `offset` into `buf`, with `preadv2(RWF_NOWAIT)` where the call must
+    /// not wait.
+    fn pread_to(
+        &self,
+        fd: BorrowedFd<'_>,
+        node: &Node,
+        buf: &mut [u8],
+        offset: u64,
+    ) -> VfsResult<usize> {
+        Ok(match self.nowait_flag(node) {
+            Some(flag) => {
+                sys::pread_slice_nowait(fd, buf, offset).map_err(|e| nowait_error(e, flag))?
+            }
+            None => sys::pread_slice(fd, buf, offset)?,
+        })
     }
 
     /// For a read that must not wait and may be tried, the flag of `preadv2(RWF_NOWAIT)`
@@ -1450,7 +1478,7 @@ impl Vfs {
         let (spans, eof, attr) =
             self.scan_extents(caller, node, offset, count, |fd, pos, want| {
                 let mut buf = BytesMut::with_capacity(want);
-                let n = sys::pread_into(fd, &mut buf, want, pos)?;
+                let n = self.pread_owned(fd, node, &mut buf, want, pos)?;
                 data.push(buf.freeze());
                 Ok(n)
             })?;
@@ -1482,15 +1510,16 @@ impl Vfs {
         let mut used = 0usize;
         self.scan_extents(caller, node, offset, count, |fd, pos, want| {
             let room = dst.len() - used;
-            let n = sys::pread_slice(fd, &mut dst[used..used + want.min(room)], pos)?;
+            let n = self.pread_to(fd, node, &mut dst[used..used + want.min(room)], pos)?;
             used += n;
             Ok(n)
         })
     }
 
-    /// The extent walk of READ_PLUS; `read(fd, pos, want)` reads a data extent (at most
-    /// `want` bytes at `pos`) wherever the caller keeps it and returns how many it read. Data
-    /// spans are numbered in reading order: `at` is the sum of the data lengths before.
+    /// The extent walk of READ_PLUS, with READ's checks; `read(fd, pos, want)` reads a data
+    /// extent (at most `want` bytes at `pos`) wherever the caller keeps it and returns how many
+    /// it read. Data spans are numbered in reading order: `at` is the sum of the data lengths
+    /// before.
     fn scan_extents(
         &self,
         caller: &Caller,
@@ -1499,36 +1528,38 @@ impl Vfs {
         count: u32,
         mut read: impl FnMut(BorrowedFd<'_>, u64, usize) -> VfsResult<usize>,
     ) -> VfsResult<(Vec<Span>, bool, Attr)> {
-        self.same_export(caller, node)?;
-        Self::check_regular(node)?;
-        if !mode_allows(&caller.creds, &node.attr, 4, true)
-            && !mode_allows(&caller.creds, &node.attr, 1, false)
-        {
-            return Err(VfsError::Errno(libc::EACCES));
-        }
-        let fd = self.data_fd(node)?;
-        let before = self.attr(fd.as_fd())?;
-        let size = before.size;
-        let end = offset.saturating_add(count.min(MAX_IO) as u64).min(size);
+        let fd = self.read_fd(caller, node)?;
+        let count = count.min(MAX_IO) as usize;
+        let size = node.attr.size;
         // A file with every block allocated has no hole to look for, and SEEK_DATA/SEEK_HOLE
         // are not free: tmpfs, for one, walks the page cache up to the next hole, to the end of
-        // a dense file (a 4 KiB READ_PLUS of a 256 MiB file took milliseconds).
-        let dense = before.used >= size.div_ceil(4096) * 4096;
+        // a dense file (a 4 KiB READ_PLUS of a 256 MiB file took milliseconds). Such a file is
+        // read as READ reads it: one data extent, EOF and attributes as READ finds them.
+        if node.attr.used >= size.div_ceil(4096) * 4096 {
+            let n = match offset > i64::MAX as u64 {
+                true => 0,
+                false => read(fd.as_fd(), offset, count)?,
+            };
+            let (eof, attr) = self.after_read(fd.as_fd(), node, offset, count, n)?;
+            let spans = match n {
+                0 => Vec::new(),
+                len => vec![Span::Data { offset, at: 0, len }],
+            };
+            return Ok((spans, eof, attr));
+        }
         // looking for holes may read extent maps from the disk
-        if !dense && nowait::active() {
+        if nowait::active() {
             return Err(nowait::give_up());
         }
+        let end = offset.saturating_add(count as u64).min(size);
         let mut out = Vec::new();
         let mut pos = offset;
         let mut at = 0usize;
         while pos < end {
-            let data_at = match dense {
-                true => pos,
-                false => match sys::lseek(fd.as_fd(), pos, libc::SEEK_DATA) {
-                    Ok(o) => o,
-                    Err(e) if e.raw_os_error() == Some(libc::ENXIO) => end,
-                    Err(e) => return Err(e.into()),
-                },
+            let data_at = match sys::lseek(fd.as_fd(), pos, libc::SEEK_DATA) {
+                Ok(o) => o,
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => end,
+                Err(e) => return Err(e.into()),
             };
             if data_at > pos {
                 let hole_end = data_at.min(end);
@@ -1539,10 +1570,7 @@ impl Vfs {
                 pos = hole_end;
                 continue;
             }
-            let hole_at = match dense {
-                true => end,
-                false => sys::lseek(fd.as_fd(), pos, libc::SEEK_HOLE)?.min(end),
-            };
+            let hole_at = sys::lseek(fd.as_fd(), pos, libc::SEEK_HOLE)?.min(end);
             let n = read(fd.as_fd(), pos, (hole_at - pos) as usize)?;
             if n == 0 {
                 break;

@@ -3,7 +3,7 @@
 use std::net::IpAddr;
 
 use vfs::exports::parse_exports;
-use vfs::{Client, CreateMode, Creds, SetAttrs, Stability, Vfs, VfsConfig, VfsError};
+use vfs::{Client, CreateMode, Creds, Extent, SetAttrs, Span, Stability, Vfs, VfsConfig, VfsError};
 
 fn setup(opts: &str) -> (tempfile::TempDir, tempfile::TempDir, Vfs) {
     let dir = tempfile::tempdir().unwrap();
@@ -177,7 +177,6 @@ fn root_squash_and_readdir_cookies() {
 
 #[test]
 fn read_plus_into_a_buffer_matches_read_plus() {
-    use vfs::{Extent, Span};
     let (dir, _s, vfs) = setup("rw,no_root_squash");
     let root = root_fh(&vfs, dir.path());
     let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
@@ -460,12 +459,17 @@ fn calls_tried_without_blocking_give_up_where_they_would_wait() {
     if kind != TMPFS && !DISK.contains(&kind) {
         // other file systems are never tried: everything gives up
         assert!(without_blocking(|| fresh.read(&c, &n, 0, 4096)).is_none());
+        assert!(without_blocking(|| fresh.read_extents(&c, &n, 0, 4096)).is_none());
         return;
     }
     let (got, eof, _) = without_blocking(|| fresh.read(&c, &n, 4096, 8192))
         .expect("data in the page cache (or tmpfs) is read without blocking")
         .unwrap();
     assert_eq!((got.len(), eof), (8192, false));
+    let (x, eof, _) = without_blocking(|| fresh.read_extents(&c, &n, 4096, 8192))
+        .expect("READ_PLUS of a dense file in memory is read without blocking")
+        .unwrap();
+    assert_eq!((data_len(&x), eof), (8192, false));
     if DISK.contains(&kind) {
         // drop the file's pages: a read that must not wait gives up, a normal one reads them
         let f = std::fs::File::open(dir.path().join("f")).unwrap();
@@ -474,6 +478,14 @@ fn calls_tried_without_blocking_give_up_where_they_would_wait() {
         let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         assert_eq!(rc, 0);
         assert!(without_blocking(|| fresh.read(&c, &n, 128 * 1024, 4096)).is_none());
+        assert!(
+            without_blocking(|| fresh.read_extents(&c, &n, 128 * 1024, 4096)).is_none(),
+            "READ_PLUS gives up where READ does"
+        );
+        let mut buf = vec![0u8; 4096];
+        assert!(
+            without_blocking(|| fresh.read_extents_into(&c, &n, 128 * 1024, &mut buf)).is_none()
+        );
         let (got, _, _) = fresh.read(&c, &n, 128 * 1024, 4096).unwrap();
         assert_eq!(&got[..], &data[..4096]);
     }
@@ -519,4 +531,47 @@ fn a_read_that_contradicts_the_resolved_size_reports_the_file_as_it_is_now() {
     let mut buf = vec![0u8; 100];
     let (k, eof, a) = vfs.read_into(&c, &n, 0, &mut buf).unwrap();
     assert_eq!((k, eof, a.size), (50, true, 50));
+
+    // READ_PLUS of the (dense) file reads as READ does.
+    let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    std::fs::write(&path, vec![9u8; 300]).unwrap();
+    let (x, eof, a) = vfs.read_extents(&c, &n, 0, 150).unwrap();
+    assert_eq!((data_len(&x), eof, a.size), (150, false, 300));
+    let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    let (x, eof, a) = vfs.read_extents(&c, &n, 100, 1000).unwrap();
+    assert_eq!((data_len(&x), eof, a.size), (200, true, 300));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(50)
+        .unwrap();
+    let (x, eof, a) = vfs.read_extents(&c, &n, 0, 100).unwrap();
+    assert_eq!((data_len(&x), eof, a.size), (50, true, 50));
+    let (x, eof, _) = vfs.read_extents(&c, &n, u64::MAX - 10, 100).unwrap();
+    assert_eq!((data_len(&x), eof), (0, true));
+    let mut buf = vec![0u8; 100];
+    let (spans, eof, a) = vfs.read_extents_into(&c, &n, 0, &mut buf).unwrap();
+    assert_eq!(
+        (spans, eof, a.size),
+        (
+            vec![Span::Data {
+                offset: 0,
+                at: 0,
+                len: 50
+            }],
+            true,
+            50
+        )
+    );
+}
+
+/// Bytes of data in READ_PLUS extents.
+fn data_len(x: &[Extent]) -> usize {
+    x.iter()
+        .map(|e| match e {
+            Extent::Data { data, .. } => data.len(),
+            Extent::Hole { .. } => 0,
+        })
+        .sum()
 }
