@@ -394,7 +394,10 @@ async fn plan_call(
     };
     if msg.wire_len() + HEADER_ROOM <= send_max {
         for s in &msg.segments {
-            plan.inline.push(s.bytes().clone());
+            let Some(b) = s.bytes() else {
+                return Err(RpcError::Io("calls are encoded from memory only".into()));
+            };
+            plan.inline.push(b.clone());
             if let Segment::Bulk(b) = s {
                 let pad = xdr::pad4(b.len()) - b.len();
                 plan.inline.push(Bytes::from_static(&[0u8; 3][..pad]));
@@ -408,6 +411,9 @@ async fn plan_call(
             Segment::Inline(b) => {
                 position += b.len();
                 plan.inline.push(b.clone());
+            }
+            Segment::Pages(_) => {
+                return Err(RpcError::Io("calls are encoded from memory only".into()));
             }
             Segment::Bulk(b) => {
                 if b.len() > pool.config().bulk_size {

@@ -247,6 +247,9 @@ impl RpcConn {
                         bufs.push(Bytes::from_static(&[0u8; 3][..pad]));
                     }
                 }
+                Segment::Pages(_) => {
+                    return Err(RpcError::Io("calls are encoded from memory only".into()))
+                }
             }
         }
         let (otx, orx) = oneshot::channel();

@@ -175,7 +175,11 @@ impl V3 {
             )
             .await?;
         let ok = check("READ", decode::<ReadRes>(r)?)?;
-        Ok((ok.data, ok.eof))
+        let data = match ok.data {
+            xdr::Payload::Bytes(b) => b,
+            xdr::Payload::Pages(_) => return Err(err!("READ: a decoded reply holds bytes")),
+        };
+        Ok((data, ok.eof))
     }
 
     /// COMMIT of the whole file.

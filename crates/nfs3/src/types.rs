@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use bytes::Bytes;
-use xdr::{Decode, Decoder, Encode, Encoder, Result, XdrError};
+use xdr::{Decode, Decoder, Encode, Encoder, Payload, Result, XdrError};
 
 // ---------------------------------------------------------------------------------------------
 // Program numbers, sizes and bounds
@@ -1022,8 +1022,9 @@ pub struct ReadResOk {
     pub count: Count3,
     /// True if the read reached end of file.
     pub eof: bool,
-    /// The data read (at most [`NFS3_MAX_IO`] bytes).
-    pub data: Bytes,
+    /// The data read (at most [`NFS3_MAX_IO`] bytes): in memory, or file pages the transport
+    /// sends without copying.
+    pub data: Payload,
 }
 
 impl Decode for ReadResOk {
@@ -1032,7 +1033,7 @@ impl Decode for ReadResOk {
             file_attributes: d.decode()?,
             count: d.u32()?,
             eof: d.bool()?,
-            data: d.opaque(NFS3_MAX_IO)?,
+            data: Payload::Bytes(d.opaque(NFS3_MAX_IO)?),
         })
     }
 }
@@ -1042,7 +1043,7 @@ impl Encode for ReadResOk {
         e.encode(&self.file_attributes);
         e.u32(self.count);
         e.bool(self.eof);
-        e.opaque_bulk(self.data.clone());
+        e.opaque_payload(self.data.clone());
     }
 }
 
@@ -2517,7 +2518,7 @@ mod tests {
             file_attributes: PostOpAttr(None),
             count: 4097,
             eof: true,
-            data: data.clone(),
+            data: data.clone().into(),
         });
         let mut e = Encoder::new();
         e.encode(&r);
@@ -2527,7 +2528,7 @@ mod tests {
             .iter()
             .filter_map(|s| match s {
                 Segment::Bulk(b) => Some(b),
-                Segment::Inline(_) => None,
+                _ => None,
             })
             .collect();
         assert_eq!(bulk.len(), 1);
@@ -2818,7 +2819,7 @@ mod tests {
         #[test]
         fn rt_read_res(r in res(
             (post_op_attr(), any::<u32>(), any::<bool>(), bytes_up_to(5000))
-                .prop_map(|(file_attributes, count, eof, data)| ReadResOk { file_attributes, count, eof, data }),
+                .prop_map(|(file_attributes, count, eof, data)| ReadResOk { file_attributes, count, eof, data: data.into() }),
             post_op_attr(),
         )) { roundtrip(&r)?; }
 

@@ -409,7 +409,8 @@ impl Nfs4 {
                             sl.seqid = seqid;
                             sl.reply = reply;
                         }
-                        _ => sl.reply = cachethis.then(|| reply.detached()),
+                        // (file pages that cannot be read leave nothing to replay)
+                        _ => sl.reply = cachethis.then(|| reply.detached().ok()).flatten(),
                     }
                 }
             }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use vfs::{CreateMode, Extent, FileType, Node, SetAttrs, Span, Stability};
-use xdr::{Decoder, Encoder, Reply};
+use xdr::{Decoder, Encoder, Pages, Payload, Reply};
 
 use crate::attr::{self, Bitmap};
 use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
@@ -743,23 +743,33 @@ impl Nfs4 {
         let count = ctx.cap_reply(d.u32()?);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
-        let (data, eof) = ctx.rpc.bulk_payload(
-            count as usize,
-            |buf| {
-                let (k, eof, _) = self.vfs.read_into(&c, &n, offset, buf)?;
-                Ok::<_, OpFail>((k, eof))
-            },
-            || {
-                let (data, eof, _) = self.vfs.read(&c, &n, offset, count)?;
-                Ok((data, eof))
-            },
-        )?;
+        let pages = match ctx.rpc.takes_pages() {
+            true => self.vfs.read_pages(&c, &n, offset, count)?,
+            false => None,
+        };
+        let (data, eof) = match pages {
+            Some((pages, eof, _)) => (Payload::Pages(pages), eof),
+            None => {
+                let (data, eof) = ctx.rpc.bulk_payload(
+                    count as usize,
+                    |buf| {
+                        let (k, eof, _) = self.vfs.read_into(&c, &n, offset, buf)?;
+                        Ok::<_, OpFail>((k, eof))
+                    },
+                    || {
+                        let (data, eof, _) = self.vfs.read(&c, &n, offset, count)?;
+                        Ok((data, eof))
+                    },
+                )?;
+                (Payload::Bytes(data), eof)
+            }
+        };
         self.counters
             .read_bytes
             .fetch_add(data.len() as u64, Ordering::Relaxed);
         let mut e = Encoder::new();
         e.bool(eof);
-        e.opaque_bulk(data);
+        e.opaque_payload(data);
         Ok(e)
     }
 
@@ -806,6 +816,23 @@ impl Nfs4 {
         let count = ctx.cap_reply(d.u32()?);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
+        // A file without holes is one data extent, which a TCP client may get as file pages.
+        if ctx.rpc.takes_pages() {
+            if let Some((pages, eof, _)) = self.vfs.read_extent_pages(&c, &n, offset, count)? {
+                self.counters
+                    .read_plus_data_bytes
+                    .fetch_add(pages.len() as u64, Ordering::Relaxed);
+                let mut e = Encoder::new();
+                e.bool(eof);
+                e.u32(u32::from(!pages.is_empty()));
+                if !pages.is_empty() {
+                    e.u32(0); // NFS4_CONTENT_DATA
+                    e.u64(offset);
+                    e.opaque_payload(Payload::Pages(pages));
+                }
+                return Ok(e);
+            }
+        }
         // Over RDMA (a Write list) data extents are read straight into registered memory that
         // the RDMA Write sends from; otherwise (or with no buffer free) into memory of our own.
         let (bulk, spans) = ctx.rpc.bulk_payload(

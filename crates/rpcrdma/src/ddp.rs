@@ -127,6 +127,9 @@ pub enum PlanError {
         /// Bytes the Reply chunk holds.
         capacity: u64,
     },
+    /// File pages of the reply could not be read into memory.
+    #[error("reading the reply's file pages: {0}")]
+    Pages(String),
     /// The reply does not fit inline and the call provided no Reply chunk.
     #[error("reply of {len} bytes exceeds the inline send size {max} and there is no reply chunk")]
     ReplyTooLarge {
@@ -220,20 +223,25 @@ pub fn plan_reply(
     let mut ddp: Vec<Option<Bytes>> = vec![None; call.write_list.len()];
     let mut next_chunk = 0;
     for seg in &reply.segments {
-        match seg {
-            Segment::Inline(b) => push_padded(&mut reduced, b, false),
-            Segment::Bulk(b) => {
-                if let Some(wc) = call.write_list.get(next_chunk) {
-                    let k = next_chunk;
-                    next_chunk += 1;
-                    if !wc.0.is_empty() {
-                        ddp[k] = Some(b.clone());
-                        continue;
-                    }
-                }
-                push_padded(&mut reduced, b, true);
+        let b = match seg {
+            Segment::Inline(b) => {
+                push_padded(&mut reduced, b, false);
+                continue;
+            }
+            Segment::Bulk(b) => b.clone(),
+            // RDMA places data from memory: pages are read into it (READ over RDMA reads into
+            // registered memory instead, so this copy is the exception)
+            Segment::Pages(p) => p.to_bytes().map_err(|e| PlanError::Pages(e.to_string()))?,
+        };
+        if let Some(wc) = call.write_list.get(next_chunk) {
+            let k = next_chunk;
+            next_chunk += 1;
+            if !wc.0.is_empty() {
+                ddp[k] = Some(b);
+                continue;
             }
         }
+        push_padded(&mut reduced, &b, true);
     }
 
     let mut writes = Vec::new();

@@ -776,6 +776,8 @@ impl Conn {
             transport: TransportKind::Rdma,
             back: Some(self.back.clone()),
             bulk,
+            // RDMA Writes and Sends go from registered memory: pages would be copied into it
+            pages: false,
         }
     }
 

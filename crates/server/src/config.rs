@@ -4,6 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Parser;
+use sunrpc::tcp::SpliceReads;
 use vfs::exports::{load_exports, ClientMatch, ClientRule, ExportEntry, ExportOptions};
 
 /// rnfsd: a user-space NFS server for local directories.
@@ -83,6 +84,10 @@ pub struct Args {
     /// server's machine are never told to wait for one.
     #[arg(long)]
     pub write_delegations: bool,
+    /// Which clients get READ data spliced from the page cache into the socket (no copy in the
+    /// server) instead of copied: remote (clients not on a loopback address), always, never.
+    #[arg(long, default_value = "remote", value_parser = splice_reads_arg)]
+    pub splice_reads: SpliceReads,
     // --- RPC-over-RDMA (crates/verbs, crates/rpcrdma) ---
     /// Serve NFS over RPC-over-RDMA on ADDR:PORT (default: port 20049 on every address that
     /// has an RDMA device, when there is one; without devices rnfsd logs why and serves TCP).
@@ -177,5 +182,14 @@ fn localhost_export(path: PathBuf) -> ExportEntry {
                 options,
             },
         ],
+    }
+}
+
+fn splice_reads_arg(s: &str) -> Result<SpliceReads, String> {
+    match s {
+        "remote" => Ok(SpliceReads::Remote),
+        "always" => Ok(SpliceReads::Always),
+        "never" => Ok(SpliceReads::Never),
+        _ => Err(format!("{s}: remote, always or never")),
     }
 }

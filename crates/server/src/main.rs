@@ -104,6 +104,7 @@ async fn run(args: Args) -> Result<(), String> {
         max_queued_reply_bytes: args.max_queued_reply_bytes,
         record_timeout: std::time::Duration::from_secs(args.record_timeout),
         write_timeout: std::time::Duration::from_secs(args.write_timeout),
+        splice_reads: args.splice_reads,
     };
     tracing::info!(
         max_connections = tcp_cfg.max_connections,
@@ -115,6 +116,7 @@ async fn run(args: Args) -> Result<(), String> {
         write_timeout_s = args.write_timeout,
         drc_entries = args.drc_entries,
         lease_time_s = args.lease_time,
+        splice_reads = ?args.splice_reads,
         "limits"
     );
 

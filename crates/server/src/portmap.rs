@@ -217,6 +217,7 @@ mod tests {
             transport: TransportKind::Udp,
             back: None,
             bulk: None,
+            pages: false,
         }
     }
 

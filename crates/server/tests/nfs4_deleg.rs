@@ -337,7 +337,7 @@ fn a_write_delegation_is_granted_on_request_and_any_access_of_another_client_rec
     let ReadRes::Ok(ok) = r else {
         panic!("NFSv3 READ after the return: {r:?}");
     };
-    assert_eq!(&ok.data[..], b"cached");
+    assert_eq!(&ok.data.in_memory().expect("decoded")[..], b"cached");
     b.open(
         &bdir,
         "f",

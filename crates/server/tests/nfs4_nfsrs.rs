@@ -288,28 +288,36 @@ fn checksum(data: &[u8]) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v41_64mib_file_round_trip() {
-    const SIZE: usize = 64 << 20;
-    let fx = Fixture::new();
+    round_trip(Fixture::new(), 64 << 20).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v41_round_trip_with_reads_spliced_from_the_page_cache() {
+    round_trip(Fixture::with_args(&["--splice-reads", "always"]), 16 << 20).await;
+}
+
+/// A file of `size` bytes written and read back over NFSv4.1.
+async fn round_trip(fx: Fixture, size: usize) {
     let m = mount_v4(&fx, "4.1", 1000, 1000, "").await;
-    let data = Bytes::from(pattern(0x64, SIZE));
+    let data = Bytes::from(pattern(0x64, size));
     let sum = checksum(&data);
 
     let f = m.create_path("big", Some(0o644)).await.expect("create");
     let n = nfs_rs::write_all(&*m, f.fh.clone(), 0, data.clone())
         .await
         .expect("write_all");
-    assert_eq!(n, SIZE as u64);
+    assert_eq!(n, size as u64);
     m.close(f.fh.clone()).await.expect("close");
     assert_eq!(
         std::fs::metadata(fx.export.join("big")).unwrap().len(),
-        SIZE as u64
+        size as u64
     );
     drop(data);
 
     let o = m.open_path("big", nfs_rs::OPEN_READ).await.expect("open");
-    let back = read_all(&*m, o.fh.clone(), SIZE).await;
+    let back = read_all(&*m, o.fh.clone(), size).await;
     m.close(o.fh).await.expect("close");
-    assert_eq!(back.len(), SIZE);
+    assert_eq!(back.len(), size);
     assert_eq!(checksum(&back), sum, "checksum of the data read back");
     assert_eq!(
         checksum(&std::fs::read(fx.export.join("big")).unwrap()),

@@ -525,3 +525,48 @@ fn read_plus_gib_hole_costs_no_payload_and_alternating_file_is_identical() {
     assert!(got == want, "alternating data/hole file differs");
     c.close_ok(&fh, &sid);
 }
+
+/// READ_PLUS and READ of a file without holes, with READ data spliced from the page cache: the
+/// same bytes, one data segment, EOF where the file ends; a sparse file still has its holes.
+#[test]
+fn read_plus_and_read_spliced_from_the_page_cache() {
+    let fx = Fixture::with_args(&["--splice-reads", "always"]);
+    let size = 3 * MIB + 777;
+    let want: Vec<u8> = (0..size).map(|i| (i % 253) as u8 | 1).collect();
+    std::fs::write(fx.export.join("dense"), &want).unwrap();
+    let sparse = make_sparse(&fx.export.join("sparse"));
+    let mut c = V4::session(fx.server.port, 2, "spliced");
+    let dir = c.path_fh(&fx.export);
+    let (fh, sid) = open_read(&mut c, &dir, "dense");
+    for (off, count) in [(0, MIB), (4096, MIB), (size - 100, MIB), (MIB, K64 + 3)] {
+        let (eof, segs) = read_plus(&mut c, &fh, &sid, off, count as u32);
+        assert_eq!(segs.len(), 1, "one data segment at {off}");
+        check_content(&segs, &want, off);
+        let end = (off + count).min(size);
+        assert!(matches!(&segs[0], Segment::Data { data, .. } if data.len() as u64 == end - off));
+        assert_eq!(eof, end == size, "eof at {off}");
+        let r = c
+            .call(Ops::new().putfh(&fh).read(&sid, off, count as u32))
+            .ok("READ");
+        match &r.get(op::READ).res {
+            Res::Read { eof, data } => {
+                assert!(
+                    data[..] == want[off as usize..end as usize],
+                    "READ at {off}"
+                );
+                assert_eq!(*eof, end == size);
+            }
+            x => panic!("READ: {x:?}"),
+        }
+    }
+    assert!(read_plus_whole(&mut c, &fh, &sid, size) == want);
+    c.close_ok(&fh, &sid);
+    let (sfh, ssid) = open_read(&mut c, &dir, "sparse");
+    let (_, segs) = read_plus(&mut c, &sfh, &ssid, 0, MIB as u32);
+    assert!(
+        segs.iter().any(|s| matches!(s, Segment::Hole { .. })),
+        "the sparse file's holes are kept"
+    );
+    check_content(&segs, &sparse, 0);
+    c.close_ok(&sfh, &ssid);
+}

@@ -321,7 +321,10 @@ fn pipelined_calls_answered_with_right_xids() {
             _ => {
                 let r = decode_all::<ReadRes>(body).expect_ok("READ");
                 let off = (i % 9) as usize;
-                assert_eq!(&r.data[..], &b"pipelined"[off..off + 1]);
+                assert_eq!(
+                    &r.data.in_memory().expect("decoded")[..],
+                    &b"pipelined"[off..off + 1]
+                );
             }
         }
     }

@@ -33,13 +33,13 @@ fn nfsv3_and_mount_keep_no_call_buffer() {
         WriteRes::Ok(_)
     ));
     match c.read(&fh, 0, 100_000) {
-        ReadRes::Ok(r) => assert_eq!(r.data, data),
+        ReadRes::Ok(r) => assert_eq!(r.data.in_memory(), Some(&data)),
         other => panic!("READ: {other:?}"),
     }
     assert!(srv.bulk_handed() > 0, "READ did not use transport buffers");
     // again, now that the handle is in the descriptor caches
     match c.read(&fh, 4096, 10) {
-        ReadRes::Ok(r) => assert_eq!(&r.data[..], &[7u8; 10]),
+        ReadRes::Ok(r) => assert_eq!(&r.data.in_memory().expect("decoded")[..], &[7u8; 10]),
         other => panic!("READ: {other:?}"),
     }
     assert!(matches!(c.commit(&fh), CommitRes::Ok(_)));
@@ -55,7 +55,7 @@ fn nfsv3_and_mount_keep_no_call_buffer() {
     let again = vfs::cred::as_root(|| LocalServer::new(&export, &tmp.path().join("state")));
     let mut c2 = RpcClient::loopback(&again);
     match c2.read(&fh, 0, 10) {
-        ReadRes::Ok(r) => assert_eq!(&r.data[..], &[7u8; 10]),
+        ReadRes::Ok(r) => assert_eq!(&r.data.in_memory().expect("decoded")[..], &[7u8; 10]),
         other => panic!("READ after restart: {other:?}"),
     }
     assert!(matches!(

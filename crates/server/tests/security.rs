@@ -58,7 +58,7 @@ fn ro_export_refuses_changes_with_rofs() {
 
     // Reading still works, and ACCESS grants no modification.
     let r = c.read(&fh, 0, 100).expect_ok("READ on ro export");
-    assert_eq!(&r.data[..], b"read only");
+    assert_eq!(&r.data.in_memory().expect("decoded")[..], b"read only");
     let granted = c
         .access(&fh, ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND)
         .expect_ok("ACCESS")
@@ -151,7 +151,7 @@ fn private_file_not_readable_by_other_user() {
     // The owner reads it.
     c.set_user(1000, 1000);
     let r = c.read(&fh, 0, 100).expect_ok("READ by owner");
-    assert_eq!(&r.data[..], b"top secret");
+    assert_eq!(&r.data.in_memory().expect("decoded")[..], b"top secret");
     assert_eq!(std::fs::read(&f).unwrap(), b"top secret");
 }
 
@@ -398,7 +398,7 @@ fn handle_of_removed_export_is_stale() {
     assert_eq!(c.mnt(&t.b).status(), Mountstat3::Noent);
     // The export that stays keeps working with its old handles.
     let r = c.read(&fa, 0, 10).expect_ok("READ in a");
-    assert_eq!(&r.data[..], b"a");
+    assert_eq!(&r.data.in_memory().expect("decoded")[..], b"a");
     c.getattr(&ra).expect_ok("GETATTR root a");
 }
 

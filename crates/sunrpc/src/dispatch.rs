@@ -77,6 +77,8 @@ pub struct Origin {
     pub back: Option<Arc<dyn BackChannel>>,
     /// Transport memory for bulk payloads, when the transport can send from it without a copy.
     pub bulk: Option<Arc<dyn BulkAlloc>>,
+    /// The transport sends file pages ([`xdr::Segment::Pages`]) to this caller without copying.
+    pub pages: bool,
 }
 
 /// Everything a procedure knows about its caller.
@@ -98,9 +100,17 @@ pub struct CallContext {
     pub back: Option<std::sync::Arc<dyn BackChannel>>,
     /// Transport memory for bulk payloads (see [`BulkAlloc`]).
     pub bulk: Option<std::sync::Arc<dyn BulkAlloc>>,
+    /// The transport sends file pages to this caller without copying (see [`Origin::pages`]).
+    pub pages: bool,
 }
 
 impl CallContext {
+    /// Whether READ data should be file pages ([`xdr::Segment::Pages`]): the transport sends
+    /// them to this caller without copying (see [`crate::tcp::SpliceReads`]).
+    pub fn takes_pages(&self) -> bool {
+        self.pages
+    }
+
     /// A bulk payload of at most `len` bytes, made in transport memory by `fill_into` (given
     /// the buffer, returns how many bytes it wrote) when the transport offers a buffer, else by
     /// `own` in memory of its own.
@@ -239,6 +249,7 @@ impl Dispatcher {
             transport,
             back,
             bulk: None,
+            pages: false,
         };
         self.dispatch_from(msg, origin)
     }
@@ -397,6 +408,7 @@ fn call_context(hdr: CallHeader, origin: Origin) -> CallContext {
         transport: origin.transport,
         back: origin.back,
         bulk: origin.bulk,
+        pages: origin.pages,
     }
 }
 
@@ -572,6 +584,7 @@ mod tests {
             transport: TransportKind::Tcp,
             back: None,
             bulk: None,
+            pages: false,
         };
         let null = call(400_000, 3, 0, &[]);
         let reply = d
@@ -630,6 +643,7 @@ mod tests {
             transport: TransportKind::Rdma,
             back: None,
             bulk,
+            pages: false,
         }
     }
 

@@ -17,6 +17,7 @@
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,31 +87,95 @@ struct OutState {
 
 static ZEROS: [u8; 4] = [0; 4];
 
-/// The slices of `records` (record marking included), skipping the first `offset` bytes.
-fn record_slices<'a>(
+/// A piece of queued output: bytes in memory, or file pages with how many of their bytes are
+/// still to go.
+enum Part<'a> {
+    Mem(&'a [u8]),
+    Pages(&'a dyn xdr::Pages, usize),
+}
+
+/// The pieces of `records` (record marking included), skipping the first `offset` bytes.
+fn record_parts<'a>(
     records: impl Iterator<Item = &'a Reply>,
     headers: &'a [[u8; 4]],
     mut offset: usize,
-) -> Vec<IoSlice<'a>> {
+) -> Vec<Part<'a>> {
     let mut out = Vec::with_capacity(headers.len() * 4);
-    let mut push = |p: &'a [u8]| {
-        if offset >= p.len() {
-            offset -= p.len();
-        } else {
-            out.push(IoSlice::new(&p[offset..]));
-            offset = 0;
-        }
-    };
     for (r, h) in records.zip(headers) {
-        push(h);
-        for s in &r.segments {
-            push(s.bytes());
-            if let Segment::Bulk(b) = s {
-                push(&ZEROS[..xdr::pad4(b.len()) - b.len()]);
+        let whole = std::iter::once(Part::Mem(h)).chain(r.segments.iter().flat_map(|s| {
+            let body = match s {
+                Segment::Inline(b) | Segment::Bulk(b) => Part::Mem(b),
+                Segment::Pages(p) => Part::Pages(p.as_ref(), p.len()),
+            };
+            [body, Part::Mem(&ZEROS[..s.padding()])]
+        }));
+        for part in whole {
+            let len = match &part {
+                Part::Mem(b) => b.len(),
+                Part::Pages(_, len) => *len,
+            };
+            if offset >= len {
+                offset -= len;
+                continue;
             }
+            out.push(match part {
+                Part::Mem(b) => Part::Mem(&b[offset..]),
+                Part::Pages(p, len) => Part::Pages(p, len - offset),
+            });
+            offset = 0;
         }
     }
     out
+}
+
+/// Writes `parts` to the socket without blocking: each run of memory with one vectored write,
+/// file pages spliced. Returns the bytes written; `WouldBlock` only when none were.
+fn write_parts(sock: &tokio::net::TcpStream, parts: &[Part<'_>]) -> io::Result<usize> {
+    let mut done = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        let (n, want) = match &parts[i] {
+            Part::Mem(_) => {
+                let run: Vec<IoSlice<'_>> = parts[i..]
+                    .iter()
+                    .map_while(|p| match p {
+                        Part::Mem(b) => Some(IoSlice::new(b)),
+                        Part::Pages(..) => None,
+                    })
+                    .collect();
+                i += run.len();
+                let want = run.iter().map(|s| s.len()).sum::<usize>();
+                // headers before spliced data wait for it (MSG_MORE), so that they leave in
+                // one segment with its start rather than in a small one of their own
+                let res = match i < parts.len() {
+                    false => sock.try_write_vectored(&run),
+                    true => sock.try_io(tokio::io::Interest::WRITABLE, || {
+                        socket2::SockRef::from(sock).send_vectored_with_flags(&run, libc::MSG_MORE)
+                    }),
+                };
+                (res, want)
+            }
+            Part::Pages(p, left) => {
+                i += 1;
+                let more = i < parts.len();
+                let res = sock.try_io(tokio::io::Interest::WRITABLE, || {
+                    p.splice_to(sock.as_fd(), *left, more)
+                });
+                (res, *left)
+            }
+        };
+        match n {
+            Ok(n) => {
+                done += n;
+                if n < want {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && done > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 impl ReplyOut {
@@ -146,8 +211,8 @@ impl ReplyOut {
                 .collect();
             let total: usize = batch.iter().map(|(r, _)| 4 + r.wire_len()).sum();
             let res = {
-                let slices = record_slices(batch.iter().map(|(r, _)| r), &headers, 0);
-                self.half.try_write_vectored(&slices)
+                let parts = record_parts(batch.iter().map(|(r, _)| r), &headers, 0);
+                write_parts(self.half.as_ref(), &parts)
             };
             match res {
                 Ok(n) if n == total => {
@@ -209,8 +274,8 @@ impl ReplyOut {
             .map(|(r, _)| record_header(r.wire_len()))
             .collect();
         let res = {
-            let slices = record_slices(st.queue.iter().map(|(r, _)| r), &headers, st.offset);
-            self.half.try_write_vectored(&slices)
+            let parts = record_parts(st.queue.iter().map(|(r, _)| r), &headers, st.offset);
+            write_parts(self.half.as_ref(), &parts)
         };
         let mut n = match res {
             Ok(n) => n,
@@ -295,6 +360,36 @@ pub struct TcpConfig {
     pub record_timeout: Duration,
     /// A socket that accepts no reply bytes for this long closes the connection.
     pub write_timeout: Duration,
+    /// Which clients get READ data spliced from the page cache instead of copied.
+    pub splice_reads: SpliceReads,
+}
+
+/// Which clients get READ data as file pages spliced into the socket ([`xdr::Segment::Pages`],
+/// no copy in the server) rather than copied into a buffer that is then written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SpliceReads {
+    /// Clients on other addresses than loopback ones. Where the client runs on the server's own
+    /// CPUs through the loopback device, it copies spliced data from page-cache pages that are
+    /// not in the CPU's caches, which costs it more than the server's copies save (measured in
+    /// docs/benchmarks.md); a client across a network gets the pages from the NIC, and the
+    /// server does no copy at all (as the in-kernel server sends READ data).
+    #[default]
+    Remote,
+    /// Every client.
+    Always,
+    /// No client: READ data is always copied.
+    Never,
+}
+
+impl SpliceReads {
+    /// Whether a client at `peer` gets spliced READ data.
+    pub fn applies_to(self, peer: SocketAddr) -> bool {
+        match self {
+            SpliceReads::Remote => !peer.ip().to_canonical().is_loopback(),
+            SpliceReads::Always => true,
+            SpliceReads::Never => false,
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -307,6 +402,7 @@ impl Default for TcpConfig {
             max_queued_reply_bytes: 16 << 20,
             record_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(60),
+            splice_reads: SpliceReads::default(),
         }
     }
 }
@@ -538,6 +634,7 @@ async fn serve_connection(
             transport: TransportKind::Tcp,
             back: Some(back.clone()),
             bulk: Some(bulk.clone()),
+            pages: cfg.splice_reads.applies_to(peer),
         };
         // A call that needs nothing but memory (a cached file's attributes, data in the page
         // cache) runs here: handing it to a thread costs as much as the call.
@@ -636,6 +733,102 @@ mod tests {
         expect.extend([99u8; 4]);
         let mut got = vec![0u8; expect.len()];
         peer.read_exact(&mut got).await.expect("read");
+        assert!(got == expect, "records out of order or cut");
+        out.state.lock().closing = true;
+        out.wake.notify_one();
+        writer.await.expect("writer").expect("writer done");
+        assert_eq!(out.queued_bytes.load(Ordering::Acquire), 0);
+    }
+
+    /// File pages stand-in: bytes in memory sent at most 7,000 per call, so that a payload
+    /// leaves in many pieces, some of them cut by a full socket.
+    #[derive(Debug)]
+    struct MemPages {
+        data: bytes::Bytes,
+        sent: parking_lot::Mutex<usize>,
+    }
+
+    impl xdr::Pages for MemPages {
+        fn len(&self) -> usize {
+            self.data.len()
+        }
+
+        fn splice_to(
+            &self,
+            to: std::os::fd::BorrowedFd<'_>,
+            max: usize,
+            more: bool,
+        ) -> io::Result<usize> {
+            let mut sent = self.sent.lock();
+            assert_eq!(
+                max,
+                self.data.len() - *sent,
+                "the writer's count of what is left"
+            );
+            let end = (*sent + max.min(7000)).min(self.data.len());
+            let flags = libc::MSG_DONTWAIT | if more { libc::MSG_MORE } else { 0 };
+            let n = socket2::SockRef::from(&to).send_with_flags(&self.data[*sent..end], flags)?;
+            *sent += n;
+            Ok(n)
+        }
+
+        fn to_bytes(&self) -> io::Result<bytes::Bytes> {
+            Ok(self.data.slice(*self.sent.lock()..))
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn records_with_spliced_payloads_arrive_whole_and_in_order() {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+        sock.set_send_buffer_size(16 * 1024).expect("sndbuf");
+        let (client, accepted) =
+            tokio::join!(sock.connect(l.local_addr().expect("addr")), l.accept());
+        let (mut peer, _) = accepted.expect("accept");
+        let (_rd, wr) = client.expect("connect").into_split();
+        let out = Arc::new(ReplyOut::new(wr));
+        let writer = tokio::spawn(write_queued(out.clone(), Duration::from_secs(10)));
+        // records of a header, a spliced payload of a length that needs padding, a bulk
+        // payload and a trailer, sent in batches while nobody reads
+        let mut expect = Vec::new();
+        let mut batch = Vec::new();
+        for (i, len) in [1usize, 70_001, 5, 300_002, 0, 65_536, 3]
+            .into_iter()
+            .enumerate()
+        {
+            let i = i as u8;
+            let pages = bytes::Bytes::from(vec![i.wrapping_add(100); len]);
+            let mut e = xdr::Encoder::new();
+            e.u32(i as u32);
+            e.opaque_payload(xdr::Payload::Pages(Arc::new(MemPages {
+                data: pages.clone(),
+                sent: parking_lot::Mutex::new(0),
+            })));
+            e.opaque_bulk(bytes::Bytes::from(vec![i; len % 7]));
+            e.u32(0xdead_0000 | i as u32);
+            let r = e.finish();
+            let mut body = (i as u32).to_be_bytes().to_vec();
+            body.extend_from_slice(&(len as u32).to_be_bytes());
+            body.extend_from_slice(&pages);
+            body.resize(body.len() + xdr::pad4(len) - len, 0);
+            body.extend_from_slice(&((len % 7) as u32).to_be_bytes());
+            body.extend(std::iter::repeat_n(i, len % 7));
+            body.resize(body.len() + xdr::pad4(len % 7) - len % 7, 0);
+            body.extend_from_slice(&(0xdead_0000u32 | i as u32).to_be_bytes());
+            assert_eq!(r.wire_len(), body.len());
+            expect.extend_from_slice(&record_header(body.len()));
+            expect.extend_from_slice(&body);
+            batch.push((r, None));
+            if i % 2 == 1 {
+                assert!(out.send_batch(&mut batch));
+            }
+        }
+        assert!(out.send_batch(&mut batch));
+        let mut got = vec![0u8; expect.len()];
+        tokio::time::timeout(Duration::from_secs(20), peer.read_exact(&mut got))
+            .await
+            .expect("records stopped coming")
+            .expect("read");
         assert!(got == expect, "records out of order or cut");
         out.state.lock().closing = true;
         out.wake.notify_one();

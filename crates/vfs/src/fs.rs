@@ -23,6 +23,7 @@ use crate::error::{VfsError, VfsResult};
 use crate::exports::{ExportEntry, ExportOptions, Squash};
 use crate::handle::HandleKey;
 use crate::nowait;
+use crate::pages::{FilePages, PipePool, SPLICE_MIN};
 use crate::sys;
 use crate::types::*;
 
@@ -111,6 +112,8 @@ struct Export {
     by_inode: bool,
     /// How a READ that must not block reads, if it may be tried at all.
     nowait_reads: NowaitReads,
+    /// The file system splices file pages into pipes (until a splice says it does not).
+    splice_reads: AtomicBool,
 }
 
 impl Export {
@@ -173,6 +176,8 @@ pub struct Vfs {
     write_verifier: [u8; 8],
     /// Addresses of host names used in client rules, resolved once at start-up.
     host_names: HashMap<IpAddr, String>,
+    /// Pipes that READ data is spliced into.
+    pipes: Arc<PipePool>,
 }
 
 impl std::fmt::Debug for Vfs {
@@ -264,6 +269,11 @@ fn nowait_error(e: std::io::Error, usable: &AtomicBool) -> VfsError {
         }
         _ => VfsError::from(e),
     }
+}
+
+/// A file with every block allocated: it has no hole to look for.
+fn dense(attr: &Attr) -> bool {
+    attr.used >= attr.size.div_ceil(4096) * 4096
 }
 
 /// A read that must not wait and got only part of what the file holds (the rest is not in the
@@ -360,6 +370,7 @@ impl Vfs {
                 mount_id,
                 by_inode,
                 nowait_reads,
+                splice_reads: AtomicBool::new(true),
             });
         }
         let host_names = resolve_host_rules(&exports);
@@ -375,6 +386,7 @@ impl Vfs {
             data: FdCache::new(data_cache),
             write_verifier: verifier,
             host_names,
+            pipes: Arc::default(),
         })
     }
 
@@ -749,6 +761,95 @@ impl Vfs {
         let n = self.pread_owned(fd.as_fd(), node, &mut buf, count, offset)?;
         let (eof, attr) = self.after_read(fd.as_fd(), node, offset, count, n)?;
         Ok((buf.freeze(), eof, attr))
+    }
+
+    /// READ as file pages for a stream transport to splice into its socket (see
+    /// [`crate::pages`]): None, and nothing read, when this READ should copy instead (a small
+    /// one, one that must not wait, no pipe free, a file system that cannot splice, a READ at or
+    /// past the end of the file), or when the caller may not read the file.
+    pub fn read_pages(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+    ) -> VfsResult<Option<(Arc<FilePages>, bool, Attr)>> {
+        let export = &self.exports[node.export];
+        let count = count.min(MAX_IO) as usize;
+        if count < SPLICE_MIN
+            || nowait::active()
+            || offset >= node.attr.size
+            || !export.splice_reads.load(Ordering::Relaxed)
+        {
+            return Ok(None);
+        }
+        let fd = self.read_fd(caller, node)?;
+        let Some(pipe) = self.pipes.get() else {
+            return Ok(None);
+        };
+        if !pipe.holds(offset, count) {
+            self.pipes.put(pipe, true);
+            return Ok(None);
+        }
+        let mut off = offset as i64; // below the size, which fits an i64
+        let mut n = 0;
+        let mut full = false;
+        while n < count {
+            match sys::splice(
+                fd.as_fd(),
+                Some(&mut off),
+                pipe.write_end(),
+                count - n,
+                libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE,
+            ) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                // the pipe is full (pages larger than assumed): a short READ
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if n == 0 {
+                        self.pipes.put(pipe, true);
+                        return Ok(None);
+                    }
+                    full = true;
+                    break;
+                }
+                Err(e) if n == 0 && matches!(e.raw_os_error(), Some(libc::EINVAL)) => {
+                    tracing::info!(export = %export.entry.path.display(),
+                        "the file system cannot splice: READ data is copied");
+                    export.splice_reads.store(false, Ordering::Relaxed);
+                    self.pipes.put(pipe, true);
+                    return Ok(None);
+                }
+                Err(e) => {
+                    self.pipes.put(pipe, n == 0);
+                    return Err(e.into());
+                }
+            }
+        }
+        let pages = Arc::new(FilePages::new(pipe, n, self.pipes.clone()));
+        let (eof, attr) = match full {
+            false => self.after_read(fd.as_fd(), node, offset, count, n)?,
+            true => {
+                let attr = self.attr(fd.as_fd())?;
+                (offset + n as u64 >= attr.size, attr)
+            }
+        };
+        Ok(Some((pages, eof, attr)))
+    }
+
+    /// [`Vfs::read_pages`] for READ_PLUS: for a file without holes (whose extents are one data
+    /// extent); None for others.
+    pub fn read_extent_pages(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+    ) -> VfsResult<Option<(Arc<FilePages>, bool, Attr)>> {
+        match dense(&node.attr) {
+            true => self.read_pages(caller, node, offset, count),
+            false => Ok(None),
+        }
     }
 
     /// READ into `buf` (transport memory the reply is sent from, e.g. registered for RDMA),
@@ -1535,7 +1636,7 @@ impl Vfs {
         // are not free: tmpfs, for one, walks the page cache up to the next hole, to the end of
         // a dense file (a 4 KiB READ_PLUS of a 256 MiB file took milliseconds). Such a file is
         // read as READ reads it: one data extent, EOF and attributes as READ finds them.
-        if node.attr.used >= size.div_ceil(4096) * 4096 {
+        if dense(&node.attr) {
             let n = match offset > i64::MAX as u64 {
                 true => 0,
                 false => read(fd.as_fd(), offset, count)?,

@@ -10,6 +10,7 @@ pub mod exports;
 pub mod fs;
 pub mod handle;
 pub mod nowait;
+pub mod pages;
 mod sys;
 pub mod types;
 

@@ -728,3 +728,69 @@ pub fn group_id(name: &str) -> Option<u32> {
         (rc, (rc == 0 && !res.is_null()).then_some(grp.gr_gid))
     })
 }
+
+/// A new pipe (read end, write end), non-blocking and close-on-exec.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds is a writable array of two descriptors.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) })?;
+    // SAFETY: pipe2 succeeded: both descriptors are new and owned by us.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Sets the capacity of a pipe (`F_SETPIPE_SZ`); returns the capacity granted.
+pub fn set_pipe_size(fd: BorrowedFd<'_>, size: usize) -> io::Result<usize> {
+    let size =
+        libc::c_int::try_from(size).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: F_SETPIPE_SZ takes an integer argument.
+    let r = cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, size) })?;
+    Ok(r as usize)
+}
+
+/// `splice(2)` of at most `len` bytes from `from` (at `*offset` when given, which moves on) to
+/// `to`; returns the bytes moved (0: end of file).
+pub fn splice(
+    from: BorrowedFd<'_>,
+    offset: Option<&mut i64>,
+    to: BorrowedFd<'_>,
+    len: usize,
+    flags: libc::c_uint,
+) -> io::Result<usize> {
+    let off = offset.map_or(std::ptr::null_mut(), |o| o as *mut i64);
+    // SAFETY: off is null or points to a live i64 the kernel may update; the rest are integers.
+    let r = unsafe {
+        libc::splice(
+            from.as_raw_fd(),
+            off,
+            to.as_raw_fd(),
+            std::ptr::null_mut(),
+            len,
+            flags,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}
+
+/// One `read(2)` into `buf`.
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is a live, writable slice of buf.len() bytes.
+    let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}
+
+/// One non-blocking `send(2)` of `buf` to a stream socket (`more`: MSG_MORE).
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8], more: bool) -> io::Result<usize> {
+    let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+    // SAFETY: buf is a live slice of buf.len() bytes.
+    let r = unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}

@@ -11,6 +11,10 @@
 
 #![forbid(unsafe_code)]
 
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// Why a buffer could not be decoded as the expected XDR type.
@@ -227,21 +231,62 @@ pub trait Encode {
     fn encode(&self, e: &mut Encoder);
 }
 
+/// File data a stream transport can move to its socket without copying it through memory of
+/// ours (on Linux, page-cache pages held in a pipe). Bytes leave in order: what
+/// [`Pages::splice_to`] moved is gone, and [`Pages::to_bytes`] keeps a copy of the rest that
+/// later moves come from.
+pub trait Pages: Send + Sync + std::fmt::Debug {
+    /// Total bytes of the payload (padding not included).
+    fn len(&self) -> usize;
+
+    /// True for a payload of no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Moves at most `max` of the bytes not yet moved to the stream socket `to` without
+    /// blocking (`more`: the message goes on after them); returns how many moved, or
+    /// `WouldBlock` when the socket takes none now.
+    fn splice_to(&self, to: BorrowedFd<'_>, max: usize, more: bool) -> io::Result<usize>;
+
+    /// The bytes not yet moved, in memory (for a copy kept after the send, or a transport
+    /// that cannot splice).
+    fn to_bytes(&self) -> io::Result<Bytes>;
+}
+
 /// One piece of an encoded message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Segment {
     /// Bytes that travel in the message body.
     Inline(Bytes),
     /// A bulk opaque payload (for example READ data) without its XDR padding. On TCP it is sent
     /// followed by `pad4(len) - len` zero bytes; over RDMA it may be placed in a Write chunk.
     Bulk(Bytes),
+    /// A bulk opaque payload held as file pages (see [`Pages`]), padded like [`Segment::Bulk`].
+    Pages(Arc<dyn Pages>),
 }
 
+impl PartialEq for Segment {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Segment::Inline(a), Segment::Inline(b)) | (Segment::Bulk(a), Segment::Bulk(b)) => {
+                a == b
+            }
+            (Segment::Pages(a), Segment::Pages(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Segment {}
+
 impl Segment {
-    /// The bytes of the segment, padding not included.
-    pub fn bytes(&self) -> &Bytes {
+    /// The bytes of the segment (padding not included); `None` for [`Segment::Pages`], whose
+    /// bytes are not in memory.
+    pub fn bytes(&self) -> Option<&Bytes> {
         match self {
-            Segment::Inline(b) | Segment::Bulk(b) => b,
+            Segment::Inline(b) | Segment::Bulk(b) => Some(b),
+            Segment::Pages(_) => None,
         }
     }
 
@@ -250,7 +295,81 @@ impl Segment {
         match self {
             Segment::Inline(b) => b.len(),
             Segment::Bulk(b) => pad4(b.len()),
+            Segment::Pages(p) => pad4(p.len()),
         }
+    }
+
+    /// Zero bytes that follow the segment on a byte stream (XDR padding of a bulk payload).
+    pub fn padding(&self) -> usize {
+        match self {
+            Segment::Inline(_) => 0,
+            Segment::Bulk(b) => pad4(b.len()) - b.len(),
+            Segment::Pages(p) => pad4(p.len()) - p.len(),
+        }
+    }
+}
+
+/// A bulk payload for [`Encoder::opaque_payload`]: bytes in memory or file pages.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// Bytes in memory.
+    Bytes(Bytes),
+    /// File pages a stream transport sends without copying.
+    Pages(Arc<dyn Pages>),
+}
+
+impl Payload {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Bytes(b) => b.len(),
+            Payload::Pages(p) => p.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes, when they are in memory (a decoded payload always is).
+    pub fn in_memory(&self) -> Option<&Bytes> {
+        match self {
+            Payload::Bytes(b) => Some(b),
+            Payload::Pages(_) => None,
+        }
+    }
+
+    /// The bytes in memory (file pages are read; an error leaves them unread).
+    pub fn to_bytes(&self) -> io::Result<Bytes> {
+        match self {
+            Payload::Bytes(b) => Ok(b.clone()),
+            Payload::Pages(p) => p.to_bytes(),
+        }
+    }
+}
+
+impl Default for Payload {
+    fn default() -> Self {
+        Payload::Bytes(Bytes::new())
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Payload::Bytes(a), Payload::Bytes(b)) => a == b,
+            (Payload::Pages(a), Payload::Pages(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Payload {}
+
+impl From<Bytes> for Payload {
+    fn from(b: Bytes) -> Self {
+        Payload::Bytes(b)
     }
 }
 
@@ -269,28 +388,52 @@ impl Reply {
 
     /// The same message with its bulk payloads copied into memory of its own, for a reply kept
     /// after it is sent (a session's reply cache): a READ payload may be a transport's
-    /// registered buffer, which must go back to its pool.
-    pub fn detached(&self) -> Reply {
-        Reply {
-            segments: self
-                .segments
-                .iter()
-                .map(|s| match s {
+    /// registered buffer, which must go back to its pool, or file pages that leave once sent.
+    pub fn detached(&self) -> io::Result<Reply> {
+        let segments = self
+            .segments
+            .iter()
+            .map(|s| {
+                Ok(match s {
                     Segment::Inline(b) => Segment::Inline(b.clone()),
                     Segment::Bulk(b) => Segment::Bulk(Bytes::copy_from_slice(b)),
+                    Segment::Pages(p) => Segment::Bulk(p.to_bytes()?),
                 })
-                .collect(),
-        }
+            })
+            .collect::<io::Result<_>>()?;
+        Ok(Reply { segments })
     }
 
-    /// Flattens the message into one contiguous buffer (with padding), for caches and tests.
+    /// The message with file pages read into memory, for a transport that sends only memory.
+    pub fn in_memory(self) -> io::Result<Reply> {
+        if !self.segments.iter().any(|s| matches!(s, Segment::Pages(_))) {
+            return Ok(self);
+        }
+        let segments = self
+            .segments
+            .into_iter()
+            .map(|s| match s {
+                Segment::Pages(p) => Ok(Segment::Bulk(p.to_bytes()?)),
+                s => Ok(s),
+            })
+            .collect::<io::Result<_>>()?;
+        Ok(Reply { segments })
+    }
+
+    /// Flattens the message into one contiguous buffer (with padding), for caches and tests;
+    /// file pages that cannot be read are sent as zeros (the caller of a reply that may hold
+    /// pages uses [`Reply::in_memory`] first).
     pub fn to_bytes(&self) -> Bytes {
         let mut out = BytesMut::with_capacity(self.wire_len());
         for s in &self.segments {
-            out.put_slice(s.bytes());
-            if let Segment::Bulk(b) = s {
-                out.put_bytes(0, pad4(b.len()) - b.len());
+            match s {
+                Segment::Inline(b) | Segment::Bulk(b) => out.put_slice(b),
+                Segment::Pages(p) => match p.to_bytes() {
+                    Ok(b) if b.len() == p.len() => out.put_slice(&b),
+                    _ => out.put_bytes(0, p.len()),
+                },
             }
+            out.put_bytes(0, s.padding());
         }
         out.freeze()
     }
@@ -386,6 +529,19 @@ impl Encoder {
         self.u32(data.len() as u32);
         self.flush_inline();
         self.segments.push(Segment::Bulk(data));
+    }
+
+    /// Appends variable-length opaque data held in memory or as file pages (see [`Pages`]),
+    /// as a separate segment.
+    pub fn opaque_payload(&mut self, data: Payload) {
+        match data {
+            Payload::Bytes(b) => self.opaque_bulk(b),
+            Payload::Pages(p) => {
+                self.u32(p.len() as u32);
+                self.flush_inline();
+                self.segments.push(Segment::Pages(p));
+            }
+        }
     }
 
     /// Appends an optional item.

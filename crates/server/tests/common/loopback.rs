@@ -163,6 +163,7 @@ impl Loopback {
             transport: TransportKind::Rdma,
             back: None,
             bulk: Some(self.bulk.clone()),
+            pages: false,
         };
         let reply = self.disp.dispatch_from(msg, origin);
         let bytes = reply.as_ref().map(xdr::Reply::to_bytes);

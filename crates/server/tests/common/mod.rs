@@ -852,7 +852,7 @@ impl RpcClient {
         loop {
             let r = self.read(fh, out.len() as u64, chunk).expect_ok("READ");
             assert_eq!(r.count as usize, r.data.len());
-            out.extend_from_slice(&r.data);
+            out.extend_from_slice(r.data.in_memory().expect("decoded"));
             if r.eof {
                 return out;
             }
