@@ -434,9 +434,10 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// Size of the pooled READ buffers: the largest READ (1 MiB).
 const BULK_SIZE: usize = 1 << 20;
-/// Pooled buffers kept while unused, per pool (READ payloads; large calls): at most 16 MiB and
-/// 17 MiB idle with the default record size.
-const BULK_KEEP: usize = 16;
+/// Pooled buffers kept while unused, per pool (READ payloads; large calls): at most 64 MiB and
+/// 68 MiB idle with the default record size. The kernel client keeps dozens of 1 MiB WRITEs in
+/// flight; with fewer kept, each one beyond them was new memory, faulted in page by page.
+const BULK_KEEP: usize = 64;
 
 /// Reply bytes the reader keeps before writing them (see [`flush`]).
 const READY_BYTES: usize = 256 * 1024;
