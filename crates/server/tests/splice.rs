@@ -16,6 +16,20 @@ fn file(fx: &Fixture, c: &mut RpcClient, root: &Fh3, name: &str, len: usize) -> 
     (c.lookup_ok(root, name), data)
 }
 
+/// Sends a READ without waiting for its reply; returns its xid.
+fn send_read(c: &mut RpcClient, fh: &Fh3, offset: u64, count: u32) -> u32 {
+    c.send_call(
+        NFS_PROGRAM,
+        NFS_V3,
+        NfsProc3::Read as u32,
+        &ReadArgs {
+            file: fh.clone(),
+            offset,
+            count,
+        },
+    )
+}
+
 /// Pipes the server holds open.
 fn pipes(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -71,16 +85,7 @@ fn pipelined_spliced_replies_arrive_whole_while_the_client_is_slow() {
     for i in 0..40usize {
         let off = (i * 700_001) % (len - 4096);
         let count = [1 << 20, 65_536, 200_003, 4096][i % 4];
-        let xid = c.send_call(
-            NFS_PROGRAM,
-            NFS_V3,
-            NfsProc3::Read as u32,
-            &ReadArgs {
-                file: fh.clone(),
-                offset: off as u64,
-                count,
-            },
-        );
+        let xid = send_read(&mut c, &fh, off as u64, count);
         want.insert(xid, (off, count as usize));
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -118,16 +123,7 @@ fn a_client_that_leaves_with_replies_unsent_leaves_no_pipe_behind() {
     for _ in 0..8 {
         let (mut gone, _) = fx.connect();
         for i in 0..16u64 {
-            gone.send_call(
-                NFS_PROGRAM,
-                NFS_V3,
-                NfsProc3::Read as u32,
-                &ReadArgs {
-                    file: fh.clone(),
-                    offset: (i % 4) << 20,
-                    count: 1 << 20,
-                },
-            );
+            send_read(&mut gone, &fh, (i % 4) << 20, 1 << 20);
         }
         drop(gone);
     }

@@ -87,11 +87,12 @@ struct OutState {
 
 static ZEROS: [u8; 4] = [0; 4];
 
-/// A piece of queued output: bytes in memory, or file pages with how many of their bytes are
-/// still to go.
-enum Part<'a> {
-    Mem(&'a [u8]),
-    Pages(&'a dyn xdr::Pages, usize),
+/// Queued output from some offset on: the bytes in memory in order, and the file pages that go
+/// between them, each with the index in `mem` it goes before and how many of its bytes are
+/// still to go. Memory runs are slices of `mem`, so a reply without pages costs one vector.
+struct Parts<'a> {
+    mem: Vec<IoSlice<'a>>,
+    pages: Vec<(usize, &'a dyn xdr::Pages, usize)>,
 }
 
 /// The pieces of `records` (record marking included), skipping the first `offset` bytes.
@@ -99,30 +100,32 @@ fn record_parts<'a>(
     records: impl Iterator<Item = &'a Reply>,
     headers: &'a [[u8; 4]],
     mut offset: usize,
-) -> Vec<Part<'a>> {
-    let mut out = Vec::with_capacity(headers.len() * 4);
+) -> Parts<'a> {
+    let mut out = Parts {
+        mem: Vec::with_capacity(headers.len() * 4),
+        pages: Vec::new(),
+    };
+    let push = |b: &'a [u8], out: &mut Parts<'a>, offset: &mut usize| {
+        if *offset >= b.len() {
+            *offset -= b.len();
+        } else {
+            out.mem.push(IoSlice::new(&b[*offset..]));
+            *offset = 0;
+        }
+    };
     for (r, h) in records.zip(headers) {
-        let whole = std::iter::once(Part::Mem(h)).chain(r.segments.iter().flat_map(|s| {
-            let body = match s {
-                Segment::Inline(b) | Segment::Bulk(b) => Part::Mem(b),
-                Segment::Pages(p) => Part::Pages(p.as_ref(), p.len()),
-            };
-            [body, Part::Mem(&ZEROS[..s.padding()])]
-        }));
-        for part in whole {
-            let len = match &part {
-                Part::Mem(b) => b.len(),
-                Part::Pages(_, len) => *len,
-            };
-            if offset >= len {
-                offset -= len;
-                continue;
+        push(h, &mut out, &mut offset);
+        for s in &r.segments {
+            match s {
+                Segment::Inline(b) | Segment::Bulk(b) => push(b, &mut out, &mut offset),
+                Segment::Pages(p) if offset >= p.len() => offset -= p.len(),
+                Segment::Pages(p) => {
+                    out.pages
+                        .push((out.mem.len(), p.as_ref(), p.len() - offset));
+                    offset = 0;
+                }
             }
-            out.push(match part {
-                Part::Mem(b) => Part::Mem(&b[offset..]),
-                Part::Pages(p, len) => Part::Pages(p, len - offset),
-            });
-            offset = 0;
+            push(&ZEROS[..s.padding()], &mut out, &mut offset);
         }
     }
     out
@@ -130,39 +133,33 @@ fn record_parts<'a>(
 
 /// Writes `parts` to the socket without blocking: each run of memory with one vectored write,
 /// file pages spliced. Returns the bytes written; `WouldBlock` only when none were.
-fn write_parts(sock: &tokio::net::TcpStream, parts: &[Part<'_>]) -> io::Result<usize> {
+fn write_parts(sock: &TcpStream, parts: &Parts<'_>) -> io::Result<usize> {
     let mut done = 0;
-    let mut i = 0;
-    while i < parts.len() {
-        let (n, want) = match &parts[i] {
-            Part::Mem(_) => {
-                let run: Vec<IoSlice<'_>> = parts[i..]
-                    .iter()
-                    .map_while(|p| match p {
-                        Part::Mem(b) => Some(IoSlice::new(b)),
-                        Part::Pages(..) => None,
-                    })
-                    .collect();
-                i += run.len();
-                let want = run.iter().map(|s| s.len()).sum::<usize>();
-                // headers before spliced data wait for it (MSG_MORE), so that they leave in
-                // one segment with its start rather than in a small one of their own
-                let res = match i < parts.len() {
-                    false => sock.try_write_vectored(&run),
-                    true => sock.try_io(tokio::io::Interest::WRITABLE, || {
-                        socket2::SockRef::from(sock).send_vectored_with_flags(&run, libc::MSG_MORE)
-                    }),
-                };
-                (res, want)
-            }
-            Part::Pages(p, left) => {
-                i += 1;
-                let more = i < parts.len();
-                let res = sock.try_io(tokio::io::Interest::WRITABLE, || {
-                    p.splice_to(sock.as_fd(), *left, more)
-                });
-                (res, *left)
-            }
+    let mut at = 0; // next memory slice
+    let mut pages = parts.pages.iter().peekable();
+    loop {
+        let until = pages.peek().map_or(parts.mem.len(), |(i, ..)| *i);
+        let (n, want) = if at < until {
+            let run = &parts.mem[at..until];
+            at = until;
+            let want = run.iter().map(|s| s.len()).sum::<usize>();
+            // headers before spliced data wait for it (MSG_MORE), so that they leave in one
+            // segment with its start rather than in a small one of their own
+            let res = match pages.peek().is_some() {
+                false => sock.try_write_vectored(run),
+                true => sock.try_io(tokio::io::Interest::WRITABLE, || {
+                    socket2::SockRef::from(sock).send_vectored_with_flags(run, libc::MSG_MORE)
+                }),
+            };
+            (res, want)
+        } else if let Some((_, p, left)) = pages.next() {
+            let more = at < parts.mem.len() || pages.peek().is_some();
+            let res = sock.try_io(tokio::io::Interest::WRITABLE, || {
+                p.splice_to(sock.as_fd(), *left, more)
+            });
+            (res, *left)
+        } else {
+            break;
         };
         match n {
             Ok(n) => {
@@ -702,17 +699,29 @@ mod tests {
         e.finish()
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn batches_the_socket_takes_in_part_arrive_whole_and_in_order() {
+    /// A connection whose send buffer holds 16 KiB, its reply output with a writer task, and
+    /// the peer that reads it.
+    async fn small_socket() -> (
+        TcpStream,
+        tokio::net::tcp::OwnedReadHalf,
+        Arc<ReplyOut>,
+        tokio::task::JoinHandle<io::Result<()>>,
+    ) {
         let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let sock = tokio::net::TcpSocket::new_v4().expect("socket");
         sock.set_send_buffer_size(16 * 1024).expect("sndbuf");
         let (client, accepted) =
             tokio::join!(sock.connect(l.local_addr().expect("addr")), l.accept());
-        let (mut peer, _) = accepted.expect("accept");
-        let (_rd, wr) = client.expect("connect").into_split();
+        let (peer, _) = accepted.expect("accept");
+        let (rd, wr) = client.expect("connect").into_split();
         let out = Arc::new(ReplyOut::new(wr));
         let writer = tokio::spawn(write_queued(out.clone(), Duration::from_secs(10)));
+        (peer, rd, out, writer)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn batches_the_socket_takes_in_part_arrive_whole_and_in_order() {
+        let (mut peer, _rd, out, writer) = small_socket().await;
         // batches far larger than the socket takes at once, while nobody reads: written in
         // part, the rest queued behind; then single records queued after them
         let sizes = [4, 100_000, 8, 300_000, 12, 64 * 1024, 1, 200_000];
@@ -780,15 +789,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn records_with_spliced_payloads_arrive_whole_and_in_order() {
-        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let sock = tokio::net::TcpSocket::new_v4().expect("socket");
-        sock.set_send_buffer_size(16 * 1024).expect("sndbuf");
-        let (client, accepted) =
-            tokio::join!(sock.connect(l.local_addr().expect("addr")), l.accept());
-        let (mut peer, _) = accepted.expect("accept");
-        let (_rd, wr) = client.expect("connect").into_split();
-        let out = Arc::new(ReplyOut::new(wr));
-        let writer = tokio::spawn(write_queued(out.clone(), Duration::from_secs(10)));
+        let (mut peer, _rd, out, writer) = small_socket().await;
         // records of a header, a spliced payload of a length that needs padding, a bulk
         // payload and a trailer, sent in batches while nobody reads
         let mut expect = Vec::new();

@@ -133,6 +133,15 @@ impl FilePages {
     }
 }
 
+impl FilePages {
+    /// Returns the pipe to the pool (kept only if emptied); the bytes are then gone.
+    fn give_back(&self, held: &mut Held) {
+        if let Held::Pipe { pipe, left } = std::mem::replace(held, Held::Done) {
+            self.pool.put(pipe, left == 0);
+        }
+    }
+}
+
 impl xdr::Pages for FilePages {
     fn len(&self) -> usize {
         self.len
@@ -159,9 +168,7 @@ impl xdr::Pages for FilePages {
             Held::Done => 0,
         };
         if matches!(&*held, Held::Pipe { left: 0, .. }) {
-            if let Held::Pipe { pipe, .. } = std::mem::replace(&mut *held, Held::Done) {
-                self.pool.put(pipe, true);
-            }
+            self.give_back(&mut held);
         }
         if n == 0 && max > 0 {
             // nothing left to send although the caller counts some: ending the stream is
@@ -208,10 +215,8 @@ impl xdr::Pages for FilePages {
 
 impl Drop for FilePages {
     fn drop(&mut self) {
-        let held = self.held.get_mut();
-        if let Held::Pipe { pipe, left } = std::mem::replace(held, Held::Done) {
-            self.pool.put(pipe, left == 0);
-        }
+        let mut held = std::mem::replace(self.held.get_mut(), Held::Done);
+        self.give_back(&mut held);
     }
 }
 

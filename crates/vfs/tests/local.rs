@@ -520,12 +520,7 @@ fn a_read_that_contradicts_the_resolved_size_reports_the_file_as_it_is_now() {
     // It shrinks between the resolve (size 300) and the read: a short read inside the size it
     // was resolved with is at EOF of the new size.
     let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(50)
-        .unwrap();
+    truncate(&path, 50);
     let (data, eof, a) = vfs.read(&c, &n, 0, 100).unwrap();
     assert_eq!((data.len(), eof, a.size), (50, true, 50));
     let mut buf = vec![0u8; 100];
@@ -540,12 +535,7 @@ fn a_read_that_contradicts_the_resolved_size_reports_the_file_as_it_is_now() {
     let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
     let (x, eof, a) = vfs.read_extents(&c, &n, 100, 1000).unwrap();
     assert_eq!((data_len(&x), eof, a.size), (200, true, 300));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(50)
-        .unwrap();
+    truncate(&path, 50);
     let (x, eof, a) = vfs.read_extents(&c, &n, 0, 100).unwrap();
     assert_eq!((data_len(&x), eof, a.size), (50, true, 50));
     let (x, eof, _) = vfs.read_extents(&c, &n, u64::MAX - 10, 100).unwrap();
@@ -564,6 +554,16 @@ fn a_read_that_contradicts_the_resolved_size_reports_the_file_as_it_is_now() {
             50
         )
     );
+}
+
+/// Sets the size of the file at `path`.
+fn truncate(path: &std::path::Path, len: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
 }
 
 /// Bytes of data in READ_PLUS extents.

@@ -339,14 +339,6 @@ impl Payload {
             Payload::Pages(_) => None,
         }
     }
-
-    /// The bytes in memory (file pages are read; an error leaves them unread).
-    pub fn to_bytes(&self) -> io::Result<Bytes> {
-        match self {
-            Payload::Bytes(b) => Ok(b.clone()),
-            Payload::Pages(p) => p.to_bytes(),
-        }
-    }
 }
 
 impl Default for Payload {
@@ -404,25 +396,9 @@ impl Reply {
         Ok(Reply { segments })
     }
 
-    /// The message with file pages read into memory, for a transport that sends only memory.
-    pub fn in_memory(self) -> io::Result<Reply> {
-        if !self.segments.iter().any(|s| matches!(s, Segment::Pages(_))) {
-            return Ok(self);
-        }
-        let segments = self
-            .segments
-            .into_iter()
-            .map(|s| match s {
-                Segment::Pages(p) => Ok(Segment::Bulk(p.to_bytes()?)),
-                s => Ok(s),
-            })
-            .collect::<io::Result<_>>()?;
-        Ok(Reply { segments })
-    }
-
     /// Flattens the message into one contiguous buffer (with padding), for caches and tests;
-    /// file pages that cannot be read are sent as zeros (the caller of a reply that may hold
-    /// pages uses [`Reply::in_memory`] first).
+    /// file pages that cannot be read become zeros (replies that may hold pages are kept with
+    /// [`Reply::detached`] instead).
     pub fn to_bytes(&self) -> Bytes {
         let mut out = BytesMut::with_capacity(self.wire_len());
         for s in &self.segments {
