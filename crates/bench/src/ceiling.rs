@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::json;
+use sunrpc::bufpool::PageAligned;
 
 use crate::error::Result;
 use crate::report::{f, Table};
@@ -53,14 +54,15 @@ fn tcp_receive_rate(
     let addr = l.local_addr()?;
     let rx = std::thread::spawn(move || -> std::io::Result<(u64, u64, Duration)> {
         let (mut s, _) = l.accept()?;
-        let mut buf = vec![0u8; size];
+        let mut page = PageAligned::new(size);
+        let buf = page.as_mut_slice();
         let mut total = 0u64;
         // The clock starts at the first byte received.
-        let n = s.read(&mut buf)?;
+        let n = s.read(buf)?;
         let t0 = Instant::now();
         total += n as u64;
         loop {
-            let n = s.read(&mut buf)?;
+            let n = s.read(buf)?;
             if n == 0 {
                 break;
             }
@@ -110,11 +112,12 @@ fn file_stream(dir: &Path, file_size: u64, size: usize) -> std::io::Result<(u64,
             f.write_all_at(&pat[..n], off)?;
             off += n as u64;
         }
-        let mut buf = vec![0u8; size];
+        let mut page = PageAligned::new(size);
+        let buf = page.as_mut_slice();
         tcp_receive_rate(size, |s| {
             let mut off = 0u64;
             while off < file_size {
-                let n = f.read_at(&mut buf, off)?;
+                let n = f.read_at(buf, off)?;
                 if n == 0 {
                     break;
                 }
@@ -170,7 +173,8 @@ fn tcp_pingpong(secs: f64, size: usize) -> std::io::Result<(f64, u64)> {
 
 fn memcpy(secs: f64, size: usize) -> f64 {
     let src = crate::io::pattern(size);
-    let mut dst = vec![0u8; size];
+    let mut page = PageAligned::new(size);
+    let dst = page.as_mut_slice();
     dst.copy_from_slice(&src); // fault the pages in
     let t0 = Instant::now();
     let end = t0 + Duration::from_secs_f64(secs);

@@ -13,18 +13,19 @@ use crate::err;
 use crate::error::Result;
 use crate::progress::Progress;
 
-/// A buffer of `len` pseudo-random bytes (so that no layer can shortcut zeros).
+/// A buffer of `len` pseudo-random bytes (so that no layer can shortcut zeros), page-aligned
+/// like every buffer the client copies through the kernel (sunrpc::bufpool says why).
 pub fn pattern(len: usize) -> Bytes {
-    let mut v = vec![0u8; len];
+    let mut v = sunrpc::bufpool::PageAligned::new(len);
     let mut x: u64 = 0x243f_6a88_85a3_08d3;
-    for c in v.chunks_mut(8) {
+    for c in v.as_mut_slice().chunks_mut(8) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         let b = x.to_le_bytes();
         c.copy_from_slice(&b[..c.len()]);
     }
-    Bytes::from(v)
+    Bytes::from_owner(v)
 }
 
 /// Runs `f(0)..f(n-1)` as concurrent tasks; returns their results in index order.
