@@ -9,13 +9,13 @@
 //! received into, so the same holds for receive buffers of large calls. The pool keeps a
 //! bounded number of buffers that payloads hand back when they are dropped.
 //!
-//! Every buffer starts on a page boundary. On AMD Zen CPUs the kernel's `rep movsb` copies run
-//! about 14 times slower when the destination lies 1 to 15 bytes past the source modulo 4096
-//! (measured here: 3.4 against 45 GB/s). Page-cache pages and the socket buffers of a record
-//! written in one go start on page boundaries, so a buffer that started 16 bytes into a page
-//! (where glibc puts a large block) made a READ reply's data land 12 bytes past its source and
-//! rnfs-bench spent 0.86 s of CPU receiving 2 GiB, 0.40 s with page-aligned buffers
-//! (docs/benchmarks.md, session 10).
+//! Every buffer starts on a page boundary. On the AMD Zen 4 CPUs of the build machines the
+//! kernel's `rep movsb` copies run about 15 times slower when the destination lies 1 to 15
+//! bytes past the source modulo 4096 (3.5 against 52-57 GB/s). Page-cache pages and the socket
+//! buffers of a record written in one go start on page boundaries, so a buffer that started 16
+//! bytes into a page (where glibc puts a large block) made a READ reply's data land 12 bytes
+//! past its source: rnfs-bench's system time for writing 512 MiB and reading it 4 times was
+//! 0.74-0.91 s, 0.29-0.40 s with page-aligned buffers (docs/benchmarks.md, session 10).
 
 use std::sync::Arc;
 
