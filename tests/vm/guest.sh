@@ -24,7 +24,8 @@ power_off() {
 trap power_off EXIT
 
 # ---------------------------------------------------------------------------------------------
-# the root: fresh tmpfs where the host's state would leak in
+# the root: fresh tmpfs where the host's state would leak in (tests/vm/run refuses a checkout
+# under any of these: keep its list in step)
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
