@@ -27,9 +27,10 @@ pub struct CeilingArgs {
     /// Write size of the TCP stream (like a 1 MiB READ reply).
     #[arg(long, default_value = "1m", value_parser = parse_size)]
     pub size: u64,
-    /// Directory of the file the file stream reads (put it on the exports' file system).
+    /// Directory of the file the file stream reads (put it on the exports' file system);
+    /// repeatable, one file stream per directory (the first gives `file_stream_mb_s`).
     #[arg(long)]
-    pub file_dir: Option<PathBuf>,
+    pub file_dir: Vec<PathBuf>,
     /// Size of that file (read once, like the sequential-read mode reads its file).
     #[arg(long, default_value = "256m", value_parser = parse_size)]
     pub file_size: u64,
@@ -190,9 +191,16 @@ fn memcpy(secs: f64, size: usize) -> f64 {
 /// Runs the measurements.
 pub fn run(a: &CeilingArgs) -> Result<Outcome> {
     let stream = tcp_stream(a.seconds, a.size as usize)?;
-    let dir = a.file_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let (_, file) = file_stream(&dir, a.file_size, a.size as usize)
-        .map_err(|e| crate::err!("file stream in {}: {e}", dir.display()))?;
+    let dirs = match a.file_dir.is_empty() {
+        true => vec![std::env::temp_dir()],
+        false => a.file_dir.clone(),
+    };
+    let mut files = Vec::with_capacity(dirs.len());
+    for dir in &dirs {
+        let (_, rate) = file_stream(dir, a.file_size, a.size as usize)
+            .map_err(|e| crate::err!("file stream in {}: {e}", dir.display()))?;
+        files.push(rate);
+    }
     let (rtt, n) = tcp_pingpong(a.seconds, a.ping_size)?;
     let copy = memcpy(a.seconds, a.copy_size as usize);
     let mut t = Table::new(&["ceiling", "value", "unit"]);
@@ -201,16 +209,18 @@ pub fn run(a: &CeilingArgs) -> Result<Outcome> {
         f(stream, 0),
         "MB/s".into(),
     ]);
-    t.row(vec![
-        format!(
-            "{} file in {}, read once with pread into a {} buffer, written to a loopback TCP stream",
-            fmt_size(a.file_size),
-            dir.display(),
-            fmt_size(a.size)
-        ),
-        f(file, 0),
-        "MB/s".into(),
-    ]);
+    for (dir, rate) in dirs.iter().zip(&files) {
+        t.row(vec![
+            format!(
+                "{} file in {}, read once with pread into a {} buffer, written to a loopback TCP stream",
+                fmt_size(a.file_size),
+                dir.display(),
+                fmt_size(a.size)
+            ),
+            f(*rate, 0),
+            "MB/s".into(),
+        ]);
+    }
     t.row(vec![
         format!("loopback TCP ping-pong, {} B", a.ping_size),
         f(rtt, 1),
@@ -226,9 +236,12 @@ pub fn run(a: &CeilingArgs) -> Result<Outcome> {
     Ok(Outcome {
         params: json!({"seconds": a.seconds, "size": a.size, "ping_size": a.ping_size,
                        "copy_size": a.copy_size, "file_size": a.file_size,
-                       "file_dir": dir.display().to_string()}),
-        results: json!({"tcp_stream_mb_s": stream, "file_stream_mb_s": file, "tcp_rtt_us": rtt, "tcp_rtt_round_trips": n,
-                        "memcpy_mb_s": copy}),
+                       "file_dir": dirs[0].display().to_string()}),
+        results: json!({"tcp_stream_mb_s": stream, "file_stream_mb_s": files[0],
+                        "file_streams": dirs.iter().zip(&files)
+                            .map(|(d, r)| json!({"dir": d.display().to_string(), "mb_s": r}))
+                            .collect::<Vec<_>>(),
+                        "tcp_rtt_us": rtt, "tcp_rtt_round_trips": n, "memcpy_mb_s": copy}),
         markdown: md,
     })
 }
@@ -250,5 +263,36 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(&dir).expect("read dir").collect();
         assert!(left.is_empty(), "file left behind: {left:?}");
         std::fs::remove_dir(&dir).expect("remove test dir");
+    }
+
+    #[test]
+    fn every_file_dir_gets_its_own_file_stream_the_first_also_under_the_old_key() {
+        let base =
+            std::env::temp_dir().join(format!("rnfs-bench-ceiling-dirs-{}", std::process::id()));
+        let dirs = [base.join("a"), base.join("b")];
+        for d in &dirs {
+            std::fs::create_dir_all(d).expect("test dir");
+        }
+        let out = run(&CeilingArgs {
+            seconds: 0.05,
+            size: 65536,
+            file_dir: dirs.to_vec(),
+            file_size: 4 * 65536,
+            ping_size: 64,
+            copy_size: 65536,
+            json: None,
+        })
+        .expect("ceiling run");
+        let streams = out.results["file_streams"]
+            .as_array()
+            .expect("file_streams");
+        assert_eq!(streams.len(), 2);
+        for (s, d) in streams.iter().zip(&dirs) {
+            assert_eq!(s["dir"], d.display().to_string());
+            assert!(s["mb_s"].as_f64().is_some_and(|r| r > 0.0), "{s}");
+        }
+        assert_eq!(out.results["file_stream_mb_s"], streams[0]["mb_s"]);
+        assert!(out.markdown.contains(&*dirs[1].display().to_string()));
+        std::fs::remove_dir_all(&base).expect("remove test dirs");
     }
 }
