@@ -23,6 +23,7 @@ import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.request
@@ -1046,6 +1047,42 @@ def case_perf(d, a):
     print(f"PERF {a.label}: {figures}", flush=True)
 
 
+def case_profile(d, a):
+    """Not a test but a profile (not in the default cases): `perf record` of the whole guest
+    (cpu-clock, about 1 kHz) while dd writes --perf-mib MiB with fsync, and again while dd reads
+    it back after dropping caches; logs the report's top entries by command and symbol as
+    PROFILE lines. Server, kernel client and dd are all in it, so rnfsd and knfsd are seen
+    doing the same work side by side (docs/benchmarks.md)."""
+    perf = shutil.which("perf")
+    if not perf:
+        raise Skip("perf is not installed (Debian's linux-perf)")
+    path = os.path.join(d, "profile")
+    data = os.path.join(tempfile.gettempdir(), f"rnfs-profile-{os.getpid()}.data")
+    phases = (("write", ["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={a.perf_mib}",
+                         "conv=fsync"]),
+              ("read", ["dd", f"if={path}", "of=/dev/null", "bs=1M"]))
+    try:
+        for phase, cmd in phases:
+            if phase == "read":
+                drop_caches()
+            r = subprocess.run([perf, "record", "-a", "-e", "cpu-clock", "-F", "999", "-o", data,
+                                "--"] + cmd, capture_output=True, text=True, timeout=1800)
+            check(r.returncode == 0, f"perf record of dd {phase}: {one_line(r.stderr)}")
+            r = subprocess.run([perf, "report", "-i", data, "--no-children", "--sort",
+                                "comm,symbol", "--stdio", "-g", "none", "--percent-limit", "0.5"],
+                               capture_output=True, text=True, timeout=600)
+            check(r.returncode == 0, f"perf report: {one_line(r.stderr)}")
+            top = [" ".join(line.split()) for line in r.stdout.splitlines()
+                   if line.strip() and not line.lstrip().startswith("#")][:40]
+            for line in top:
+                log(f"PROFILE {a.label} {phase}: {line}")
+                print(f"PROFILE {a.label} {phase}: {line}", flush=True)
+    finally:
+        for f in (data, path):
+            if os.path.exists(f):
+                os.unlink(f)
+
+
 def mount_port(addr):
     """The TCP port of MOUNT v3 at `addr`, from its rpcbind."""
     r = subprocess.run(["rpcinfo", "-p", addr], capture_output=True, text=True, timeout=30)
@@ -1220,6 +1257,7 @@ CASES = {
     "rdmapath": case_rdmapath,
     "deleg": case_deleg,
     "perf": case_perf,
+    "profile": case_profile,
     "bench": case_bench,
     "rdmaconns": case_rdmaconns,
 }
