@@ -178,6 +178,8 @@ pub struct Vfs {
     host_names: HashMap<IpAddr, String>,
     /// Pipes that READ data is spliced into.
     pipes: Arc<PipePool>,
+    /// Turns of large unstable WRITEs, one per file (by inode, striped; see [`Vfs::write`]).
+    write_turns: Box<[parking_lot::Mutex<()>]>,
 }
 
 impl std::fmt::Debug for Vfs {
@@ -186,6 +188,19 @@ impl std::fmt::Debug for Vfs {
             .field("exports", &self.exports.len())
             .finish_non_exhaustive()
     }
+}
+
+/// Stripes of the WRITE turns: two files share one with odds 1 in 4,096, and then only take
+/// turns with each other (4 KiB of locks).
+const WRITE_TURNS: usize = 4096;
+
+/// WRITEs from this size on take turns per file ([`Vfs::write`]).
+const WRITE_TURN_MIN: usize = 64 * 1024;
+
+/// The stripe of the WRITE turns of the file with attributes `a`, among `n`.
+fn write_turn(a: &Attr, n: usize) -> usize {
+    let h = (a.fileid ^ a.fsid.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 32) as usize % n
 }
 
 fn cname(name: &[u8]) -> VfsResult<CString> {
@@ -387,6 +402,9 @@ impl Vfs {
             write_verifier: verifier,
             host_names,
             pipes: Arc::default(),
+            write_turns: (0..WRITE_TURNS)
+                .map(|_| parking_lot::Mutex::new(()))
+                .collect(),
         })
     }
 
@@ -987,7 +1005,16 @@ impl Vfs {
             Stability::DataSync => libc::RWF_DSYNC,
             Stability::FileSync => libc::RWF_SYNC,
         };
-        sys::pwrite_all(fd.as_fd(), data, offset, flags)?;
+        if flags == 0 && data.len() >= WRITE_TURN_MIN {
+            // Writes to one file hold its inode lock in turn anyway; a thread that finds it
+            // taken spins in the kernel for as long as the holder copies (a 1 MiB WRITE: ~100
+            // µs, 3 % of all CPU with 16 in flight on loopback). Here it sleeps instead. Not
+            // for synchronous writes: their flushes overlap once the inode lock is let go.
+            let _turn = self.write_turns[write_turn(&node.attr, self.write_turns.len())].lock();
+            sys::pwrite_all(fd.as_fd(), data, offset, flags)?;
+        } else {
+            sys::pwrite_all(fd.as_fd(), data, offset, flags)?;
+        }
         Ok((stable, self.attr(fd.as_fd())?))
     }
 
@@ -1932,5 +1959,34 @@ pub fn squash(opts: &ExportOptions, ident: Option<&Creds>) -> Creds {
                 .map(|g| if *g == 0 { opts.anongid } else { *g })
                 .collect(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attr(dev: u64, ino: u64) -> Attr {
+        let mut st = sys::empty_stat();
+        st.st_dev = dev;
+        st.st_ino = ino;
+        Attr::from_stat(&st)
+    }
+
+    #[test]
+    fn write_turns_are_per_file_and_spread() {
+        // the same file always takes the same turn
+        assert_eq!(
+            write_turn(&attr(5, 77), WRITE_TURNS),
+            write_turn(&attr(5, 77), WRITE_TURNS)
+        );
+        // consecutive inode numbers (as a file system gives them out) rarely share a stripe
+        let mut seen = std::collections::HashSet::new();
+        for ino in 1000..1512u64 {
+            let t = write_turn(&attr(0x803, ino), WRITE_TURNS);
+            assert!(t < WRITE_TURNS);
+            seen.insert(t);
+        }
+        assert!(seen.len() > 480, "512 files on only {} stripes", seen.len());
     }
 }

@@ -27,7 +27,7 @@ fn cvt_long(r: libc::c_long) -> io::Result<libc::c_long> {
 }
 
 /// Zero-initialised `stat` structure.
-fn empty_stat() -> libc::stat64 {
+pub(crate) fn empty_stat() -> libc::stat64 {
     // SAFETY: stat64 is a plain C struct of integers, for which all-zero bytes are a valid value.
     unsafe { std::mem::zeroed() }
 }

@@ -575,3 +575,62 @@ fn data_len(x: &[Extent]) -> usize {
         })
         .sum()
 }
+
+#[test]
+fn concurrent_large_unstable_writes_to_one_file_and_to_many_all_land() {
+    // large unstable WRITEs take turns per file (Vfs::write): same file, other files, and
+    // small and synchronous writes in between must all end up as written
+    let (dir, _s, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    let files: Vec<_> = (0..3)
+        .map(|i| {
+            vfs.create(
+                &c,
+                &r,
+                format!("w{i}").as_bytes(),
+                CreateMode::Guarded,
+                &SetAttrs::default(),
+            )
+            .unwrap()
+            .0
+        })
+        .collect();
+    const PIECE: usize = 192 * 1024;
+    std::thread::scope(|s| {
+        for t in 0..8usize {
+            let (vfs, files) = (&vfs, &files);
+            s.spawn(move || {
+                for (f, fh) in files.iter().enumerate() {
+                    let (c, n) = vfs.authorize(fh, &client(0)).unwrap();
+                    let byte = (t * 16 + f) as u8;
+                    let stable = match t % 4 {
+                        3 => Stability::FileSync,
+                        _ => Stability::Unstable,
+                    };
+                    let off = (t * PIECE) as u64;
+                    // a large write, then a small one over its start
+                    vfs.write(&c, &n, off, &vec![byte; PIECE], stable).unwrap();
+                    vfs.write(&c, &n, off, &[byte ^ 0xff; 100], Stability::Unstable)
+                        .unwrap();
+                }
+            });
+        }
+    });
+    for f in 0..files.len() {
+        let data = std::fs::read(dir.path().join(format!("w{f}"))).unwrap();
+        assert_eq!(data.len(), 8 * PIECE);
+        for t in 0..8usize {
+            let byte = (t * 16 + f) as u8;
+            let piece = &data[t * PIECE..(t + 1) * PIECE];
+            assert!(
+                piece[..100].iter().all(|b| *b == byte ^ 0xff),
+                "file {f} piece {t} head"
+            );
+            assert!(
+                piece[100..].iter().all(|b| *b == byte),
+                "file {f} piece {t} body"
+            );
+        }
+    }
+}
