@@ -1,6 +1,7 @@
 //! Building blocks the modes share: a work directory, parallel tasks, sequential transfers.
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -217,4 +218,102 @@ pub async fn seq_read(
     }
     total.wire = c.rx_bytes() - wire0;
     Ok(total)
+}
+
+/// `statfs` f_type of tmpfs: its files are page-cache pages with no other copy to read back.
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// Checks that `dir` (the export's directory on this machine) can have its files dropped from
+/// the page cache, i.e. that it is not on tmpfs.
+pub fn check_evictable(dir: &Path) -> Result<()> {
+    let st = rustix::fs::statfs(dir).map_err(|e| err!("--evict-dir {}: {e}", dir.display()))?;
+    if st.f_type as i64 == TMPFS_MAGIC {
+        return Err(err!(
+            "--evict-dir {} is on tmpfs: its files live in the page cache and cannot be evicted",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Drops `path` from this machine's page cache so that the next read of it goes to the disk
+/// (the server's cache, when the server runs here). Written back first: dirty pages stay.
+pub fn evict_local(path: &Path) -> Result<()> {
+    let f = std::fs::File::open(path).map_err(|e| {
+        err!(
+            "cannot evict {}: {e} (is --evict-dir the export's directory on this machine?)",
+            path.display()
+        )
+    })?;
+    f.sync_all()?;
+    rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
+        .map_err(|e| err!("posix_fadvise(DONTNEED) of {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Resident bytes of `path` in the page cache, as util-linux's fincore counts them.
+    fn resident(path: &Path) -> u64 {
+        let out = std::process::Command::new("fincore")
+            .args(["--bytes", "--noheadings", "--output", "RES"])
+            .arg(path)
+            .output()
+            .expect("fincore (util-linux)");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("fincore RES")
+    }
+
+    fn fs_type(path: &Path) -> String {
+        let out = std::process::Command::new("findmnt")
+            .args(["-n", "-o", "FSTYPE", "-T"])
+            .arg(path)
+            .output()
+            .expect("findmnt (util-linux)");
+        // file systems mounted over each other at one place are listed in mount order; the
+        // last one is what a path resolves to
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines().last().unwrap_or("").trim().to_string()
+    }
+
+    #[test]
+    fn an_evicted_file_leaves_the_page_cache_dirty_pages_included() {
+        // the build's own directory: on the disk the sources are on
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target")
+            .join(format!("rnfs-bench-evict-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("test dir");
+        assert_eq!(
+            check_evictable(&dir).is_ok(),
+            fs_type(&dir) != "tmpfs",
+            "check_evictable disagrees with findmnt"
+        );
+        if check_evictable(&dir).is_ok() {
+            let f = dir.join("data");
+            // written, not synced: the pages are dirty
+            std::fs::write(&f, vec![7u8; 1 << 20]).expect("write test file");
+            assert!(resident(&f) > 0, "a file just written is in the page cache");
+            evict_local(&f).expect("evict");
+            assert_eq!(resident(&f), 0, "pages left after eviction");
+            assert_eq!(std::fs::read(&f).expect("read back"), vec![7u8; 1 << 20]);
+        }
+        assert!(evict_local(&dir.join("missing"))
+            .unwrap_err()
+            .0
+            .contains("--evict-dir"));
+        std::fs::remove_dir_all(&dir).expect("remove test dir");
+    }
+
+    #[test]
+    fn tmpfs_cannot_be_evicted_from() {
+        let shm = Path::new("/dev/shm");
+        if fs_type(shm) == "tmpfs" {
+            assert!(check_evictable(shm).unwrap_err().0.contains("tmpfs"));
+        } else {
+            assert!(check_evictable(shm).is_ok());
+        }
+    }
 }

@@ -98,6 +98,39 @@ pub fn proc_status_kib(pid: u32, key: &str) -> Option<u64> {
         .and_then(|l| l[key.len() + 1..].split_whitespace().next()?.parse().ok())
 }
 
+/// CPU time (user + system, ns) of each thread of `pid`, from `/proc/<pid>/task/*/schedstat`
+/// (nanoseconds, where `/proc/<pid>/stat` counts clock ticks of 10 ms).
+pub fn proc_thread_cpu_ns(pid: u32) -> Option<std::collections::HashMap<u32, u64>> {
+    let mut out = std::collections::HashMap::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Some(tid) = e.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        // a thread may exit between the listing and the read
+        if let Ok(s) = std::fs::read_to_string(e.path().join("schedstat")) {
+            if let Some(ns) = s.split_whitespace().next().and_then(|v| v.parse().ok()) {
+                out.insert(tid, ns);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// CPU time `pid` used between two [`proc_thread_cpu_ns`] readings (threads that exited in
+/// between are not counted; threads started in between count from zero).
+pub fn cpu_ns_between(
+    before: &std::collections::HashMap<u32, u64>,
+    after: &std::collections::HashMap<u32, u64>,
+) -> u64 {
+    after
+        .iter()
+        .map(|(tid, &ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum()
+}
+
 /// Resets the peak RSS (`VmHWM`) of `pid` to its current RSS (writes 5 to clear_refs).
 pub fn reset_hwm(pid: u32) -> bool {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
@@ -191,6 +224,30 @@ mod tests {
         assert_eq!(l.pct_us(99.0), 99.0);
         assert_eq!(l.pct_us(50.0), 50.0);
         assert!((l.mean_us() - 50.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cpu_between_readings_counts_new_threads_from_zero_and_not_exited_ones() {
+        let before = std::collections::HashMap::from([(1, 100), (2, 50)]);
+        let after = std::collections::HashMap::from([(1, 130), (3, 7)]);
+        assert_eq!(cpu_ns_between(&before, &after), 30 + 7);
+    }
+
+    #[test]
+    fn this_process_threads_cpu_grows_while_it_computes() {
+        let pid = std::process::id();
+        let a = proc_thread_cpu_ns(pid).expect("own /proc/<pid>/task");
+        assert!(a.contains_key(&pid), "the main thread is listed: {a:?}");
+        let t0 = std::time::Instant::now();
+        let mut x = 0u64;
+        while t0.elapsed() < Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let b = proc_thread_cpu_ns(pid).expect("own /proc/<pid>/task");
+        let used = cpu_ns_between(&a, &b);
+        // 30 ms of spinning on some thread (ours), in ns; at most the wall time of all threads
+        assert!(used >= 10_000_000, "{used} ns");
+        assert!(proc_thread_cpu_ns(u32::MAX).is_none());
     }
 
     #[test]
