@@ -17,6 +17,7 @@ import mmap
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import stat
@@ -1052,28 +1053,47 @@ def case_profile(d, a):
     (cpu-clock, about 1 kHz) while dd writes --perf-mib MiB with fsync, and again while dd reads
     it back after dropping caches; logs the report's top entries by command and symbol as
     PROFILE lines. Server, kernel client and dd are all in it, so rnfsd and knfsd are seen
-    doing the same work side by side (docs/benchmarks.md)."""
+    doing the same work side by side (docs/benchmarks.md). With fio installed, a third phase
+    profiles 10 s of 4 KiB random reads of the file (O_DIRECT, 32 in flight), the small calls
+    where a server's per-call cost shows."""
     perf = shutil.which("perf")
     if not perf:
         raise Skip("perf is not installed (Debian's linux-perf)")
     path = os.path.join(d, "profile")
     data = os.path.join(tempfile.gettempdir(), f"rnfs-profile-{os.getpid()}.data")
-    phases = (("write", ["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={a.perf_mib}",
+    phases = [("write", ["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={a.perf_mib}",
                          "conv=fsync"]),
-              ("read", ["dd", f"if={path}", "of=/dev/null", "bs=1M"]))
+              ("read", ["dd", f"if={path}", "of=/dev/null", "bs=1M"])]
+    if shutil.which("fio"):
+        phases.append(("randread", ["fio", "--name=randread", f"--filename={path}",
+                                    "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=libaio",
+                                    "--iodepth=32", "--runtime=10", "--time_based"]))
     try:
         for phase, cmd in phases:
             if phase == "read":
                 drop_caches()
             r = subprocess.run([perf, "record", "-a", "-e", "cpu-clock", "-F", "999", "-o", data,
                                 "--"] + cmd, capture_output=True, text=True, timeout=1800)
-            check(r.returncode == 0, f"perf record of dd {phase}: {one_line(r.stderr)}")
-            r = subprocess.run([perf, "report", "-i", data, "--no-children", "--sort",
-                                "comm,symbol", "--stdio", "-g", "none", "--percent-limit", "0.5"],
-                               capture_output=True, text=True, timeout=600)
-            check(r.returncode == 0, f"perf report: {one_line(r.stderr)}")
-            top = [" ".join(line.split()) for line in r.stdout.splitlines()
-                   if line.strip() and not line.lstrip().startswith("#")][:40]
+            check(r.returncode == 0, f"perf record of {cmd[0]} {phase}: {one_line(r.stderr)}")
+            done = re.search(r"IOPS=([0-9.]+k?)", r.stdout) if cmd[0] == "fio" else None
+            if done:
+                log(f"PROFILE {a.label} {phase}: fio read IOPS={done.group(1)} while profiled")
+                print(f"PROFILE {a.label} {phase}: fio read IOPS={done.group(1)} while profiled",
+                      flush=True)
+            top = []
+            # the share of each command first (a server's whole cost, kernel threads included),
+            # then the symbols of all, then those of the server's own threads (rnfsd, or knfsd's
+            # nfsd threads) as shares of the server's samples, by library
+            for sort, n, only in (("comm", 8, []), ("comm,symbol", 40, []),
+                                  ("dso,symbol", 30, ["--comms", "rnfsd,nfsd",
+                                                      "--percentage", "relative"])):
+                r = subprocess.run([perf, "report", "-i", data, "--no-children", "--sort", sort,
+                                    "--stdio", "-g", "none", "--percent-limit", "0.5"] + only,
+                                   capture_output=True, text=True, timeout=600)
+                check(r.returncode == 0, f"perf report: {one_line(r.stderr)}")
+                top += [("server only: " if only else "") + " ".join(line.split())
+                        for line in r.stdout.splitlines()
+                        if line.strip() and not line.lstrip().startswith("#")][:n]
             for line in top:
                 log(f"PROFILE {a.label} {phase}: {line}")
                 print(f"PROFILE {a.label} {phase}: {line}", flush=True)

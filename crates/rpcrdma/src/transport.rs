@@ -605,10 +605,10 @@ impl Conn {
                     self.fatal(&e.to_string());
                     return;
                 }
-                // A call that needs only memory runs on a task of the runtime; any other, program
-                // included, on a blocking thread. Their batches come back here through the
-                // outbox, to be posted (see `outbox`).
-                tokio::spawn(self.clone().serve_call_here_or_on_a_thread(msg, guard));
+                // A call that needs only memory runs here, on the completion task; any other,
+                // program included, on a blocking thread, whose batches come back here through
+                // the outbox, to be posted (see `outbox`).
+                self.serve_call_here_or_on_a_thread(msg, guard);
             }
             Completion::Batch {
                 token,
@@ -740,10 +740,13 @@ impl Conn {
         any
     }
 
-    /// Runs a call without Read chunks here (on a task of the runtime) when its program can
-    /// complete it without waiting for I/O ([`Dispatcher::dispatch_nonblocking`]); hands any
-    /// other to a blocking thread (a wake-up and a switch, as much as the call itself costs).
-    async fn serve_call_here_or_on_a_thread(self: Arc<Self>, msg: Bytes, credit: CreditGuard) {
+    /// Runs a call without Read chunks here, on the completion task, when its program can
+    /// complete it without waiting for I/O ([`Dispatcher::dispatch_nonblocking`], which never
+    /// switches the thread's credentials, so the task can still post), and queues its reply
+    /// for posting when the buffers and send-queue slots it needs are free at once: no task
+    /// spawned and woken per call. Hands any other call to a blocking thread (a wake-up and a
+    /// switch, as much as the call itself costs), and a reply that would wait to a task.
+    fn serve_call_here_or_on_a_thread(self: &Arc<Self>, msg: Bytes, credit: CreditGuard) {
         let tried = self
             .limits
             .accept_call(&msg)
@@ -757,12 +760,47 @@ impl Conn {
         match tried {
             Some((call, reply)) => {
                 RdmaMetrics::inc(&self.metrics().calls_inline);
-                self.answer(&msg, &call, reply, credit).await;
+                self.answer_now(msg, call, reply, credit);
             }
             None => {
                 let rt = tokio::runtime::Handle::current();
-                tokio::task::spawn_blocking(move || rt.block_on(self.serve_call(msg, credit)));
+                let this = self.clone();
+                tokio::task::spawn_blocking(move || rt.block_on(this.serve_call(msg, credit)));
             }
+        }
+    }
+
+    /// [`Conn::answer`] without waiting: a reply whose buffers or send-queue slots are not free
+    /// now, or that needs an error reply, goes to a task that waits for them.
+    fn answer_now(
+        self: &Arc<Self>,
+        msg: Bytes,
+        call: Call,
+        reply: Option<xdr::Reply>,
+        credit: CreditGuard,
+    ) {
+        let Some(reply) = reply else {
+            RdmaMetrics::inc(&self.metrics().dropped);
+            return;
+        };
+        let grant = self.grant(call.header.credits);
+        let Ok(plan) = plan_reply(&call.header, grant, &reply, self.nego.send as usize) else {
+            let this = self.clone();
+            tokio::spawn(async move { this.answer(&msg, &call, Some(reply), credit).await });
+            return;
+        };
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            self.trace_call(&call, &plan);
+        }
+        let invalidate = match self.nego.remote_invalidate {
+            true => remote_invalidate_rkey(&call.header),
+            false => None,
+        };
+        if let Some((plan, credit)) = self.send_plan_now(plan, invalidate, credit) {
+            let this = self.clone();
+            tokio::spawn(async move {
+                let _ = this.send_plan(plan, invalidate, credit).await;
+            });
         }
     }
 
@@ -942,13 +980,8 @@ impl Conn {
         credit: CreditGuard,
     ) -> Result<(), Fail> {
         let pool = &self.pool;
-        let staged = stage_writes(
-            &plan.writes,
-            &|b| pool.locate(b).is_some(),
-            self.bulk_size,
-            self.ep.caps().max_sge as usize,
-        );
-        let Some(mut bufs) = pool.get_many(Class::Bulk, staged.used.len()).await else {
+        let staged = self.stage(&plan);
+        let Some(bufs) = pool.get_many(Class::Bulk, staged.used.len()).await else {
             tracing::warn!(peer = %self.peer, bytes = staged.staged_bytes(), "reply too large to stage");
             let p = SendPlan::error(
                 plan.header.xid,
@@ -959,6 +992,68 @@ impl Conn {
             RdmaMetrics::inc(&self.metrics().errors_sent);
             return Box::pin(self.send_plan(p, None, credit)).await;
         };
+        let sb = pool.get(Class::Send).await;
+        let batch = self.reply_batch(&plan, &staged, bufs, sb, invalidate)?;
+        self.post(batch, Some(credit), false).await.map(|_| ())
+    }
+
+    /// [`Conn::send_plan`] if everything it needs is free now (staging and send buffers,
+    /// send-queue slots); otherwise gives the plan and credit back, nothing taken.
+    #[must_use = "a plan given back is not sent"]
+    fn send_plan_now(
+        &self,
+        plan: SendPlan,
+        invalidate: Option<u32>,
+        credit: CreditGuard,
+    ) -> Option<(SendPlan, CreditGuard)> {
+        let staged = self.stage(&plan);
+        // the Writes and the Send (see reply_batch)
+        let n = staged.writes.len() + 1;
+        if n > self.ep.caps().depth as usize {
+            return Some((plan, credit));
+        }
+        let Some(bufs) = self.pool.try_get_many(Class::Bulk, staged.used.len()) else {
+            return Some((plan, credit));
+        };
+        let Some(sb) = self.pool.try_get(Class::Send) else {
+            return Some((plan, credit));
+        };
+        match self.sq.try_acquire_many(n as u32) {
+            Ok(p) => p.forget(),
+            Err(_) => return Some((plan, credit)),
+        }
+        match self.reply_batch(&plan, &staged, bufs, sb, invalidate) {
+            Ok(batch) => {
+                drop(credit);
+                self.enqueue(batch, n as u32, None);
+            }
+            // the connection is failing (reply_batch said why)
+            Err(_) => self.sq.add_permits(n),
+        }
+        None
+    }
+
+    /// Where each RDMA Write of `plan` takes its data from: registered memory as it is, the
+    /// rest copied into staging buffers.
+    fn stage(&self, plan: &SendPlan) -> crate::staging::StagedWrites {
+        stage_writes(
+            &plan.writes,
+            &|b| self.pool.locate(b).is_some(),
+            self.bulk_size,
+            self.ep.caps().max_sge as usize,
+        )
+    }
+
+    /// The work requests of a reply: its RDMA Writes (from registered memory, or from `bufs`
+    /// where `staged` copies data in) and the Send of its header and inline part from `sb`.
+    fn reply_batch(
+        &self,
+        plan: &SendPlan,
+        staged: &crate::staging::StagedWrites,
+        mut bufs: Vec<Buf>,
+        mut sb: Buf,
+        invalidate: Option<u32>,
+    ) -> Result<Batch, Fail> {
         for c in &staged.copies {
             bufs[c.buf].as_mut_slice()[c.offset..c.offset + c.data.len()].copy_from_slice(&c.data);
         }
@@ -985,8 +1080,7 @@ impl Conn {
                 remote_addr: remote.offset,
             });
         }
-        let mut sb = pool.get(Class::Send).await;
-        let Some(len) = gather_send(&plan, sb.as_mut_slice()) else {
+        let Some(len) = gather_send(plan, sb.as_mut_slice()) else {
             tracing::error!(peer = %self.peer, len = plan.send_len(), "reply header exceeds the send buffer");
             self.fatal("send buffer too small");
             return Err(Fail::Closed);
@@ -1011,11 +1105,10 @@ impl Conn {
         if invalidate.is_some() {
             RdmaMetrics::inc(&m.send_with_invalidate);
         }
-        let batch = Batch {
+        Ok(Batch {
             wrs,
             bufs: Vec::new(),
-        };
-        self.post(batch, Some(credit), false).await.map(|_| ())
+        })
     }
 }
 

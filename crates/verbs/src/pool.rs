@@ -283,6 +283,19 @@ impl Pool {
         Some((0..n).map(|_| self.take_slot(c)).collect())
     }
 
+    /// Takes `n` buffers of class `c` if that many are free now (all or none).
+    pub fn try_get_many(&self, c: Class, n: usize) -> Option<Vec<Buf>> {
+        if n == 0 {
+            return Some(Vec::new());
+        }
+        let st = &self.0.classes[c as usize];
+        st.available
+            .try_acquire_many(u32::try_from(n).ok()?)
+            .ok()?
+            .forget();
+        Some((0..n).map(|_| self.take_slot(c)).collect())
+    }
+
     /// Takes a buffer of class `c` if one is free now.
     pub fn try_get(&self, c: Class) -> Option<Buf> {
         let st = &self.0.classes[c as usize];
@@ -494,6 +507,25 @@ mod tests {
         assert_eq!(p.in_use(Class::Bulk), 0);
         let heap = Bytes::from_static(b"elsewhere");
         assert_eq!(p.locate(&heap), None);
+    }
+
+    #[test]
+    fn try_get_many_takes_all_or_none() {
+        let p = Pool::new(small(), None).unwrap();
+        assert_eq!(p.try_get_many(Class::Bulk, 0).map(|v| v.len()), Some(0));
+        let one = p.try_get(Class::Bulk).unwrap();
+        assert!(p.try_get_many(Class::Bulk, 2).is_none(), "only one is free");
+        assert_eq!(p.in_use(Class::Bulk), 1, "a refused take holds nothing");
+        assert!(
+            p.try_get_many(Class::Bulk, 3).is_none(),
+            "more than the class has"
+        );
+        drop(one);
+        let both = p.try_get_many(Class::Bulk, 2).unwrap();
+        assert_ne!(both[0].index(), both[1].index());
+        assert_eq!(p.free(Class::Bulk), 0);
+        drop(both);
+        assert_eq!(p.free(Class::Bulk), 2);
     }
 
     #[tokio::test]
