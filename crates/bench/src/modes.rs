@@ -16,7 +16,7 @@ use crate::io::{par, pattern, seq_read, seq_write, WorkDir};
 use crate::progress::Progress;
 use crate::report::{f, Table};
 use crate::stats::{
-    cpu_ns_between, fmt_size, parse_size, proc_status_kib, proc_thread_cpu_ns, reset_hwm, Lat, Rng,
+    fmt_size, ms_per_gb, parse_size, proc_status_kib, reset_hwm, Lat, Rng, ServerCpu,
 };
 use crate::{Common, Outcome};
 
@@ -575,6 +575,7 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
     let wd = WorkDir::make(s, &c, "seq").await?;
     let file = c.create(&wd.fh, "seq").await?;
     prog.phase("seq write", a.file_size);
+    let cpu = ServerCpu::start(a.common.server_pid);
     let wt = seq_write(
         &c,
         &file,
@@ -586,8 +587,10 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
         &prog,
     )
     .await?;
+    let w_cpu = cpu.ns().map(|ns| ms_per_gb(ns, a.file_size));
     let total = a.file_size * a.read_passes as u64;
     prog.phase("seq read", total);
+    let cpu = ServerCpu::start(a.common.server_pid);
     let mut rt = std::time::Duration::ZERO;
     for _ in 0..a.read_passes {
         let rp = seq_read(&c, &file, a.file_size, a.bs as u32, a.iodepth, false, &prog).await?;
@@ -596,17 +599,29 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
         }
         rt += rp.elapsed;
     }
+    let r_cpu = cpu.ns().map(|ns| ms_per_gb(ns, total));
     c.close(&file).await?;
     wd.remove(s, &c).await?;
     c.shutdown().await?;
     drop(prog);
     let (w, r) = (mb_s(a.file_size, wt), mb_s(total, rt));
-    let mut t = Table::new(&["direction", "MB/s", "seconds"]);
-    t.row(vec!["write".into(), f(w, 1), f(wt.as_secs_f64(), 3)]);
-    t.row(vec!["read".into(), f(r, 1), f(rt.as_secs_f64(), 3)]);
+    let mut t = Table::new(&["direction", "MB/s", "seconds", "server CPU ms/GB"]);
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| f(v, 1));
+    t.row(vec![
+        "write".into(),
+        f(w, 1),
+        f(wt.as_secs_f64(), 3),
+        opt(w_cpu),
+    ]);
+    t.row(vec![
+        "read".into(),
+        f(r, 1),
+        f(rt.as_secs_f64(), 3),
+        opt(r_cpu),
+    ]);
     let mut md = header(s, "seq", &a.common);
     md.push_str(&format!(
-        "{} file in {} records, {} in flight, {} writes, read {} time(s) (MB = 10^6 bytes):\n\n",
+        "{} file in {} records, {} in flight, {} writes, read {} time(s) (MB = 10^6 bytes; server CPU = user + system time of the server's threads per GB moved, with --server-pid):\n\n",
         fmt_size(a.file_size),
         fmt_size(a.bs),
         a.iodepth,
@@ -618,7 +633,8 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
         params: json!({"file_size": a.file_size, "bs": a.bs, "iodepth": a.iodepth,
                        "stable": stable_name(a.stable), "read_passes": a.read_passes}),
         results: json!({"write_mb_s": w, "read_mb_s": r,
-                        "write_s": wt.as_secs_f64(), "read_s": rt.as_secs_f64()}),
+                        "write_s": wt.as_secs_f64(), "read_s": rt.as_secs_f64(),
+                        "write_cpu_ms_per_gb": w_cpu, "read_cpu_ms_per_gb": r_cpu}),
         markdown: md,
     })
 }
@@ -912,7 +928,7 @@ pub async fn sparse(s: &Session, a: &SparseArgs) -> Result<Outcome> {
                     if let (true, Some(dir)) = (uncached, &evict) {
                         crate::io::evict_local(&dir.join(format!("sparse-{holes}")))?;
                     }
-                    let cpu0 = pid.and_then(proc_thread_cpu_ns);
+                    let cpu = ServerCpu::start(pid);
                     let p =
                         match seq_read(&c, file, a.file_size, a.bs as u32, a.iodepth, plus, &prog)
                             .await
@@ -937,10 +953,7 @@ pub async fn sparse(s: &Session, a: &SparseArgs) -> Result<Outcome> {
                             }
                             Err(e) => return Err(e),
                         };
-                    let cpu = cpu0
-                        .zip(pid.and_then(proc_thread_cpu_ns))
-                        .map(|(b, e)| cpu_ns_between(&b, &e));
-                    acc[k][uncached as usize][j].add(&p, cpu);
+                    acc[k][uncached as usize][j].add(&p, cpu.ns());
                 }
             }
         }
@@ -965,7 +978,6 @@ pub async fn sparse(s: &Session, a: &SparseArgs) -> Result<Outcome> {
     }
     let mut t = Table::new(&cols);
     let passes = a.passes.max(1) as u64;
-    let file_gb = (a.file_size * passes) as f64 / 1e9;
     let mut jrows = [Vec::new(), Vec::new()];
     for &uncached in caches {
         for (k, (holes, _)) in files.iter().enumerate() {
@@ -974,7 +986,7 @@ pub async fn sparse(s: &Session, a: &SparseArgs) -> Result<Outcome> {
             let rm = mb_s(a.file_size * passes, r.pass.elapsed);
             let pm = p.map(|p| mb_s(a.file_size * passes, p.pass.elapsed));
             let wire = |x: &SparseAcc| x.pass.wire as f64 / passes as f64 / (1 << 20) as f64;
-            let cpu = |x: &SparseAcc| x.cpu_ns.map(|ns| ns as f64 / 1e6 / file_gb);
+            let cpu = |x: &SparseAcc| x.cpu_ns.map(|ns| ms_per_gb(ns, a.file_size * passes));
             let opt = |v: Option<f64>, d: usize| v.map(|v| f(v, d)).unwrap_or_else(|| "-".into());
             let mut row = vec![
                 format!("{holes} %"),

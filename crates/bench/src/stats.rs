@@ -131,6 +131,27 @@ pub fn cpu_ns_between(
         .sum()
 }
 
+/// The server's CPU time from a starting point, when its pid is known (`--server-pid`).
+pub struct ServerCpu(Option<(u32, std::collections::HashMap<u32, u64>)>);
+
+impl ServerCpu {
+    /// Starts counting now (nothing is counted without a pid or a readable /proc).
+    pub fn start(pid: Option<u32>) -> Self {
+        ServerCpu(pid.and_then(|p| Some((p, proc_thread_cpu_ns(p)?))))
+    }
+
+    /// CPU time (ns) of the server's threads since [`ServerCpu::start`].
+    pub fn ns(&self) -> Option<u64> {
+        let (pid, before) = self.0.as_ref()?;
+        Some(cpu_ns_between(before, &proc_thread_cpu_ns(*pid)?))
+    }
+}
+
+/// Milliseconds of CPU per GB (10^9 bytes) moved.
+pub fn ms_per_gb(cpu_ns: u64, bytes: u64) -> f64 {
+    cpu_ns as f64 / 1e6 / (bytes.max(1) as f64 / 1e9)
+}
+
 /// Resets the peak RSS (`VmHWM`) of `pid` to its current RSS (writes 5 to clear_refs).
 pub fn reset_hwm(pid: u32) -> bool {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
@@ -248,6 +269,15 @@ mod tests {
         // 30 ms of spinning on some thread (ours), in ns; at most the wall time of all threads
         assert!(used >= 10_000_000, "{used} ns");
         assert!(proc_thread_cpu_ns(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn server_cpu_counts_only_with_a_pid() {
+        assert_eq!(ServerCpu::start(None).ns(), None);
+        let own = ServerCpu::start(Some(std::process::id()));
+        assert!(own.ns().is_some());
+        assert_eq!(ms_per_gb(2_000_000, 1_000_000_000), 2.0);
+        assert_eq!(ms_per_gb(3_000_000, 500_000_000), 6.0);
     }
 
     #[test]
