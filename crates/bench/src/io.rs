@@ -254,29 +254,32 @@ pub fn evict_local(path: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// Resident bytes of `path` in the page cache, as util-linux's fincore counts them.
-    fn resident(path: &Path) -> u64 {
-        let out = std::process::Command::new("fincore")
-            .args(["--bytes", "--noheadings", "--output", "RES"])
+    /// The last line util-linux's `tool` prints for `args` followed by `path`.
+    fn util_linux(tool: &str, args: &[&str], path: &Path) -> String {
+        let out = std::process::Command::new(tool)
+            .args(args)
             .arg(path)
             .output()
-            .expect("fincore (util-linux)");
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .expect("fincore RES")
-    }
-
-    fn fs_type(path: &Path) -> String {
-        let out = std::process::Command::new("findmnt")
-            .args(["-n", "-o", "FSTYPE", "-T"])
-            .arg(path)
-            .output()
-            .expect("findmnt (util-linux)");
-        // file systems mounted over each other at one place are listed in mount order; the
-        // last one is what a path resolves to
+            .unwrap_or_else(|e| panic!("{tool} (util-linux): {e}"));
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.lines().last().unwrap_or("").trim().to_string()
+    }
+
+    /// Resident bytes of `path` in the page cache, as fincore counts them.
+    fn resident(path: &Path) -> u64 {
+        util_linux(
+            "fincore",
+            &["--bytes", "--noheadings", "--output", "RES"],
+            path,
+        )
+        .parse()
+        .expect("fincore RES")
+    }
+
+    /// The type of the file system `path` is on: of file systems mounted over each other at
+    /// one place (listed in mount order) the last, the one a path resolves to.
+    fn fs_type(path: &Path) -> String {
+        util_linux("findmnt", &["-n", "-o", "FSTYPE", "-T"], path)
     }
 
     #[test]

@@ -49,7 +49,7 @@ use verbs::{
 pub use verbs::PoolConfig;
 
 use crate::backchannel::{backward_call, backward_reply_credits, BackCredits};
-use crate::ddp::{plan_reply, remote_invalidate_rkey, SendPlan};
+use crate::ddp::{plan_reply, remote_invalidate_rkey, PlanError, SendPlan};
 use crate::header::{ErrorKind, Proc};
 use crate::limits::{Call, Disposition, Limits, ValidationError, MIN_SEND_DEPTH};
 use crate::metrics::RdmaMetrics;
@@ -783,18 +783,10 @@ impl Conn {
             RdmaMetrics::inc(&self.metrics().dropped);
             return;
         };
-        let grant = self.grant(call.header.credits);
-        let Ok(plan) = plan_reply(&call.header, grant, &reply, self.nego.send as usize) else {
+        let Ok((plan, invalidate)) = self.plan(&call, &reply) else {
             let this = self.clone();
             tokio::spawn(async move { this.answer(&msg, &call, Some(reply), credit).await });
             return;
-        };
-        if tracing::enabled!(tracing::Level::DEBUG) {
-            self.trace_call(&call, &plan);
-        }
-        let invalidate = match self.nego.remote_invalidate {
-            true => remote_invalidate_rkey(&call.header),
-            false => None,
         };
         if let Some((plan, credit)) = self.send_plan_now(plan, invalidate, credit) {
             let this = self.clone();
@@ -854,8 +846,7 @@ impl Conn {
             RdmaMetrics::inc(&self.metrics().dropped);
             return;
         };
-        let grant = self.grant(call.header.credits);
-        let plan = match plan_reply(&call.header, grant, &reply, self.nego.send as usize) {
+        let (plan, invalidate) = match self.plan(call, &reply) {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(peer = %self.peer, xid = call.header.xid, error = %e, "reply cannot be conveyed; answering ERR_CHUNK");
@@ -864,15 +855,22 @@ impl Conn {
                     .await;
             }
         };
+        let _ = self.send_plan(plan, invalidate, credit).await;
+    }
+
+    /// How `reply` to `call` travels (inline, Write chunk, Reply chunk), and the R_key to
+    /// invalidate with its Send when the client allows it.
+    fn plan(&self, call: &Call, reply: &xdr::Reply) -> Result<(SendPlan, Option<u32>), PlanError> {
+        let grant = self.grant(call.header.credits);
+        let plan = plan_reply(&call.header, grant, reply, self.nego.send as usize)?;
         if tracing::enabled!(tracing::Level::DEBUG) {
             self.trace_call(call, &plan);
         }
-        let invalidate = if self.nego.remote_invalidate {
-            remote_invalidate_rkey(&call.header)
-        } else {
-            None
+        let invalidate = match self.nego.remote_invalidate {
+            true => remote_invalidate_rkey(&call.header),
+            false => None,
         };
-        let _ = self.send_plan(plan, invalidate, credit).await;
+        Ok((plan, invalidate))
     }
 
     fn trace_call(&self, call: &Call, plan: &SendPlan) {
