@@ -470,11 +470,11 @@ impl Nfs4 {
         e.u32(nslots as u32 - 1);
         e.u32(nslots as u32 - 1);
         // SEQ4_STATUS_RECALLABLE_STATE_REVOKED while a revoked delegation awaits FREE_STATEID.
-        let revoked = s
-            .states
-            .of_client(client)
-            .any(|(_, x)| matches!(x, StateObj::Deleg(d) if d.revoked));
-        e.u32(if revoked { 0x40 } else { 0 });
+        e.u32(if s.states.has_revoked(client) {
+            0x40
+        } else {
+            0
+        });
         Ok(SeqOutcome::Proceed(e))
     }
 

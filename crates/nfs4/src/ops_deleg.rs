@@ -175,9 +175,7 @@ impl Nfs4 {
                         sent = d.recall_sent,
                         "delegation not returned within a lease: revoked"
                     );
-                    if let Some(StateObj::Deleg(x)) = s.states.get_mut(&other) {
-                        x.revoked = true;
-                    }
+                    s.states.revoke(&other);
                 }
                 _ => {
                     let sent = d.recall_sent || self.send_recall(s, &other, &d);

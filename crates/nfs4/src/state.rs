@@ -260,6 +260,9 @@ pub struct States {
     map: HashMap<[u8; 12], StateObj>,
     by_file: HashMap<FileKey, Vec<[u8; 12]>>,
     by_client: HashMap<u64, HashSet<[u8; 12]>>,
+    /// Revoked delegations awaiting FREE_STATEID, by client: every SEQUENCE of the client
+    /// reports whether it has any, which must not cost a walk over all its states.
+    revoked: HashMap<u64, usize>,
     delegations: usize,
     /// Write delegations, readable without the state lock: NFSv3 READs and NFSv4 GETATTRs ask
     /// it before they look for a delegation to recall (none, nearly always).
@@ -272,8 +275,8 @@ impl States {
         self.map.get(other)
     }
 
-    /// The state named by `other`, to update; its client and file must not change (they key
-    /// the indexes).
+    /// The state named by `other`, to update; its client, file and revocation must not change
+    /// (they key the indexes; see [`States::revoke`]).
     pub fn get_mut(&mut self, other: &[u8; 12]) -> Option<&mut StateObj> {
         self.map.get_mut(other)
     }
@@ -291,8 +294,26 @@ impl States {
             if d.write {
                 self.write_delegations.fetch_add(1, Ordering::Relaxed);
             }
+            if d.revoked {
+                *self.revoked.entry(d.client).or_default() += 1;
+            }
         }
         self.map.insert(other, obj);
+    }
+
+    /// Marks the delegation named by `other` revoked (it stays until FREE_STATEID).
+    pub fn revoke(&mut self, other: &[u8; 12]) {
+        if let Some(StateObj::Deleg(d)) = self.map.get_mut(other) {
+            if !d.revoked {
+                d.revoked = true;
+                *self.revoked.entry(d.client).or_default() += 1;
+            }
+        }
+    }
+
+    /// Whether `client` has a revoked delegation (SEQ4_STATUS_RECALLABLE_STATE_REVOKED).
+    pub fn has_revoked(&self, client: u64) -> bool {
+        self.revoked.contains_key(&client)
     }
 
     /// Drops the state named by `other`.
@@ -302,6 +323,14 @@ impl States {
             self.delegations -= 1;
             if d.write {
                 self.write_delegations.fetch_sub(1, Ordering::Relaxed);
+            }
+            if d.revoked {
+                if let Some(n) = self.revoked.get_mut(&d.client) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.revoked.remove(&d.client);
+                    }
+                }
             }
         }
         if let Some(v) = self.by_file.get_mut(&obj.file()) {
@@ -383,10 +412,19 @@ impl States {
             .values()
             .filter(|v| matches!(v, StateObj::Deleg(d) if d.write))
             .count();
+        let mut revoked: HashMap<u64, usize> = HashMap::new();
+        for v in self.map.values() {
+            if let StateObj::Deleg(d) = v {
+                if d.revoked {
+                    *revoked.entry(d.client).or_default() += 1;
+                }
+            }
+        }
         files == self.map.len()
             && clients == self.map.len()
             && delegations == self.delegations
             && writes == self.write_delegations.load(Ordering::Relaxed)
+            && revoked == self.revoked
             && self.map.iter().all(|(k, v)| {
                 self.by_file.get(&v.file()).is_some_and(|f| f.contains(k))
                     && self
@@ -920,24 +958,23 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Any sequence of inserts (new or replacing) and removes leaves the file and client
-        /// indexes listing exactly the stored states, and the per-file and per-client views
-        /// agree with a scan of everything.
+        /// Any sequence of inserts (new or replacing), revocations and removes leaves the file,
+        /// client and revocation indexes listing exactly the stored states, and the per-file and
+        /// per-client views agree with a scan of everything.
         #[test]
         fn state_indexes_follow_every_change(
             ops in proptest::collection::vec(
-                (0u8..12, 0u64..4, 0u64..5, proptest::bool::ANY, proptest::bool::ANY,
-                 proptest::bool::ANY),
+                (0u8..12, 0u64..4, 0u64..5, 0u8..3, proptest::bool::ANY, proptest::bool::ANY),
                 0..200,
             )
         ) {
             let mut st = States::default();
-            for (id, client, file, insert, deleg, write) in ops {
+            for (id, client, file, kind, deleg, write) in ops {
                 let other = [id; 12];
-                if insert {
-                    st.insert(other, some_state(client, (1, file), deleg, write));
-                } else {
-                    st.remove(&other);
+                match kind {
+                    0 => drop(st.remove(&other)),
+                    1 => st.insert(other, some_state(client, (1, file), deleg, write)),
+                    _ => st.revoke(&other),
                 }
                 proptest::prop_assert!(st.indexes_agree());
                 let delegs = st.map.values().any(|v| matches!(v, StateObj::Deleg(_)));
@@ -959,6 +996,10 @@ mod tests {
                 let n = st.map.values().filter(|v| v.client() == c).count();
                 proptest::prop_assert_eq!(st.of_client(c).count(), n);
                 proptest::prop_assert_eq!(st.client_has_state(c), n > 0);
+                let revoked = st
+                    .of_client(c)
+                    .any(|(_, x)| matches!(x, StateObj::Deleg(d) if d.revoked));
+                proptest::prop_assert_eq!(st.has_revoked(c), revoked);
             }
         }
     }

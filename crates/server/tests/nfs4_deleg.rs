@@ -621,3 +621,52 @@ fn a_write_delegation_on_a_truncating_open_starts_from_the_truncated_file() {
     let seen = t.join().expect("the other client");
     assert_eq!((seen.change, seen.size), (Some(change), Some(0)));
 }
+
+/// The status flags of the SEQUENCE the holder sends alone.
+fn sequence_flags(a: &mut V4) -> u32 {
+    let r = a.call(Ops::new());
+    match r.get(op::SEQUENCE).res {
+        Res::Sequence { flags, .. } => flags,
+        _ => panic!("no SEQUENCE result: {}", r.summary()),
+    }
+}
+
+#[test]
+fn a_delegation_not_returned_within_a_lease_is_revoked_and_sequence_says_so_until_freed() {
+    const RECALLABLE_STATE_REVOKED: u32 = 0x40;
+    let fx = Fixture::with_args(&["--lease-time", "5"]);
+    let (mut a, _fh, deleg) = delegation_holder(&fx, "f");
+    let (mut c, root) = fx.connect();
+    let v3fh = c.lookup_ok(&root, "f");
+    let write = |c: &mut RpcClient| {
+        c.write(
+            &v3fh,
+            0,
+            bytes::Bytes::from_static(b"after!"),
+            StableHow::FileSync,
+        )
+    };
+    assert_eq!(write(&mut c).status(), Nfsstat3::Jukebox);
+    expect_recall(&mut a, &deleg);
+    // The holder keeps its lease (SEQUENCE every second) but never returns the delegation.
+    let recalled = std::time::Instant::now();
+    while recalled.elapsed() < std::time::Duration::from_millis(5_500) {
+        assert_eq!(sequence_flags(&mut a) & RECALLABLE_STATE_REVOKED, 0);
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    // A lease after the recall the conflicting WRITE revokes it and goes through.
+    let w = write(&mut c);
+    assert!(matches!(w, WriteRes::Ok(_)), "{w:?}");
+    assert_eq!(std::fs::read(fx.export.join("f")).unwrap(), b"after!");
+    assert_eq!(
+        sequence_flags(&mut a) & RECALLABLE_STATE_REVOKED,
+        RECALLABLE_STATE_REVOKED,
+        "SEQUENCE does not report the revoked delegation"
+    );
+    // FREE_STATEID of the revoked delegation clears the flag.
+    let mut sid = deleg.seqid.to_be_bytes().to_vec();
+    sid.extend_from_slice(&deleg.other);
+    a.call(Ops::new().raw(op::FREE_STATEID, &sid))
+        .ok("FREE_STATEID of the revoked delegation");
+    assert_eq!(sequence_flags(&mut a) & RECALLABLE_STATE_REVOKED, 0);
+}

@@ -59,6 +59,7 @@ pub mod op {
     pub const EXCHANGE_ID: u32 = 42;
     pub const CREATE_SESSION: u32 = 43;
     pub const DESTROY_SESSION: u32 = 44;
+    pub const FREE_STATEID: u32 = 45;
     pub const SEQUENCE: u32 = 53;
     pub const DESTROY_CLIENTID: u32 = 57;
     pub const RECLAIM_COMPLETE: u32 = 58;
@@ -1329,6 +1330,7 @@ fn decode_op(opnum: u32, status: u32, d: &mut Decoder) -> Res {
         | op::SETCLIENTID_CONFIRM
         | op::RENEW
         | op::DESTROY_SESSION
+        | op::FREE_STATEID
         | op::DESTROY_CLIENTID
         | op::RECLAIM_COMPLETE
         | op::DELEGRETURN
