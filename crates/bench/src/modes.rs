@@ -435,6 +435,7 @@ pub async fn randread(s: &Session, a: &RandreadArgs) -> Result<Outcome> {
         "MiB/s",
         "mean µs",
         "p99 µs",
+        "server CPU µs/read",
         "server max RSS KiB",
     ]);
     let mut jrows = Vec::new();
@@ -452,6 +453,15 @@ pub async fn randread(s: &Session, a: &RandreadArgs) -> Result<Outcome> {
         let start = t0 + Duration::from_secs_f64(a.ramp);
         let end = start + Duration::from_secs_f64(a.runtime);
         let conns = Arc::new(conns);
+        // the server's CPU over the measured window only (not the ramp, nor the connecting)
+        let cpu = a.common.server_pid.map(|pid| {
+            tokio::spawn(async move {
+                tokio::time::sleep_until(start.into()).await;
+                let cpu = ServerCpu::start(Some(pid));
+                tokio::time::sleep_until(end.into()).await;
+                cpu.ns()
+            })
+        });
         let per = par(jobs * a.iodepth, |i| {
             let conns = conns.clone();
             let prog = prog.clone();
@@ -494,6 +504,11 @@ pub async fn randread(s: &Session, a: &RandreadArgs) -> Result<Outcome> {
         let iops = n as f64 / a.runtime;
         let mib = iops * a.bs as f64 / (1 << 20) as f64;
         let (mean, p99) = (lat.mean_us(), lat.pct_us(99.0));
+        let cpu_ns = match cpu {
+            Some(h) => h.await.ok().flatten(),
+            None => None,
+        };
+        let cpu_us = cpu_ns.map(|ns| ns as f64 / 1e3 / n.max(1) as f64);
         t.row(vec![
             jobs.to_string(),
             (jobs * a.iodepth).to_string(),
@@ -501,11 +516,13 @@ pub async fn randread(s: &Session, a: &RandreadArgs) -> Result<Outcome> {
             f(mib, 1),
             f(mean, 1),
             f(p99, 1),
+            cpu_us.map(|c| f(c, 2)).unwrap_or_else(|| "-".into()),
             rss.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
         ]);
         jrows.push(json!({
             "jobs": jobs, "iodepth": a.iodepth, "outstanding": jobs * a.iodepth,
             "iops": iops, "kiops": iops / 1000.0, "mib_s": mib, "mean_us": mean, "p99_us": p99,
+            "server_cpu_us_per_read": cpu_us,
             "server_max_rss_kib": rss, "hwm_reset": hwm_reset,
         }));
         for (c, f) in conns.iter() {
