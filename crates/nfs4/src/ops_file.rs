@@ -180,8 +180,8 @@ impl Nfs4 {
             }
             return Ok(());
         }
-        let obj = s.check(sid, ctx.minor)?.clone();
-        let (client, access) = match &obj {
+        let obj = s.check(sid, ctx.minor)?;
+        let (client, access) = match obj {
             StateObj::Open(o) => (o.client, o.access),
             StateObj::Lock(l) => (
                 l.client,

@@ -3,7 +3,6 @@
 //! Transports (TCP, UDP, RPC-over-RDMA) hand [`Dispatcher::dispatch`] one complete call message
 //! and get back a [`Reply`] whose bulk payload is kept as separate segments.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,7 +11,7 @@ use bytes::Bytes;
 use xdr::{Decoder, Encoder, Reply};
 
 use crate::drc::{DrcKey, DrcLookup, DuplicateCache};
-use crate::metrics::RpcMetrics;
+use crate::metrics::{ProcStats, RpcMetrics};
 use crate::msg::{self, AcceptStat, AuthStat, CallHeader, Credential, HeaderError};
 
 /// Which transport carried a call; programs may behave differently (e.g. size limits).
@@ -182,10 +181,42 @@ pub trait Program: Send + Sync + 'static {
     }
 }
 
+/// Procedures whose counters are found by index (every program's procedures are below it).
+const PROC_TABLE: u32 = 64;
+
+/// A program served, with the counters of its procedures resolved once: a call finds them by
+/// index, not through the registry's lock and map.
+struct Registered {
+    prog: Arc<dyn Program>,
+    number: u32,
+    versions: (u32, u32),
+    /// By version (from the lowest), then procedure, below [`PROC_TABLE`].
+    stats: Vec<Vec<Option<Arc<ProcStats>>>>,
+}
+
+impl Registered {
+    fn serves(&self, vers: u32) -> bool {
+        (self.versions.0..=self.versions.1).contains(&vers)
+    }
+
+    /// Records a call of `proc_` (named `name`) of version `vers` that took `secs`.
+    fn observe(&self, metrics: &RpcMetrics, vers: u32, proc_: u32, name: &'static str, secs: f64) {
+        let found = self
+            .stats
+            .get(vers.wrapping_sub(self.versions.0) as usize)
+            .and_then(|v| v.get(proc_ as usize))
+            .and_then(Option::as_ref);
+        match found {
+            Some(s) => s.observe(secs),
+            None => metrics.observe(self.number, name, secs),
+        }
+    }
+}
+
 /// Routes calls to programs, applies the duplicate request cache and records metrics.
 pub struct Dispatcher {
-    /// Programs by number; one entry per implementation (e.g. NFSv3 and NFSv4 apart).
-    programs: HashMap<u32, Vec<Arc<dyn Program>>>,
+    /// Programs, one entry per implementation (e.g. NFSv3 and NFSv4 apart): a handful, scanned.
+    programs: Vec<Registered>,
     drc: DuplicateCache,
     metrics: Arc<RpcMetrics>,
 }
@@ -194,7 +225,7 @@ impl Dispatcher {
     /// A dispatcher whose duplicate request cache keeps `drc_entries` replies.
     pub fn new(drc_entries: usize, metrics: Arc<RpcMetrics>) -> Self {
         Self {
-            programs: HashMap::new(),
+            programs: Vec::new(),
             drc: DuplicateCache::new(drc_entries),
             metrics,
         }
@@ -202,19 +233,35 @@ impl Dispatcher {
 
     /// Serves `p` under its program number, beside other versions already registered.
     pub fn register(&mut self, p: Arc<dyn Program>) {
-        self.programs.entry(p.program()).or_default().push(p);
+        let (number, (lo, hi)) = (p.program(), p.versions());
+        let stats = (lo..=hi)
+            .map(|v| {
+                (0..PROC_TABLE)
+                    .map(|n| Some(self.metrics.stats(number, p.proc_name(v, n)?)))
+                    .collect()
+            })
+            .collect();
+        self.programs.push(Registered {
+            prog: p,
+            number,
+            versions: (lo, hi),
+            stats,
+        });
+    }
+
+    /// The implementation of program `prog` that serves version `vers`.
+    fn find(&self, prog: u32, vers: u32) -> Option<&Registered> {
+        self.programs
+            .iter()
+            .find(|r| r.number == prog && r.serves(vers))
     }
 
     /// Program numbers and version ranges served, for the port mapper.
     pub fn programs(&self) -> Vec<(u32, u32, u32)> {
         let mut v: Vec<_> = self
             .programs
-            .values()
-            .flatten()
-            .map(|p| {
-                let (lo, hi) = p.versions();
-                (p.program(), lo, hi)
-            })
+            .iter()
+            .map(|r| (r.number, r.versions.0, r.versions.1))
             .collect();
         v.sort_unstable();
         v
@@ -262,18 +309,19 @@ impl Dispatcher {
             Ok(x) => x,
             Err(e) => return self.header_error(e),
         };
-        let Some(impls) = self.programs.get(&hdr.prog) else {
-            self.metrics.count_error("prog_unavail");
-            return Some(accepted_only(hdr.xid, AcceptStat::ProgUnavail));
-        };
-        let Some(prog) = version(impls, hdr.vers) else {
+        let Some(reg) = self.find(hdr.prog, hdr.vers) else {
+            let impls = self.programs.iter().filter(|r| r.number == hdr.prog);
+            let Some(lo) = impls.clone().map(|r| r.versions.0).min() else {
+                self.metrics.count_error("prog_unavail");
+                return Some(accepted_only(hdr.xid, AcceptStat::ProgUnavail));
+            };
             self.metrics.count_error("prog_mismatch");
-            let lo = impls.iter().map(|p| p.versions().0).min().unwrap_or(0);
-            let hi = impls.iter().map(|p| p.versions().1).max().unwrap_or(0);
+            let hi = impls.map(|r| r.versions.1).max().unwrap_or(0);
             let mut e = Encoder::with_capacity(40);
             msg::encode_prog_mismatch(&mut e, hdr.xid, lo, hi);
             return Some(e.finish());
         };
+        let prog = &reg.prog;
         let Some(name) = prog.proc_name(hdr.vers, hdr.proc_) else {
             self.metrics.count_error("proc_unavail");
             return Some(accepted_only(hdr.xid, AcceptStat::ProcUnavail));
@@ -303,9 +351,10 @@ impl Dispatcher {
             }
         }
         let start = Instant::now();
+        let (vers, proc_) = (hdr.vers, hdr.proc_);
         let reply = self.run(prog.as_ref(), hdr, args, origin);
-        self.metrics
-            .observe(prog.program(), name, start.elapsed().as_secs_f64());
+        let secs = start.elapsed().as_secs_f64();
+        reg.observe(&self.metrics, vers, proc_, name, secs);
         if cached {
             // Large replies come from reads, which are safe to redo; don't hold them.
             if reply.wire_len() <= crate::drc::MAX_CACHED_REPLY {
@@ -322,16 +371,23 @@ impl Dispatcher {
     /// have returned, `None` when it must be dispatched there, on a thread that may block.
     pub fn dispatch_nonblocking(&self, msg: &Bytes, origin: &Origin) -> Option<Option<Reply>> {
         let (hdr, args) = msg::decode_call(msg.clone()).ok()?;
-        let prog = version(self.programs.get(&hdr.prog)?, hdr.vers)?;
+        let reg = self.find(hdr.prog, hdr.vers)?;
+        let prog = &reg.prog;
         let name = prog.proc_name(hdr.vers, hdr.proc_)?;
         let start = Instant::now();
         let (xid, peer) = (hdr.xid, origin.peer);
+        let (vers, proc_) = (hdr.vers, hdr.proc_);
         let ctx = call_context(hdr, origin.clone());
         let mut e = reply_encoder(xid);
         let r = prog.call_nonblocking(&ctx, args, &mut e)?;
         let reply = self.finish(xid, peer, r, e);
-        self.metrics
-            .observe(prog.program(), name, start.elapsed().as_secs_f64());
+        reg.observe(
+            &self.metrics,
+            vers,
+            proc_,
+            name,
+            start.elapsed().as_secs_f64(),
+        );
         Some(Some(reply))
     }
 
@@ -388,14 +444,6 @@ impl Dispatcher {
         }
         Some(enc.finish())
     }
-}
-
-/// The implementation of a program that serves version `vers`.
-fn version(impls: &[Arc<dyn Program>], vers: u32) -> Option<&Arc<dyn Program>> {
-    impls.iter().find(|p| {
-        let (lo, hi) = p.versions();
-        (lo..=hi).contains(&vers)
-    })
 }
 
 fn call_context(hdr: CallHeader, origin: Origin) -> CallContext {

@@ -22,7 +22,8 @@ pub struct ProcStats {
 }
 
 impl ProcStats {
-    fn observe(&self, secs: f64) {
+    /// Records one call that took `secs`.
+    pub fn observe(&self, secs: f64) {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum_ns
             .fetch_add((secs * 1e9) as u64, Ordering::Relaxed);

@@ -530,6 +530,7 @@ async fn serve_connection(
     let mut buf = BytesMut::with_capacity(64 * 1024);
     // When the record being received began (None between records: idle is allowed).
     let mut record_start: Option<Instant> = None;
+    let connected = Instant::now();
     // Replies of calls run on this task, written together before it next waits: the calls of
     // one read get one write, not one each.
     let mut ready: Vec<Queued> = Vec::new();
@@ -566,12 +567,14 @@ async fn serve_connection(
                     flush(&out, &mut ready, &mut ready_bytes);
                     let want = rr.wanted(&buf).max(4096);
                     buf.reserve(want.max(READ_CHUNK));
-                    let deadline = if rr.mid_record(&buf) {
-                        *record_start.get_or_insert_with(Instant::now) + cfg.record_timeout
-                    } else {
-                        record_start = None;
-                        // idle between records: no limit (far enough never to fire)
-                        Instant::now() + Duration::from_secs(365 * 24 * 3600)
+                    // idle between records: no limit, and no timer to arm and disarm per wait
+                    let mid = rr.mid_record(&buf);
+                    let deadline = match mid {
+                        true => *record_start.get_or_insert_with(Instant::now) + cfg.record_timeout,
+                        false => {
+                            record_start = None;
+                            connected
+                        }
                     };
                     // at most a chunk: the head of a large call, not the whole of it, so that
                     // the rest goes straight into a pooled buffer
@@ -582,7 +585,7 @@ async fn serve_connection(
                             Ok(_) => continue,
                             Err(e) => break Err(e),
                         },
-                        _ = tokio::time::sleep_until(deadline) => {
+                        _ = tokio::time::sleep_until(deadline), if mid => {
                             tracing::warn!(%peer, timeout = ?cfg.record_timeout,
                                 received = buf.len(),
                                 "record not completed in time, closing connection");

@@ -21,6 +21,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::handle::HandleHasher;
+
 /// An inode as a directory listing names it: export, device and inode number.
 pub(crate) type InodeKey = (usize, u64, u64);
 
@@ -46,17 +48,20 @@ pub(crate) fn memory_file_system(f_type: i64) -> bool {
 /// 5,000 descriptors ran at 0.78M entries/s, 1.35M with 4,000 files).
 const EVICT_DIVISOR: usize = 8;
 
+/// A map keyed by handle (see [`HandleHasher`]).
+type ByHandle<V> = HashMap<Bytes, V, std::hash::BuildHasherDefault<HandleHasher>>;
+
 /// Descriptors keyed by handle; bounded, an arbitrary eighth dropped when full.
 pub(crate) struct FdCache<T> {
     cap: usize,
-    map: Mutex<HashMap<Bytes, Arc<T>>>,
+    map: Mutex<ByHandle<Arc<T>>>,
 }
 
 impl<T> FdCache<T> {
     pub(crate) fn new(cap: usize) -> Self {
         Self {
             cap: cap.max(16),
-            map: Mutex::new(HashMap::new()),
+            map: Mutex::new(ByHandle::default()),
         }
     }
     pub(crate) fn get(&self, k: &Bytes) -> Option<Arc<T>> {
@@ -120,7 +125,7 @@ type InodeMap =
 
 #[derive(Default)]
 struct PathMaps {
-    by_fh: HashMap<Bytes, PathEntry>,
+    by_fh: ByHandle<PathEntry>,
     /// The handle, descriptor and insertion number of each indexed inode (a copy of its
     /// `by_fh` entry).
     by_inode: InodeMap,
@@ -159,6 +164,11 @@ impl PathCache {
 
     pub(crate) fn get(&self, fh: &Bytes) -> Option<Arc<OwnedFd>> {
         self.maps.lock().by_fh.get(fh).map(|e| e.fd.clone())
+    }
+
+    /// Whether `fh` is cached (then it is byte for byte a handle that was verified).
+    pub(crate) fn contains(&self, fh: &[u8]) -> bool {
+        self.maps.lock().by_fh.contains_key(fh)
     }
 
     /// Now, to be taken before reading an inode number that [`PathCache::by_inode`] will look

@@ -21,7 +21,7 @@ use crate::cache::{memory_file_system, unique_inode_numbers, Epoch, FdCache, Ino
 use crate::cred::{self, Creds};
 use crate::error::{VfsError, VfsResult};
 use crate::exports::{ExportEntry, ExportOptions, Squash};
-use crate::handle::HandleKey;
+use crate::handle::{self, HandleKey};
 use crate::nowait;
 use crate::pages::{FilePages, PipePool, SPLICE_MIN};
 use crate::sys;
@@ -499,22 +499,32 @@ impl Vfs {
     /// Checks a handle's integrity and export without opening it (a removed file's handle
     /// passes: it is STALE only when used).
     pub fn check_handle(&self, fh: &[u8]) -> VfsResult<()> {
-        let (id, _) = self.key.open(fh)?;
+        let id = match self.paths.contains(fh) {
+            true => handle::export_of(fh),
+            false => self.key.verify(fh)?,
+        };
         self.export_index(id).map(drop)
     }
 
     /// Resolves a handle to an object (no client check: use [`Vfs::authorize`] for calls).
     pub fn resolve(&self, fh: &Bytes) -> VfsResult<Node> {
-        let (id, kh) = self.key.open(fh)?;
-        let export = self.export_index(id)?;
+        // A cached handle was verified when it was cached: equal bytes need no MAC again.
+        let (export, found) = match self.paths.get(fh) {
+            Some(fd) => (handle::export_of(fh), Ok(fd)),
+            None => {
+                let (id, kh) = self.key.open(fh)?;
+                (id, Err(kh))
+            }
+        };
+        let export = self.export_index(export)?;
         if nowait::active() && !self.exports[export].local() {
             return Err(nowait::give_up());
         }
-        let fd = match self.paths.get(fh) {
-            Some(fd) => fd,
+        let fd = match found {
+            Ok(fd) => fd,
             // opening a handle may read the inode from the disk
-            None if nowait::active() => return Err(nowait::give_up()),
-            None => {
+            Err(_) if nowait::active() => return Err(nowait::give_up()),
+            Err(kh) => {
                 let e = &self.exports[export];
                 let fd = cred::as_root(|| {
                     sys::open_by_handle_at(e.root.as_fd(), &kh, libc::O_PATH | libc::O_NOFOLLOW)

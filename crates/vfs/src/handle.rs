@@ -93,18 +93,8 @@ impl HandleKey {
 
     /// Checks a wire handle and returns its export id and kernel handle.
     pub fn open(&self, fh: &[u8]) -> VfsResult<(u32, KernelHandle)> {
-        if fh.len() < HEADER + MAC_LEN || fh[0] != VERSION {
-            return Err(VfsError::BadHandle);
-        }
+        let export_id = self.verify(fh)?;
         let klen = fh[1] as usize;
-        if klen > MAX_KERNEL_HANDLE || fh.len() != HEADER + klen + MAC_LEN {
-            return Err(VfsError::BadHandle);
-        }
-        let (body, mac) = fh.split_at(HEADER + klen);
-        if !constant_time_eq(&self.mac(body), mac) {
-            return Err(VfsError::BadHandle);
-        }
-        let export_id = u32::from_be_bytes([fh[2], fh[3], fh[4], fh[5]]);
         let handle_type = i32::from_be_bytes([fh[6], fh[7], fh[8], fh[9]]);
         Ok((
             export_id,
@@ -113,6 +103,61 @@ impl HandleKey {
                 bytes: fh[HEADER..HEADER + klen].to_vec(),
             },
         ))
+    }
+
+    /// Checks a wire handle and returns its export id.
+    pub fn verify(&self, fh: &[u8]) -> VfsResult<u32> {
+        let klen = well_formed(fh)?;
+        let (body, mac) = fh.split_at(HEADER + klen);
+        if !constant_time_eq(&self.mac(body), mac) {
+            return Err(VfsError::BadHandle);
+        }
+        Ok(export_of(fh))
+    }
+}
+
+/// The kernel handle's length, when `fh` has the layout of a handle (MAC unchecked).
+fn well_formed(fh: &[u8]) -> VfsResult<usize> {
+    if fh.len() < HEADER + MAC_LEN || fh[0] != VERSION {
+        return Err(VfsError::BadHandle);
+    }
+    let klen = fh[1] as usize;
+    if klen > MAX_KERNEL_HANDLE || fh.len() != HEADER + klen + MAC_LEN {
+        return Err(VfsError::BadHandle);
+    }
+    Ok(klen)
+}
+
+/// The export id of a well-formed handle: one that passed [`HandleKey::verify`], or is byte
+/// for byte one that did (a cache holds it), which needs no MAC computed again.
+pub(crate) fn export_of(fh: &[u8]) -> u32 {
+    u32::from_be_bytes([fh[2], fh[3], fh[4], fh[5]])
+}
+
+/// A hash of a handle for the caches keyed by handle: its MAC, folded. The MAC is a keyed
+/// pseudo-random function of the rest, so clients cannot aim handles at one bucket, and any
+/// change of a MAC byte moves a guessed handle to another bucket (no timing to learn a MAC from
+/// comparisons); SipHash over the whole handle again per lookup would cost more than the MAC.
+#[derive(Default)]
+pub(crate) struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Bytes hashes as its length (usize), then its bytes in one write.
+        let tail = &bytes[bytes.len().saturating_sub(MAC_LEN)..];
+        let mut x = self.0.rotate_left(29) ^ bytes.len() as u64;
+        for chunk in tail.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            x = (x ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+        self.0 = x;
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = self.0.rotate_left(29) ^ n as u64;
     }
 }
 

@@ -80,6 +80,37 @@ fn flipped_handle_is_bad() {
 }
 
 #[test]
+fn a_cached_handle_vouches_only_for_its_exact_bytes() {
+    let (dir, _s, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    // LOOKUP caches the file's descriptor under its handle; resolving it again needs no MAC
+    let (fh, _) = vfs.lookup(&c, &r, b"f").unwrap();
+    assert!(vfs.authorize(&fh, &client(0)).is_ok());
+    for i in 0..fh.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut bad = fh.to_vec();
+            bad[i] ^= bit;
+            assert!(
+                vfs.check_handle(&bad).is_err(),
+                "byte {i} flipped passed the check"
+            );
+            assert!(
+                vfs.authorize(&bad, &client(0)).is_err(),
+                "byte {i} flipped resolved"
+            );
+        }
+    }
+    // shorter and longer than the cached one
+    assert!(vfs.authorize(&fh[..fh.len() - 1], &client(0)).is_err());
+    let mut long = fh.to_vec();
+    long.push(0);
+    assert!(vfs.authorize(&long, &client(0)).is_err());
+    assert!(vfs.authorize(&fh, &client(0)).is_ok());
+}
+
+#[test]
 fn host_name_rules_match_resolved_addresses() {
     let dir = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
