@@ -198,7 +198,10 @@ impl Nfs4 {
             return Err(st::BAD_STATEID.into());
         }
         self.break_delegations(&mut s, file, client, !write)?;
-        let _ = s.renew(client);
+        // (NFSv4.1+: the COMPOUND's SEQUENCE renewed the lease already)
+        if ctx.minor == 0 {
+            let _ = s.renew(client);
+        }
         let need = if write {
             share::ACCESS_WRITE
         } else {

@@ -12,6 +12,39 @@ use xdr::Reply;
 use crate::db::ClientDb;
 use crate::proto::{st, LEASE_SECONDS};
 
+/// Hashes the keys the server hands out itself (client, session and state ids) and file keys:
+/// only the server inserts them, so clients cannot aim many at one bucket, and SipHash costs
+/// more per lookup than the rest of a SEQUENCE (several lookups per COMPOUND).
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^ (x >> 33)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// A map keyed by ids the server hands out (see [`IdHasher`]).
+pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+/// A set of ids the server hands out (see [`IdHasher`]).
+pub type IdSet<K> = HashSet<K, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// A stateid: seqid and 12 opaque bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Stateid {
@@ -257,12 +290,12 @@ pub struct OwnerSeq {
 /// every state of the server (which made opening N files cost O(N²)).
 #[derive(Debug, Default)]
 pub struct States {
-    map: HashMap<[u8; 12], StateObj>,
-    by_file: HashMap<FileKey, Vec<[u8; 12]>>,
-    by_client: HashMap<u64, HashSet<[u8; 12]>>,
+    map: IdMap<[u8; 12], StateObj>,
+    by_file: IdMap<FileKey, Vec<[u8; 12]>>,
+    by_client: IdMap<u64, IdSet<[u8; 12]>>,
     /// Revoked delegations awaiting FREE_STATEID, by client: every SEQUENCE of the client
     /// reports whether it has any, which must not cost a walk over all its states.
-    revoked: HashMap<u64, usize>,
+    revoked: IdMap<u64, usize>,
     delegations: usize,
     /// Write delegations, readable without the state lock: NFSv3 READs and NFSv4 GETATTRs ask
     /// it before they look for a delegation to recall (none, nearly always).
@@ -412,7 +445,7 @@ impl States {
             .values()
             .filter(|v| matches!(v, StateObj::Deleg(d) if d.write))
             .count();
-        let mut revoked: HashMap<u64, usize> = HashMap::new();
+        let mut revoked: IdMap<u64, usize> = IdMap::default();
         for v in self.map.values() {
             if let StateObj::Deleg(d) = v {
                 if d.revoked {
@@ -442,23 +475,23 @@ pub struct State {
     pub boot: u32,
     next_id: u64,
     /// Clients by id.
-    pub clients: HashMap<u64, ClientRec>,
+    pub clients: IdMap<u64, ClientRec>,
     /// Sessions by id.
-    pub sessions: HashMap<[u8; 16], Session>,
+    pub sessions: IdMap<[u8; 16], Session>,
     /// Stateids by their `other` field.
     pub states: States,
     /// Locks by file.
-    pub locks: HashMap<FileKey, Vec<Lock>>,
+    pub locks: IdMap<FileKey, Vec<Lock>>,
     /// NFSv4.0 owner sequencing, by (client, owner, is_lock_owner).
     pub owners: HashMap<(u64, Bytes, bool), OwnerSeq>,
     /// Owners of recently closed stateids, so a retransmitted NFSv4.0 CLOSE finds its
     /// owner's cached reply (bounded).
-    pub closed: HashMap<[u8; 12], (u64, Bytes, bool)>,
+    pub closed: IdMap<[u8; 12], (u64, Bytes, bool)>,
     /// Stateids of clients whose state was purged (lease expiry, reboot): NFS4ERR_EXPIRED
     /// rather than BAD_STATEID (bounded).
-    pub expired_states: HashSet<[u8; 12]>,
+    pub expired_states: IdSet<[u8; 12]>,
     /// Client ids purged the same way.
-    pub expired_clients_ids: HashSet<u64>,
+    pub expired_clients_ids: IdSet<u64>,
     /// Confirmed client records on disk.
     pub db: Option<ClientDb>,
     /// Owners of clients confirmed before the restart, who may reclaim during grace.
@@ -500,14 +533,14 @@ impl State {
         Self {
             boot,
             next_id: 1,
-            clients: HashMap::new(),
-            sessions: HashMap::new(),
+            clients: IdMap::default(),
+            sessions: IdMap::default(),
             states: States::default(),
-            locks: HashMap::new(),
+            locks: IdMap::default(),
             owners: HashMap::new(),
-            closed: HashMap::new(),
-            expired_states: HashSet::new(),
-            expired_clients_ids: HashSet::new(),
+            closed: IdMap::default(),
+            expired_states: IdSet::default(),
+            expired_clients_ids: IdSet::default(),
             db: None,
             reclaimable: HashSet::new(),
             reclaim_done: HashSet::new(),
