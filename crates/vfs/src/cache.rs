@@ -162,8 +162,11 @@ impl PathCache {
         }
     }
 
-    pub(crate) fn get(&self, fh: &Bytes) -> Option<Arc<OwnedFd>> {
-        self.maps.lock().by_fh.get(fh).map(|e| e.fd.clone())
+    /// The cached copy of handle `fh` and its descriptor.
+    pub(crate) fn get_keyed(&self, fh: &[u8]) -> Option<(Bytes, Arc<OwnedFd>)> {
+        let m = self.maps.lock();
+        let (k, e) = m.by_fh.get_key_value(fh)?;
+        Some((k.clone(), e.fd.clone()))
     }
 
     /// Whether `fh` is cached (then it is byte for byte a handle that was verified).

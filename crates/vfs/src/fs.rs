@@ -483,8 +483,7 @@ impl Vfs {
 
     /// Checks a handle, admits the client to its export and resolves the object.
     pub fn authorize(&self, fh: &[u8], client: &Client) -> VfsResult<(Caller, Node)> {
-        let fh = Bytes::copy_from_slice(fh);
-        let node = self.resolve(&fh)?;
+        let node = self.resolve(fh)?;
         let caller = self.admit(node.export, client)?;
         Ok((caller, node))
     }
@@ -507,13 +506,15 @@ impl Vfs {
     }
 
     /// Resolves a handle to an object (no client check: use [`Vfs::authorize`] for calls).
-    pub fn resolve(&self, fh: &Bytes) -> VfsResult<Node> {
-        // A cached handle was verified when it was cached: equal bytes need no MAC again.
-        let (export, found) = match self.paths.get(fh) {
-            Some(fd) => (handle::export_of(fh), Ok(fd)),
+    pub fn resolve(&self, fh: &[u8]) -> VfsResult<Node> {
+        // A cached handle was verified when it was cached: equal bytes need no MAC again, and
+        // the node shares the cache's copy of the handle. Otherwise the handle is copied, so
+        // that the cache never holds a piece of a message buffer.
+        let (export, found, fh) = match self.paths.get_keyed(fh) {
+            Some((fh, fd)) => (handle::export_of(&fh), Ok(fd), fh),
             None => {
                 let (id, kh) = self.key.open(fh)?;
-                (id, Err(kh))
+                (id, Err(kh), Bytes::copy_from_slice(fh))
             }
         };
         let export = self.export_index(export)?;
@@ -550,11 +551,11 @@ impl Vfs {
         };
         let st = sys::fstat(fd.as_fd())?;
         if st.st_nlink == 0 {
-            self.forget(fh);
+            self.forget(&fh);
             return Err(VfsError::Stale);
         }
         Ok(Node {
-            fh: fh.clone(),
+            fh,
             fd,
             attr: Attr::from_stat(&st),
             export,
