@@ -7,38 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use vfs::IdHasher;
 use xdr::Reply;
 
 use crate::db::ClientDb;
 use crate::proto::{st, LEASE_SECONDS};
-
-/// Hashes the keys the server hands out itself (client, session and state ids) and file keys:
-/// only the server inserts them, so clients cannot aim many at one bucket, and SipHash costs
-/// more per lookup than the rest of a SEQUENCE (several lookups per COMPOUND).
-#[derive(Default, Clone, Copy)]
-pub struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^ (x >> 33)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
 
 /// A map keyed by ids the server hands out (see [`IdHasher`]).
 pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;

@@ -90,12 +90,13 @@ struct PathEntry {
     inode: Option<InodeKey>,
 }
 
-/// Hashes an [`InodeKey`] with a multiply-xorshift: the index is probed once per listed entry,
-/// and its keys come from the file system, not from clients (no flooding to resist).
-#[derive(Default)]
-pub(crate) struct InodeHasher(u64);
+/// A multiply-xorshift hasher for keys that the server or the file system chooses, never a
+/// client (no flooding to resist): inode keys here, probed once per listed entry, and the ids
+/// NFSv4 hands out, looked up several times per COMPOUND, where SipHash cost more than the rest.
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
 
-impl std::hash::Hasher for InodeHasher {
+impl std::hash::Hasher for IdHasher {
     fn finish(&self) -> u64 {
         let mut x = self.0;
         x ^= x >> 33;
@@ -103,8 +104,10 @@ impl std::hash::Hasher for InodeHasher {
         x ^ (x >> 33)
     }
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(*b as u64);
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
         }
     }
     fn write_u64(&mut self, n: u64) {
@@ -121,7 +124,7 @@ impl std::hash::Hasher for InodeHasher {
 pub(crate) struct Epoch(u64);
 
 type InodeMap =
-    HashMap<InodeKey, (Bytes, Arc<OwnedFd>, u64), std::hash::BuildHasherDefault<InodeHasher>>;
+    HashMap<InodeKey, (Bytes, Arc<OwnedFd>, u64), std::hash::BuildHasherDefault<IdHasher>>;
 
 #[derive(Default)]
 struct PathMaps {

@@ -19,6 +19,7 @@ pub mod nss {
     pub use crate::sys::{group_id, group_name, user_id, user_name};
 }
 
+pub use cache::IdHasher;
 pub use cred::Creds;
 pub use error::{VfsError, VfsResult};
 pub use fs::{Caller, ChangeGuard, Client, Node, Vfs, VfsConfig};
