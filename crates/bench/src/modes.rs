@@ -16,7 +16,7 @@ use crate::io::{par, pattern, seq_read, seq_write, WorkDir};
 use crate::progress::Progress;
 use crate::report::{f, Table};
 use crate::stats::{
-    fmt_size, ms_per_gb, parse_size, proc_status_kib, reset_hwm, Lat, Rng, ServerCpu,
+    fmt_size, ms_per_gb, parse_size, proc_status_kib, reset_hwm, Lat, MachineCpu, ProcCpu, Rng,
 };
 use crate::{Common, Outcome};
 
@@ -457,7 +457,7 @@ pub async fn randread(s: &Session, a: &RandreadArgs) -> Result<Outcome> {
         let cpu = a.common.server_pid.map(|pid| {
             tokio::spawn(async move {
                 tokio::time::sleep_until(start.into()).await;
-                let cpu = ServerCpu::start(Some(pid));
+                let cpu = ProcCpu::start(Some(pid));
                 tokio::time::sleep_until(end.into()).await;
                 cpu.ns()
             })
@@ -592,7 +592,7 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
     let wd = WorkDir::make(s, &c, "seq").await?;
     let file = c.create(&wd.fh, "seq").await?;
     prog.phase("seq write", a.file_size);
-    let cpu = ServerCpu::start(a.common.server_pid);
+    let (cpu, own, machine) = phase_cpu(a.common.server_pid);
     let wt = seq_write(
         &c,
         &file,
@@ -604,10 +604,10 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
         &prog,
     )
     .await?;
-    let w_cpu = cpu.ns().map(|ns| ms_per_gb(ns, a.file_size));
+    let w = PhaseCpu::end(&cpu, &own, &machine, a.file_size);
     let total = a.file_size * a.read_passes as u64;
     prog.phase("seq read", total);
-    let cpu = ServerCpu::start(a.common.server_pid);
+    let (cpu, own, machine) = phase_cpu(a.common.server_pid);
     let mut rt = std::time::Duration::ZERO;
     for _ in 0..a.read_passes {
         let rp = seq_read(&c, &file, a.file_size, a.bs as u32, a.iodepth, false, &prog).await?;
@@ -616,29 +616,34 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
         }
         rt += rp.elapsed;
     }
-    let r_cpu = cpu.ns().map(|ns| ms_per_gb(ns, total));
+    let r = PhaseCpu::end(&cpu, &own, &machine, total);
     c.close(&file).await?;
     wd.remove(s, &c).await?;
     c.shutdown().await?;
     drop(prog);
-    let (w, r) = (mb_s(a.file_size, wt), mb_s(total, rt));
-    let mut t = Table::new(&["direction", "MB/s", "seconds", "server CPU ms/GB"]);
+    let (w_mb, r_mb) = (mb_s(a.file_size, wt), mb_s(total, rt));
+    let mut t = Table::new(&[
+        "direction",
+        "MB/s",
+        "seconds",
+        "server CPU ms/GB",
+        "client CPU ms/GB",
+        "machine idle %",
+    ]);
     let opt = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| f(v, 1));
-    t.row(vec![
-        "write".into(),
-        f(w, 1),
-        f(wt.as_secs_f64(), 3),
-        opt(w_cpu),
-    ]);
-    t.row(vec![
-        "read".into(),
-        f(r, 1),
-        f(rt.as_secs_f64(), 3),
-        opt(r_cpu),
-    ]);
+    for (dir, mb, secs, p) in [("write", w_mb, wt, &w), ("read", r_mb, rt, &r)] {
+        t.row(vec![
+            dir.into(),
+            f(mb, 1),
+            f(secs.as_secs_f64(), 3),
+            opt(p.server),
+            f(p.client, 1),
+            opt(p.idle_pct),
+        ]);
+    }
     let mut md = header(s, "seq", &a.common);
     md.push_str(&format!(
-        "{} file in {} records, {} in flight, {} writes, read {} time(s) (MB = 10^6 bytes; server CPU = user + system time of the server's threads per GB moved, with --server-pid):\n\n",
+        "{} file in {} records, {} in flight, {} writes, read {} time(s) (MB = 10^6 bytes; server CPU = user + system time of the server's threads per GB moved, with --server-pid; client CPU = rnfs-bench's own; machine idle = share of all CPUs' time idle during the phase, which with a server on this machine says whether the CPUs or a serial path bound the rate):\n\n",
         fmt_size(a.file_size),
         fmt_size(a.bs),
         a.iodepth,
@@ -649,11 +654,45 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
     Ok(Outcome {
         params: json!({"file_size": a.file_size, "bs": a.bs, "iodepth": a.iodepth,
                        "stable": stable_name(a.stable), "read_passes": a.read_passes}),
-        results: json!({"write_mb_s": w, "read_mb_s": r,
+        results: json!({"write_mb_s": w_mb, "read_mb_s": r_mb,
                         "write_s": wt.as_secs_f64(), "read_s": rt.as_secs_f64(),
-                        "write_cpu_ms_per_gb": w_cpu, "read_cpu_ms_per_gb": r_cpu}),
+                        "write_cpu_ms_per_gb": w.server, "read_cpu_ms_per_gb": r.server,
+                        "write_client_cpu_ms_per_gb": w.client,
+                        "read_client_cpu_ms_per_gb": r.client,
+                        "write_machine_idle_pct": w.idle_pct,
+                        "read_machine_idle_pct": r.idle_pct}),
         markdown: md,
     })
+}
+
+/// Counters started at the beginning of a phase: the server's CPU, rnfs-bench's own, the
+/// machine's.
+fn phase_cpu(server_pid: Option<u32>) -> (ProcCpu, ProcCpu, MachineCpu) {
+    (
+        ProcCpu::start(server_pid),
+        ProcCpu::own(),
+        MachineCpu::start(),
+    )
+}
+
+/// Where a phase's CPU went, per GB moved.
+struct PhaseCpu {
+    /// The server's ms per GB (with `--server-pid`).
+    server: Option<f64>,
+    /// rnfs-bench's own ms per GB.
+    client: f64,
+    /// Share of the machine's CPU time idle during the phase.
+    idle_pct: Option<f64>,
+}
+
+impl PhaseCpu {
+    fn end(server: &ProcCpu, own: &ProcCpu, machine: &MachineCpu, bytes: u64) -> Self {
+        PhaseCpu {
+            server: server.ns().map(|ns| ms_per_gb(ns, bytes)),
+            client: ms_per_gb(own.ns().unwrap_or(0), bytes),
+            idle_pct: machine.idle_pct(),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -945,7 +984,7 @@ pub async fn sparse(s: &Session, a: &SparseArgs) -> Result<Outcome> {
                     if let (true, Some(dir)) = (uncached, &evict) {
                         crate::io::evict_local(&dir.join(format!("sparse-{holes}")))?;
                     }
-                    let cpu = ServerCpu::start(pid);
+                    let cpu = ProcCpu::start(pid);
                     let p =
                         match seq_read(&c, file, a.file_size, a.bs as u32, a.iodepth, plus, &prog)
                             .await

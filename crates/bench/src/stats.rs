@@ -131,20 +131,67 @@ pub fn cpu_ns_between(
         .sum()
 }
 
-/// The server's CPU time from a starting point, when its pid is known (`--server-pid`).
-pub struct ServerCpu(Option<(u32, std::collections::HashMap<u32, u64>)>);
+/// A process's CPU time from a starting point: the server's when its pid is known
+/// (`--server-pid`), or rnfs-bench's own.
+pub struct ProcCpu(Option<(u32, std::collections::HashMap<u32, u64>)>);
 
-impl ServerCpu {
+impl ProcCpu {
     /// Starts counting now (nothing is counted without a pid or a readable /proc).
     pub fn start(pid: Option<u32>) -> Self {
-        ServerCpu(pid.and_then(|p| Some((p, proc_thread_cpu_ns(p)?))))
+        ProcCpu(pid.and_then(|p| Some((p, proc_thread_cpu_ns(p)?))))
     }
 
-    /// CPU time (ns) of the server's threads since [`ServerCpu::start`].
+    /// Counts rnfs-bench's own threads.
+    pub fn own() -> Self {
+        Self::start(Some(std::process::id()))
+    }
+
+    /// CPU time (ns) of the process's threads since [`ProcCpu::start`].
     pub fn ns(&self) -> Option<u64> {
         let (pid, before) = self.0.as_ref()?;
         Some(cpu_ns_between(before, &proc_thread_cpu_ns(*pid)?))
     }
+}
+
+/// The whole machine's CPU time from `/proc/stat` (all CPUs, in clock ticks): how much of it
+/// was idle over a phase tells whether the CPUs or a serial path bounded it.
+pub struct MachineCpu(Option<(u64, u64)>);
+
+impl MachineCpu {
+    /// Starts counting now (nothing is counted without a readable /proc/stat).
+    pub fn start() -> Self {
+        MachineCpu(
+            std::fs::read_to_string("/proc/stat")
+                .ok()
+                .and_then(|s| idle_and_total(&s)),
+        )
+    }
+
+    /// Percent of the machine's CPU time that was idle (idle or waiting for I/O) since
+    /// [`MachineCpu::start`]; time stolen by the hypervisor counts as not ours, so not at all.
+    pub fn idle_pct(&self) -> Option<f64> {
+        let (i0, t0) = self.0?;
+        let (i1, t1) = idle_and_total(&std::fs::read_to_string("/proc/stat").ok()?)?;
+        let total = t1.checked_sub(t0).filter(|t| *t > 0)?;
+        Some(100.0 * i1.saturating_sub(i0) as f64 / total as f64)
+    }
+}
+
+/// (idle + iowait, all but steal and guest time) ticks of the `cpu` line of /proc/stat.
+fn idle_and_total(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq [steal guest guest_nice]; guest time is
+    // already in user
+    let (&[user, nice, system, idle, iowait, irq, softirq], _) = v.split_first_chunk::<7>()?;
+    Some((
+        idle + iowait,
+        user + nice + system + idle + iowait + irq + softirq,
+    ))
 }
 
 /// Milliseconds of CPU per GB (10^9 bytes) moved.
@@ -273,11 +320,30 @@ mod tests {
 
     #[test]
     fn server_cpu_counts_only_with_a_pid() {
-        assert_eq!(ServerCpu::start(None).ns(), None);
-        let own = ServerCpu::start(Some(std::process::id()));
+        assert_eq!(ProcCpu::start(None).ns(), None);
+        let own = ProcCpu::start(Some(std::process::id()));
         assert!(own.ns().is_some());
         assert_eq!(ms_per_gb(2_000_000, 1_000_000_000), 2.0);
         assert_eq!(ms_per_gb(3_000_000, 500_000_000), 6.0);
+    }
+
+    #[test]
+    fn machine_idle_comes_from_the_cpu_line() {
+        let a = "cpu  100 0 50 800 50 0 0 30 0 0\ncpu0 50 0 25 400 25 0 0 15 0 0\n";
+        let b = "cpu  300 0 150 1000 50 0 0 90 0 0\ncpu0 1 1 1 1 1 1 1 1 1 1\n";
+        assert_eq!(idle_and_total(a), Some((850, 1000)));
+        // 500 ticks passed (steal excluded), 200 of them idle
+        let (i0, t0) = idle_and_total(a).unwrap();
+        let (i1, t1) = idle_and_total(b).unwrap();
+        assert_eq!((i1 - i0, t1 - t0), (200, 500));
+        // older kernels' shorter line still parses; a garbled one does not
+        assert_eq!(idle_and_total("cpu  1 2 3 4 5 6 7\n"), Some((9, 28)));
+        assert_eq!(idle_and_total("cpu  1 2 x 4 5 6 7\n"), None);
+        assert_eq!(idle_and_total("cpu0 1 2 3 4 5 6 7\n"), None);
+        let m = MachineCpu::start();
+        std::thread::sleep(Duration::from_millis(30));
+        let idle = m.idle_pct().expect("/proc/stat moves in 30 ms");
+        assert!((0.0..=100.0).contains(&idle), "{idle}");
     }
 
     #[test]
