@@ -1036,14 +1036,9 @@ def case_perf(d, a):
     figure as the median (min-max). Logged as a PERF line."""
     path = os.path.join(d, "perf")
     rounds = [perf_once(path, a) for _ in range(max(1, a.perf_runs))]
-    parts = []
-    for k in rounds[0]:
-        v = sorted(r[k] for r in rounds)
-        med = statistics.median(v)
-        parts.append(f"{k} {med:.2f}" if len(v) == 1 else f"{k} {med:.2f} ({v[0]:.2f}-{v[-1]:.2f})")
+    figures = figures_text(rounds)
     if not shutil.which("fio"):
-        parts.append("fio not installed: no random-read figure")
-    figures = f"{len(rounds)} rounds, median (min-max): " + ", ".join(parts)
+        figures += ", fio not installed: no random-read figure"
     log(f"PERF {a.label}: {figures}")
     print(f"PERF {a.label}: {figures}", flush=True)
 
@@ -1165,12 +1160,7 @@ def case_bench(d, a):
         fig["seq write MB/s"] = sq["write_mb_s"]
         fig["seq read MB/s"] = sq["read_mb_s"]
         rounds.append(fig)
-    parts = []
-    for k in rounds[0]:
-        v = sorted(r[k] for r in rounds)
-        med = statistics.median(v)
-        parts.append(f"{k} {med:.2f}" if len(v) == 1 else f"{k} {med:.2f} ({v[0]:.2f}-{v[-1]:.2f})")
-    figures = f"{len(rounds)} rounds, median (min-max): " + ", ".join(parts)
+    figures = figures_text(rounds)
     log(f"BENCH {a.label}: {figures}")
     print(f"BENCH {a.label}: {figures}", flush=True)
 
@@ -1259,6 +1249,123 @@ def rdma_conns_by_bench(a, addr, export):
     check(grow < 64, f"resident memory grew by {grow:.1f} MiB from 1 to 256 RDMA connections")
 
 
+def guest_cpu_ticks():
+    """(busy, total) clock ticks of all the guest's CPUs from /proc/stat (steal excluded)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:8]]
+    user, nice, system, idle, iowait, irq, softirq = v
+    return user + nice + system + irq + softirq, sum(v)
+
+
+def mount_point_of(path):
+    """The mount point `path` is under."""
+    path = os.path.realpath(path)
+    while not os.path.ismount(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def scale_phase(cmds, a):
+    """Runs `cmds` (one per client) at once; returns (seconds, server CPU s, guest busy CPU s)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    cpu0, (busy0, _) = server_cpu_seconds(a), guest_cpu_ticks()
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for c in cmds]
+    errs = [(p.wait(timeout=1800), p.stderr.read()) for p in procs]
+    sec = time.monotonic() - t0
+    cpu1, (busy1, _) = server_cpu_seconds(a), guest_cpu_ticks()
+    for rc, err in errs:
+        check(rc == 0, f"{cmds[0][0]}: {one_line(err)}")
+    return sec, cpu1 - cpu0, (busy1 - busy0) / hz
+
+
+def scale_step(roots, a):
+    """One round of a scale step, a client per root: {figure: value}."""
+    n = len(roots)
+    # the seed's split: one 5 GB file, two of 2.5 GB, ... (here --perf-mib MiB in all)
+    count = a.perf_mib * 16 // n
+    files = [os.path.join(root, f"scale{i}") for i, root in enumerate(roots)]
+    w = scale_phase([["dd", "if=/dev/zero", f"of={f}", "bs=64k", f"count={count}",
+                      "conv=fsync"] for f in files], a)
+    drop_caches()
+    r = scale_phase([["dd", f"if={f}", "of=/dev/null", "bs=64k"] for f in files], a)
+    for f in files:
+        os.unlink(f)
+    mb = count * n * 64 * 1024 / 1e6
+    fig = {}
+    for name, (sec, srv, busy) in (("write", w), ("read", r)):
+        fig[f"{name} MB/s"] = mb / sec
+        fig[f"{name} server CPU ms/MB"] = srv / mb * 1000
+        fig[f"{name} guest CPU ms/MB"] = busy / mb * 1000
+    return fig
+
+
+def figures_text(rounds):
+    """Rounds of {figure: value} as 'figure median (min-max), ...' (the value alone for one)."""
+    parts = []
+    for k in rounds[0]:
+        v = sorted(r[k] for r in rounds)
+        med = statistics.median(v)
+        parts.append(f"{k} {med:.2f}" if len(v) == 1 else f"{k} {med:.2f} ({v[0]:.2f}-{v[-1]:.2f})")
+    return f"{len(rounds)} rounds, median (min-max): " + ", ".join(parts)
+
+
+def case_scale(d, a):
+    """Seed 003's scalability test (not in the default cases): 1, 2, 3 and 4 clients, each its
+    own mount of the export through another server address (so its own connection: NFSv3, as
+    in the seed; the 4.1+ client trunks a server's addresses onto one), write --perf-mib MiB
+    between them at once (dd, 64 KiB records as the seed's iozone, fsync at the end), then read
+    it back after dropping caches. Per step: aggregate MB/s, the server's CPU ms per MB and the
+    whole guest's (server, kernel client, dd and the transport: client and server share one
+    machine here, where the seed had one each). Logged as PERF lines."""
+    if not a.mount_source:
+        raise Skip("needs --mount-source for the extra mounts")
+    if a.vers != "3":
+        raise Skip("NFSv4.1+ clients share one connection among a server's addresses (trunking); "
+                   "run it with --vers 3")
+    addr, _, export = a.mount_source.partition(":")
+    dev = subprocess.run(["ip", "-o", "addr", "show", "to", addr], capture_output=True,
+                         text=True).stdout.split()
+    check(len(dev) > 1, f"no interface has {addr}")
+    prefix = addr.rsplit(".", 1)[0]
+    rel = os.path.relpath(d, mount_point_of(d))
+    roots = [d]
+    added = []
+    mounts = []
+    rows = []
+    try:
+        for n in (1, 2, 3, 4):
+            while len(roots) < n:
+                # addresses of their own (rdmaconns uses .100-.131 and keeps them)
+                alias = f"{prefix}.{200 + len(roots)}"
+                r = subprocess.run(["ip", "addr", "add", f"{alias}/24", "dev", dev[1]],
+                                   capture_output=True, text=True)
+                check(r.returncode == 0 or "exists" in r.stderr,
+                      f"ip addr add {alias}: {one_line(r.stderr)}")
+                if r.returncode == 0:
+                    added.append(alias)
+                mp = f"/mnt/scale{len(roots)}"
+                os.makedirs(mp, exist_ok=True)
+                r = subprocess.run(["mount", "-t", "nfs", "-o", a.mount_opts, f"{alias}:{export}",
+                                    mp], capture_output=True, text=True, timeout=180)
+                check(r.returncode == 0, f"mount of client {len(roots) + 1}: {one_line(r.stderr)}")
+                mounts.append(mp)
+                roots.append(os.path.join(mp, rel))
+            rounds = [scale_step(roots, a) for _ in range(max(1, a.perf_runs))]
+            rows.append(rounds)
+            text = figures_text(rounds)
+            log(f"PERF {a.label}: scale {n} client(s): {text}")
+            print(f"PERF {a.label}: scale {n} client(s): {text}", flush=True)
+    finally:
+        for mp in mounts:
+            subprocess.run(["umount", mp], capture_output=True, timeout=120)
+        for alias in added:
+            subprocess.run(["ip", "addr", "del", f"{alias}/24", "dev", dev[1]],
+                           capture_output=True)
+    check(len(rows) == 4, f"only {len(rows)} steps ran")
+
+
 CASES = {
     "smoke": case_smoke,
     "bigfile": case_bigfile,
@@ -1280,6 +1387,7 @@ CASES = {
     "profile": case_profile,
     "bench": case_bench,
     "rdmaconns": case_rdmaconns,
+    "scale": case_scale,
 }
 
 
