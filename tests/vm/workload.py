@@ -1165,6 +1165,20 @@ def case_bench(d, a):
     print(f"BENCH {a.label}: {figures}", flush=True)
 
 
+def server_interface(a):
+    """For a case that mounts the server again through more addresses of its interface, one
+    connection each: (address, export, interface, address prefix) of the mount. NFSv3 only:
+    the 4.1+ client trunks every address of one server onto one connection."""
+    if a.vers != "3":
+        raise Skip("NFSv4 clients share one connection among a server's addresses (trunking); "
+                   "run it with --vers 3")
+    addr, _, export = a.mount_source.partition(":")
+    dev = subprocess.run(["ip", "-o", "addr", "show", "to", addr], capture_output=True,
+                         text=True).stdout.split()
+    check(len(dev) > 1, f"no interface has {addr}")
+    return addr, export, dev[1], addr.rsplit(".", 1)[0]
+
+
 def case_rdmaconns(d, a):
     """rnfsd's memory with 1, 8 and 32 RDMA connections (not in the default cases): each extra
     mount names the server by another address of the RDMA interface (the client shares one
@@ -1174,21 +1188,14 @@ def case_rdmaconns(d, a):
     1, 8, 64 and 256 RDMA connections from one process (rdma_conns_by_bench)."""
     if a.transport != "rdma" or not a.metrics_url or not a.mount_source:
         raise Skip("needs an RDMA mount of rnfsd with metrics and --mount-source")
-    if a.vers != "3":
-        raise Skip("NFSv4 clients share one connection among a server's addresses (trunking); "
-                   "run it with --vers 3")
-    addr, _, export = a.mount_source.partition(":")
-    dev = subprocess.run(["ip", "-o", "addr", "show", "to", addr], capture_output=True,
-                         text=True).stdout.split()
-    check(len(dev) > 1, f"no interface has {addr}")
-    prefix = addr.rsplit(".", 1)[0]
+    addr, export, dev, prefix = server_interface(a)
     mounts = []
     rows = []
     try:
         for want in (1, 8, 32):
             while len(mounts) + 1 < want:
                 alias = f"{prefix}.{100 + len(mounts)}"
-                subprocess.run(["ip", "addr", "add", f"{alias}/24", "dev", dev[1]],
+                subprocess.run(["ip", "addr", "add", f"{alias}/24", "dev", dev],
                                capture_output=True)
                 mp = f"/mnt/conn{len(mounts)}"
                 os.makedirs(mp, exist_ok=True)
@@ -1321,14 +1328,7 @@ def case_scale(d, a):
     machine here, where the seed had one each). Logged as PERF lines."""
     if not a.mount_source:
         raise Skip("needs --mount-source for the extra mounts")
-    if a.vers != "3":
-        raise Skip("NFSv4.1+ clients share one connection among a server's addresses (trunking); "
-                   "run it with --vers 3")
-    addr, _, export = a.mount_source.partition(":")
-    dev = subprocess.run(["ip", "-o", "addr", "show", "to", addr], capture_output=True,
-                         text=True).stdout.split()
-    check(len(dev) > 1, f"no interface has {addr}")
-    prefix = addr.rsplit(".", 1)[0]
+    _, export, dev, prefix = server_interface(a)
     rel = os.path.relpath(d, mount_point_of(d))
     roots = [d]
     added = []
@@ -1339,7 +1339,7 @@ def case_scale(d, a):
             while len(roots) < n:
                 # addresses of their own (rdmaconns uses .100-.131 and keeps them)
                 alias = f"{prefix}.{200 + len(roots)}"
-                r = subprocess.run(["ip", "addr", "add", f"{alias}/24", "dev", dev[1]],
+                r = subprocess.run(["ip", "addr", "add", f"{alias}/24", "dev", dev],
                                    capture_output=True, text=True)
                 check(r.returncode == 0 or "exists" in r.stderr,
                       f"ip addr add {alias}: {one_line(r.stderr)}")
@@ -1361,7 +1361,7 @@ def case_scale(d, a):
         for mp in mounts:
             subprocess.run(["umount", mp], capture_output=True, timeout=120)
         for alias in added:
-            subprocess.run(["ip", "addr", "del", f"{alias}/24", "dev", dev[1]],
+            subprocess.run(["ip", "addr", "del", f"{alias}/24", "dev", dev],
                            capture_output=True)
     check(len(rows) == 4, f"only {len(rows)} steps ran")
 
