@@ -637,7 +637,7 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
             f(mb, 1),
             f(secs.as_secs_f64(), 3),
             opt(p.server),
-            f(p.client, 1),
+            opt(p.client),
             opt(p.idle_pct),
         ]);
     }
@@ -679,8 +679,8 @@ fn phase_cpu(server_pid: Option<u32>) -> (ProcCpu, ProcCpu, MachineCpu) {
 struct PhaseCpu {
     /// The server's ms per GB (with `--server-pid`).
     server: Option<f64>,
-    /// rnfs-bench's own ms per GB.
-    client: f64,
+    /// rnfs-bench's own ms per GB (None without a readable /proc).
+    client: Option<f64>,
     /// Share of the machine's CPU time idle during the phase.
     idle_pct: Option<f64>,
 }
@@ -689,7 +689,7 @@ impl PhaseCpu {
     fn end(server: &ProcCpu, own: &ProcCpu, machine: &MachineCpu, bytes: u64) -> Self {
         PhaseCpu {
             server: server.ns().map(|ns| ms_per_gb(ns, bytes)),
-            client: ms_per_gb(own.ns().unwrap_or(0), bytes),
+            client: own.ns().map(|ns| ms_per_gb(ns, bytes)),
             idle_pct: machine.idle_pct(),
         }
     }
