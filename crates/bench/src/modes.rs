@@ -592,7 +592,7 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
     let wd = WorkDir::make(s, &c, "seq").await?;
     let file = c.create(&wd.fh, "seq").await?;
     prog.phase("seq write", a.file_size);
-    let (cpu, own, machine) = phase_cpu(a.common.server_pid);
+    let cpu = PhaseCpu::start(a.common.server_pid);
     let wt = seq_write(
         &c,
         &file,
@@ -604,10 +604,10 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
         &prog,
     )
     .await?;
-    let w = PhaseCpu::end(&cpu, &own, &machine, a.file_size);
+    let w = cpu.end(a.file_size);
     let total = a.file_size * a.read_passes as u64;
     prog.phase("seq read", total);
-    let (cpu, own, machine) = phase_cpu(a.common.server_pid);
+    let cpu = PhaseCpu::start(a.common.server_pid);
     let mut rt = std::time::Duration::ZERO;
     for _ in 0..a.read_passes {
         let rp = seq_read(&c, &file, a.file_size, a.bs as u32, a.iodepth, false, &prog).await?;
@@ -616,7 +616,7 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
         }
         rt += rp.elapsed;
     }
-    let r = PhaseCpu::end(&cpu, &own, &machine, total);
+    let r = cpu.end(total);
     c.close(&file).await?;
     wd.remove(s, &c).await?;
     c.shutdown().await?;
@@ -665,18 +665,16 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
     })
 }
 
-/// Counters started at the beginning of a phase: the server's CPU, rnfs-bench's own, the
-/// machine's.
-fn phase_cpu(server_pid: Option<u32>) -> (ProcCpu, ProcCpu, MachineCpu) {
-    (
-        ProcCpu::start(server_pid),
-        ProcCpu::own(),
-        MachineCpu::start(),
-    )
+/// The CPU counters of a phase, started at its beginning: the server's, rnfs-bench's own and
+/// the machine's.
+struct PhaseCpu {
+    server: ProcCpu,
+    own: ProcCpu,
+    machine: MachineCpu,
 }
 
 /// Where a phase's CPU went, per GB moved.
-struct PhaseCpu {
+struct PhaseFigures {
     /// The server's ms per GB (with `--server-pid`).
     server: Option<f64>,
     /// rnfs-bench's own ms per GB (None without a readable /proc).
@@ -686,11 +684,20 @@ struct PhaseCpu {
 }
 
 impl PhaseCpu {
-    fn end(server: &ProcCpu, own: &ProcCpu, machine: &MachineCpu, bytes: u64) -> Self {
+    fn start(server_pid: Option<u32>) -> Self {
         PhaseCpu {
-            server: server.ns().map(|ns| ms_per_gb(ns, bytes)),
-            client: own.ns().map(|ns| ms_per_gb(ns, bytes)),
-            idle_pct: machine.idle_pct(),
+            server: ProcCpu::start(server_pid),
+            own: ProcCpu::own(),
+            machine: MachineCpu::start(),
+        }
+    }
+
+    /// The figures of the phase so far, `bytes` having been moved.
+    fn end(&self, bytes: u64) -> PhaseFigures {
+        PhaseFigures {
+            server: self.server.ns().map(|ns| ms_per_gb(ns, bytes)),
+            client: self.own.ns().map(|ns| ms_per_gb(ns, bytes)),
+            idle_pct: self.machine.idle_pct(),
         }
     }
 }
