@@ -183,7 +183,14 @@ impl xdr::Pages for FilePages {
 
     fn to_bytes(&self) -> io::Result<Bytes> {
         let mut held = self.held.lock();
-        if let Held::Pipe { pipe, left } = std::mem::replace(&mut *held, Held::Done) {
+        let in_pipe = match std::mem::replace(&mut *held, Held::Done) {
+            Held::Pipe { pipe, left } => Some((pipe, left)),
+            other => {
+                *held = other; // bytes already in memory stay for the next call
+                None
+            }
+        };
+        if let Some((pipe, left)) = in_pipe {
             let mut buf = BytesMut::zeroed(left);
             let mut got = 0;
             while got < buf.len() {
@@ -265,6 +272,8 @@ mod tests {
         assert!(n > 0 && n <= 40_000);
         let rest = pages.to_bytes().unwrap();
         assert_eq!(&rest[..], &data[n..]);
+        let again = pages.to_bytes().unwrap();
+        assert_eq!(again, rest, "asked twice, the same bytes");
         assert_eq!(
             pool.idle.lock().len(),
             1,
