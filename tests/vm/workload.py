@@ -1158,6 +1158,7 @@ def case_bench(d, a):
         # guest's 2 GiB of memory): both servers get the same size
         sq = run(["seq", "--file-size", f"{a.perf_mib}m", "--bs", "256k", "--iodepth", "4"])
         fig["seq write MB/s"] = sq["write_mb_s"]
+        fig["seq rewrite MB/s"] = sq["rewrite_mb_s"]
         fig["seq read MB/s"] = sq["read_mb_s"]
         rounds.append(fig)
     figures = figures_text(rounds)
