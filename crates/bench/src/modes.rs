@@ -9,7 +9,7 @@ use clap::Args;
 use parking_lot::Mutex;
 use serde_json::json;
 
-use crate::client::{Conn, Proto, Session, Target};
+use crate::client::{Conn, File, Proto, Session, Target};
 use crate::err;
 use crate::error::Result;
 use crate::io::{par, pattern, seq_read, seq_write, WorkDir};
@@ -592,37 +592,11 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
     let wd = WorkDir::make(s, &c, "seq").await?;
     let file = c.create(&wd.fh, "seq").await?;
     let data = pattern(a.bs as usize);
-    prog.phase("seq write", a.file_size);
-    let cpu = PhaseCpu::start(a.common.server_pid);
-    let wt = seq_write(
-        &c,
-        &file,
-        a.file_size,
-        a.bs as u32,
-        a.iodepth,
-        a.stable,
-        &data,
-        &prog,
-    )
-    .await?;
-    let w = cpu.end(a.file_size);
+    let (wt, w) = seq_write_phase(&c, &file, a, &data, &prog, "seq write").await?;
     // The same records again over the file's existing pages (iozone's rewrite): no page is
     // allocated, so a VM whose freshly allocated memory faults in the host (free page
     // reporting) does not decide the figure, as it can the first write's.
-    prog.phase("seq rewrite", a.file_size);
-    let cpu = PhaseCpu::start(a.common.server_pid);
-    let rwt = seq_write(
-        &c,
-        &file,
-        a.file_size,
-        a.bs as u32,
-        a.iodepth,
-        a.stable,
-        &data,
-        &prog,
-    )
-    .await?;
-    let rw = cpu.end(a.file_size);
+    let (rwt, rw) = seq_write_phase(&c, &file, a, &data, &prog, "seq rewrite").await?;
     let total = a.file_size * a.read_passes as u64;
     prog.phase("seq read", total);
     let cpu = PhaseCpu::start(a.common.server_pid);
@@ -693,6 +667,31 @@ pub async fn seq(s: &Session, a: &SeqArgs) -> Result<Outcome> {
                         "read_machine_idle_pct": r.idle_pct}),
         markdown: md,
     })
+}
+
+/// One timed pass of `seq`'s writes over the whole file: its time and where its CPU went.
+async fn seq_write_phase(
+    c: &Arc<Conn>,
+    file: &File,
+    a: &SeqArgs,
+    data: &Bytes,
+    prog: &Arc<Progress>,
+    name: &str,
+) -> Result<(Duration, PhaseFigures)> {
+    prog.phase(name, a.file_size);
+    let cpu = PhaseCpu::start(a.common.server_pid);
+    let t = seq_write(
+        c,
+        file,
+        a.file_size,
+        a.bs as u32,
+        a.iodepth,
+        a.stable,
+        data,
+        prog,
+    )
+    .await?;
+    Ok((t, cpu.end(a.file_size)))
 }
 
 /// The CPU counters of a phase, started at its beginning: the server's, rnfs-bench's own and
