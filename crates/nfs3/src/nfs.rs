@@ -38,7 +38,7 @@ impl Nfs3 {
     fn before_change(&self, n: &vfs::Node) -> Result<(), vfs::VfsError> {
         self.guard
             .as_ref()
-            .map_or(Ok(()), |g| g.before_change(&n.attr))
+            .map_or(Ok(()), |g| g.before_change(n.file_id()))
     }
 
     /// As [`Nfs3::before_change`] before a READ or GETATTR: a file another client may hold
@@ -48,7 +48,7 @@ impl Nfs3 {
         let returned = self
             .guard
             .as_ref()
-            .map_or(Ok(false), |g| g.before_read(&n.attr))?;
+            .map_or(Ok(false), |g| g.before_read(n.file_id()))?;
         if returned {
             // the holder wrote what it had before it returned the delegation
             n.attr = self.vfs.getattr(n)?;
@@ -65,8 +65,8 @@ impl Nfs3 {
         name: &[u8],
     ) -> Result<(), vfs::VfsError> {
         match &self.guard {
-            Some(g) if g.guards_anything() => match self.vfs.entry_attr(c, dir, name) {
-                Ok(a) => g.before_change(&a),
+            Some(g) if g.guards_anything() => match self.vfs.entry_id(c, dir, name) {
+                Ok((id, _)) => g.before_change(id),
                 Err(_) => Ok(()),
             },
             _ => Ok(()),

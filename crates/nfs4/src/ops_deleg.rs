@@ -203,19 +203,38 @@ impl Nfs4 {
             })
     }
 
-    /// Recalls the delegations other clients hold on the file with attributes `attr` before
-    /// this client removes, renames or links it (NFS4ERR_DELAY until they are returned).
+    /// Recalls the delegations other clients hold on `file` before this client removes,
+    /// renames or links it (NFS4ERR_DELAY until they are returned).
     pub(crate) fn recall_before_change(
         &self,
         ctx: &Ctx<'_>,
-        attr: &vfs::Attr,
+        file: FileKey,
     ) -> Result<(), crate::compound::OpFail> {
         let mut s = self.state.lock();
         if !s.states.any_delegation() {
             return Ok(());
         }
         let client = ctx.clientid.unwrap_or(u64::MAX);
-        Ok(self.break_delegations(&mut s, (attr.fsid, attr.fileid), client, false)?)
+        Ok(self.break_delegations(&mut s, file, client, false)?)
+    }
+
+    /// [`Nfs4::recall_before_change`] for the file named `name` in `dir` (nothing when no
+    /// such name exists: the operation reports it). The name is looked up only while some
+    /// delegation exists.
+    pub(crate) fn recall_before_name_change(
+        &self,
+        ctx: &Ctx<'_>,
+        c: &vfs::Caller,
+        dir: &vfs::Node,
+        name: &[u8],
+    ) -> Result<(), crate::compound::OpFail> {
+        if !self.state.lock().states.any_delegation() {
+            return Ok(());
+        }
+        match self.vfs.entry_id(c, dir, name) {
+            Ok((file, _)) => self.recall_before_change(ctx, file),
+            Err(_) => Ok(()),
+        }
     }
 
     /// Sends a CB_COMPOUND to `client` over its back channel: CB_SEQUENCE on slot 0, then the
@@ -304,10 +323,10 @@ impl Nfs4 {
     /// holder could not be asked and the delegation is being recalled instead.
     pub(crate) fn attrs_under_write_delegation(
         &self,
+        key: FileKey,
         file: &vfs::Attr,
         client: u64,
     ) -> Result<Option<(u64, vfs::Time)>, u32> {
-        let key = (file.fsid, file.fileid);
         let mut s = self.state.lock();
         // a holder whose lease ran out is not asked: its state goes
         s.release_courtesy(key);
@@ -408,12 +427,11 @@ const RECALL_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// NFSv3 (or any program without NFSv4 state) changing a file recalls the read delegations
 /// other clients hold on it, like a write with the anonymous stateid.
 impl vfs::ChangeGuard for Nfs4 {
-    fn before_change(&self, attr: &vfs::Attr) -> vfs::VfsResult<()> {
-        self.recall_for_nfsv3(attr, false)
+    fn before_change(&self, file: FileKey) -> vfs::VfsResult<()> {
+        self.recall_for_nfsv3(file, false)
     }
 
-    fn before_read(&self, attr: &vfs::Attr) -> vfs::VfsResult<bool> {
-        let file = (attr.fsid, attr.fileid);
+    fn before_read(&self, file: FileKey) -> vfs::VfsResult<bool> {
         if !self.others_write_delegated(file, u64::MAX) {
             return Ok(false);
         }
@@ -421,7 +439,7 @@ impl vfs::ChangeGuard for Nfs4 {
         if vfs::nowait::active() {
             return Err(vfs::nowait::give_up());
         }
-        self.recall_for_nfsv3(attr, true).map(|()| true)
+        self.recall_for_nfsv3(file, true).map(|()| true)
     }
 
     fn guards_anything(&self) -> bool {
@@ -432,8 +450,7 @@ impl vfs::ChangeGuard for Nfs4 {
 impl Nfs4 {
     /// Recalls the delegations that an NFSv3 access to the file conflicts with (`reading`:
     /// write delegations only), waiting [`RECALL_WAIT`] for their return.
-    fn recall_for_nfsv3(&self, attr: &vfs::Attr, reading: bool) -> vfs::VfsResult<()> {
-        let file = (attr.fsid, attr.fileid);
+    fn recall_for_nfsv3(&self, file: FileKey, reading: bool) -> vfs::VfsResult<()> {
         let start = Instant::now();
         loop {
             if self

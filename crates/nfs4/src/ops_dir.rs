@@ -72,9 +72,9 @@ impl Nfs4 {
     pub(crate) fn remove(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let name = component(d)?;
         let (c, dir) = self.cur_dir(ctx)?;
-        // what is removed: a directory or not, and whose delegations to recall (no handle)
+        // what is removed: a directory or not, and whose delegations to recall
         let a = self.vfs.entry_attr(&c, &dir, &name)?;
-        self.recall_before_change(ctx, &a)?;
+        self.recall_before_name_change(ctx, &c, &dir, &name)?;
         self.vfs
             .remove(&c, &dir, &name, a.ftype == FileType::Directory)?;
         let after = self.vfs.getattr(&dir).ok();
@@ -100,9 +100,7 @@ impl Nfs4 {
         let new = crate::ops_fh::check_name(&new)?;
         // the file renamed, and the one the new name replaces
         for (dir, name) in [(&from, &old), (&to, &new)] {
-            if let Ok(a) = self.vfs.entry_attr(&c, dir, name) {
-                self.recall_before_change(ctx, &a)?;
-            }
+            self.recall_before_name_change(ctx, &c, dir, name)?;
         }
         self.vfs.rename(&c, &from, &old, &to, &new)?;
         let fa = self.vfs.getattr(&from).ok();
@@ -126,7 +124,7 @@ impl Nfs4 {
         if src.attr.ftype == FileType::Directory {
             return Err(st::ISDIR.into());
         }
-        self.recall_before_change(ctx, &src.attr)?;
+        self.recall_before_change(ctx, src.file_id())?;
         self.vfs.link(&c, &src, &dir, &name)?;
         let after = self.vfs.getattr(&dir).ok();
         let mut e = Encoder::new();

@@ -135,7 +135,9 @@ impl Nfs4 {
         if vfs::nowait::active() {
             return Err(vfs::nowait::give_up().into());
         }
-        let Some((size, shown)) = self.attrs_under_write_delegation(&n.attr, client)? else {
+        let Some((size, shown)) =
+            self.attrs_under_write_delegation(n.file_id(), &n.attr, client)?
+        else {
             return Ok(None);
         };
         n.attr.size = size;
@@ -311,7 +313,7 @@ impl Nfs4 {
                 .map_err(|f| attrsset_fail(f.status))?;
         }
         // Any attribute another client changes is one a delegation holder may have cached.
-        self.recall_before_change(ctx, &n.attr)
+        self.recall_before_change(ctx, n.file_id())
             .map_err(|f| attrsset_fail(f.status))?;
         self.vfs
             .setattr(&c, &n, &s, None)

@@ -15,7 +15,7 @@ use crate::state::{access_bits, FileKey, Open, OwnerSeq, State, StateObj, Statei
 
 /// The file key of a node.
 pub fn file_key(n: &Node) -> FileKey {
-    (n.attr.fsid, n.attr.fileid)
+    n.file_id()
 }
 
 /// Encodes a stateid4.
@@ -371,19 +371,30 @@ impl Nfs4 {
                             Bitmap::default(),
                         ),
                         Some((how, sattr)) => {
-                            let (sa, bm) = sattr.clone().unwrap_or_default();
+                            let (sa, mut bm) = sattr.clone().unwrap_or_default();
                             let existed = self.vfs.lookup(&c, &dir, &name).is_ok();
                             // On an existing file UNCHECKED ignores the attributes but a
-                            // truncation to zero (RFC 7530 section 16.16.5).
-                            let mut sa_create = sa.clone();
-                            if existed {
-                                sa_create.size = sa.size.filter(|s| *s == 0);
-                            }
-                            if let CreateMode::Exclusive(_) = how {
-                                sa_create = SetAttrs::default();
-                            }
-                            let (fh, _) = self.vfs.create(&c, &dir, &name, *how, &sa_create)?;
-                            if let (CreateMode::Exclusive(_), false) = (how, existed) {
+                            // truncation to zero (RFC 7530 section 16.16.5), made below once
+                            // the caller's access and the file's share reservations allow it.
+                            // A name absent a moment ago is created GUARDED, so that a file
+                            // made meanwhile by someone else is not taken for a new one (which
+                            // skips the permission check).
+                            let exclusive = matches!(how, CreateMode::Exclusive(_));
+                            let (first, sa_create) = match (how, existed) {
+                                (CreateMode::Unchecked, false) => (CreateMode::Guarded, sa.clone()),
+                                (CreateMode::Guarded, false) => (*how, sa.clone()),
+                                _ => (*how, SetAttrs::default()),
+                            };
+                            let made = match self
+                                .vfs
+                                .create_file(&c, &dir, &name, first, &sa_create)
+                            {
+                                Err(vfs::VfsError::Errno(libc::EEXIST)) if first != *how => self
+                                    .vfs
+                                    .create_file(&c, &dir, &name, *how, &SetAttrs::default())?,
+                                r => r?,
+                            };
+                            if exclusive && made.created {
                                 // EXCLUSIVE4_1 attributes other than the times holding the verifier.
                                 let rest = SetAttrs {
                                     atime: vfs::SetTime::DontChange,
@@ -391,11 +402,17 @@ impl Nfs4 {
                                     ..sa
                                 };
                                 if rest != SetAttrs::default() {
-                                    let node = self.vfs.resolve(&fh)?;
+                                    let node = self.vfs.resolve(&made.fh)?;
                                     self.vfs.setattr(&c, &node, &rest, None)?;
                                 }
+                                // The times hold the verifier: saying they were set makes the
+                                // client set them (Linux sends a SETATTR with the times of
+                                // now), as after knfsd's exclusive creates.
+                                bm.set(crate::proto::fattr::TIME_ACCESS);
+                                bm.set(crate::proto::fattr::TIME_MODIFY);
                             }
-                            (fh, !existed, if existed { Bitmap::default() } else { bm })
+                            let bm = if made.created { bm } else { Bitmap::default() };
+                            (made.fh, made.created, bm)
                         }
                     };
                     let n = self.vfs.authorize(&fh, &ctx.client)?.1;
@@ -426,10 +443,15 @@ impl Nfs4 {
                     want |= vfs::access::MODIFY;
                 }
                 let got = self.vfs.access(&c, &file_node, want);
-                // The owner may open its own file whatever the mode (NFS owner override).
-                let owner_ok = c.creds.uid == file_node.attr.uid
+                // The mode decides, for the owner too, as for a local open. The owner
+                // override (what the owner may do whatever the mode) is for I/O on what is
+                // already open and for files this OPEN created (see `vfs::Vfs::write`), and
+                // for an open the client made under a delegation it held: the delegation's
+                // open was checked when it was granted (knfsd does the same).
+                let delegated = matches!(claim, Claim::DelegCur(..))
+                    && c.creds.uid == file_node.attr.uid
                     && (c.writable || access & share::ACCESS_WRITE == 0);
-                if got != want && !owner_ok {
+                if got != want && !delegated {
                     return Err(st::ACCESS.into());
                 }
             }

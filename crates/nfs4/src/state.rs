@@ -49,8 +49,8 @@ impl Stateid {
     }
 }
 
-/// Identifies a file across handles: file system and inode.
-pub type FileKey = (u64, u64);
+/// Identifies a file across handles: file system, inode and generation (see [`vfs::FileId`]).
+pub type FileKey = vfs::FileId;
 
 /// A client owner string and verifier (SETCLIENTID / EXCHANGE_ID).
 #[derive(Debug, Clone)]
@@ -880,7 +880,7 @@ mod tests {
     #[test]
     fn lock_conflicts_and_split() {
         let mut st = State::new();
-        let f = (1, 2);
+        let f = file_n(2);
         st.add_lock(f, lock(b"a", 0, 100, true));
         assert!(st
             .lock_conflict(f, 1, &Bytes::from_static(b"b"), 50, 60, false)
@@ -905,7 +905,7 @@ mod tests {
     #[test]
     fn read_locks_share() {
         let mut st = State::new();
-        let f = (1, 2);
+        let f = file_n(2);
         st.add_lock(f, lock(b"a", 0, u64::MAX, false));
         assert!(st
             .lock_conflict(f, 1, &Bytes::from_static(b"b"), 0, 10, false)
@@ -924,7 +924,7 @@ mod tests {
             StateObj::Lock(LockState {
                 client: 1,
                 owner: Bytes::new(),
-                file: (1, 1),
+                file: file_n(1),
                 open: [0; 12],
                 seqid: 3,
             }),
@@ -937,6 +937,14 @@ mod tests {
         let mut stale = sid(3);
         stale.other[0] ^= 1;
         assert_eq!(st.check(&stale, 0).err(), Some(st::STALE_STATEID));
+    }
+
+    fn file_n(fileid: u64) -> FileKey {
+        FileKey {
+            fsid: 1,
+            fileid,
+            generation: 7,
+        }
     }
 
     fn some_state(client: u64, file: FileKey, deleg: bool, write: bool) -> StateObj {
@@ -979,7 +987,7 @@ mod tests {
                 let other = [id; 12];
                 match kind {
                     0 => drop(st.remove(&other)),
-                    1 => st.insert(other, some_state(client, (1, file), deleg, write)),
+                    1 => st.insert(other, some_state(client, file_n(file), deleg, write)),
                     _ => st.revoke(&other),
                 }
                 proptest::prop_assert!(st.indexes_agree());
@@ -987,11 +995,11 @@ mod tests {
                 proptest::prop_assert_eq!(st.any_delegation(), delegs);
             }
             for f in 0..5 {
-                let mut a: Vec<[u8; 12]> = st.on_file((1, f)).map(|(k, _)| k).collect();
+                let mut a: Vec<[u8; 12]> = st.on_file(file_n(f)).map(|(k, _)| k).collect();
                 let mut b: Vec<[u8; 12]> = st
                     .map
                     .iter()
-                    .filter(|(_, v)| v.file() == (1, f))
+                    .filter(|(_, v)| v.file() == file_n(f))
                     .map(|(k, _)| *k)
                     .collect();
                 a.sort();

@@ -4,7 +4,9 @@
 //! one name component, never from a path string, and symbolic links are never followed, so
 //! nothing outside an export's file system subtree can be named by a client. Namespace calls run
 //! with the caller's fsuid/fsgid/groups; reads and writes use cached descriptors after a
-//! permission check against the file's mode (with the owner override NFS clients rely on).
+//! permission check against the file's mode (with the owner override NFS clients rely on for
+//! I/O), and changes to data run as the caller, so the kernel clears set-id bits as it would
+//! for a local writer.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
@@ -90,6 +92,11 @@ impl Node {
     fn proc_path(&self) -> CString {
         proc_path(self.fd.as_raw_fd())
     }
+
+    /// Which file this is, for state kept per file (see [`FileId`]).
+    pub fn file_id(&self) -> FileId {
+        FileId::of(&self.fh, &self.attr)
+    }
 }
 
 fn proc_path(fd: i32) -> CString {
@@ -151,16 +158,15 @@ pub struct VfsConfig {
 /// must recall first: programs that keep no such state (NFSv3) ask before they read a file
 /// (READ), change it (WRITE, SETATTR) or one of its names (REMOVE, RENAME, LINK).
 pub trait ChangeGuard: Send + Sync {
-    /// Ok when the file with attributes `file` may be changed now; [`VfsError::Delay`] while
-    /// conflicting state held by another client is being recalled (the caller answers "try
-    /// again later").
-    fn before_change(&self, file: &Attr) -> VfsResult<()>;
+    /// Ok when `file` may be changed now; [`VfsError::Delay`] while conflicting state held by
+    /// another client is being recalled (the caller answers "try again later").
+    fn before_change(&self, file: FileId) -> VfsResult<()>;
 
     /// As [`ChangeGuard::before_change`] before a READ or GETATTR: only state that lets a
     /// client cache changes not yet written (NFSv4 write delegations) conflicts with it. Ok(true)
-    /// when such state was there and has been returned: the file may have changed since
-    /// `file` was read.
-    fn before_read(&self, file: &Attr) -> VfsResult<bool>;
+    /// when such state was there and has been returned: the file may have changed since its
+    /// attributes were read.
+    fn before_read(&self, file: FileId) -> VfsResult<bool>;
 
     /// Whether any state that could conflict exists at all: when none does, a change by name
     /// need not look the name up first.
@@ -582,6 +588,15 @@ impl Vfs {
                 libc::AT_SYMLINK_NOFOLLOW,
             )?))
         })
+    }
+
+    /// Which file the entry `name` of `dir` is, and its attributes: for state kept per file
+    /// that a REMOVE or RENAME of the name affects (costs a handle, unlike [`Vfs::entry_attr`]).
+    pub fn entry_id(&self, caller: &Caller, dir: &Node, name: &[u8]) -> VfsResult<(FileId, Attr)> {
+        self.same_export(caller, dir)?;
+        let c = cname(name)?;
+        let (fh, attr) = self.lookup_c(caller, dir, &c)?;
+        Ok((FileId::of(&fh, &attr), attr))
     }
 
     /// Whether `node` is the root directory of its export.
@@ -1022,9 +1037,23 @@ impl Vfs {
         // writes: their flushes overlap once the inode lock is let go.
         let turn = (flags == 0 && data.len() >= WRITE_TURN_MIN)
             .then(|| self.write_turns[write_turn(&node.attr, self.write_turns.len())].lock());
-        sys::pwrite_all(fd.as_fd(), data, offset, flags)?;
+        // As the caller: the kernel clears the set-id bits of a file written by anyone without
+        // CAP_FSETID, which a thread has only while its fsuid is 0 (see [`Vfs::as_writer`]).
+        Self::as_writer(caller, || sys::pwrite_all(fd.as_fd(), data, offset, flags))?;
         drop(turn);
         Ok((stable, self.attr(fd.as_fd())?))
+    }
+
+    /// Runs `f`, a change to a file's data through a descriptor opened as root, with the
+    /// caller's identity. The kernel's permission check was made against the file's mode
+    /// before; what matters here is what the kernel does as a side effect of the change as a
+    /// local process would see it: a write, truncation, allocation, copy or clone by a caller
+    /// without CAP_FSETID (every non-root caller: a non-zero fsuid drops it) clears the
+    /// set-user-ID bit and the set-group-ID bit of a group-executable file, so nobody but root
+    /// can change a set-id program and keep it set-id. The thread keeps the caller's identity
+    /// afterwards (as every call does, [`cred::assume`]).
+    fn as_writer<T>(caller: &Caller, f: impl FnOnce() -> T) -> T {
+        cred::with_creds(&caller.creds, f)
     }
 
     /// COMMIT: makes all written data of the file durable.
@@ -1077,7 +1106,8 @@ impl Vfs {
                     {
                         let fd = self.data_fd(node)?;
                         let f = std::fs::File::from(fd.as_fd().try_clone_to_owned()?);
-                        f.set_len(size)?;
+                        // data_fd may have opened the file as root: truncate as the caller.
+                        Self::as_writer(caller, || f.set_len(size))?;
                     }
                     Err(e) => return Err(e.into()),
                 }
@@ -1156,6 +1186,19 @@ impl Vfs {
         how: CreateMode,
         s: &SetAttrs,
     ) -> VfsResult<(Bytes, Attr)> {
+        self.create_file(caller, dir, name, how, s)
+            .map(|c| (c.fh, c.attr))
+    }
+
+    /// CREATE a regular file, telling whether it was made or found.
+    pub fn create_file(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        how: CreateMode,
+        s: &SetAttrs,
+    ) -> VfsResult<Created> {
         self.check_dir_for_change(caller, dir)?;
         let c = new_name(name)?;
         let mode = match how {
@@ -1186,12 +1229,20 @@ impl Vfs {
                     },
                     None,
                 )?;
-                Ok((fh, attr))
+                Ok(Created {
+                    fh,
+                    attr,
+                    created: true,
+                })
             }
             (Ok(fd), _) => {
                 let node = self.created_node(dir, fd)?;
                 let attr = self.set_after_create(caller, &node, s)?;
-                Ok((node.fh, attr))
+                Ok(Created {
+                    fh: node.fh,
+                    attr,
+                    created: true,
+                })
             }
             (Err(e), CreateMode::Unchecked) if e.raw_os_error() == Some(libc::EEXIST) => {
                 let (fh, attr) = self.lookup_c(caller, dir, &c)?;
@@ -1209,9 +1260,17 @@ impl Vfs {
                         },
                         None,
                     )?;
-                    return Ok((fh, a));
+                    return Ok(Created {
+                        fh,
+                        attr: a,
+                        created: false,
+                    });
                 }
-                Ok((fh, attr))
+                Ok(Created {
+                    fh,
+                    attr,
+                    created: false,
+                })
             }
             (Err(e), CreateMode::Exclusive(verf)) if e.raw_os_error() == Some(libc::EEXIST) => {
                 let (fh, attr) = self.lookup_c(caller, dir, &c)?;
@@ -1220,7 +1279,12 @@ impl Vfs {
                     && attr.atime.sec == t.0.sec
                     && attr.mtime.sec == t.1.sec
                 {
-                    Ok((fh, attr))
+                    // a retransmission of the create that made it
+                    Ok(Created {
+                        fh,
+                        attr,
+                        created: true,
+                    })
                 } else {
                     Err(VfsError::Errno(libc::EEXIST))
                 }
@@ -1745,7 +1809,7 @@ impl Vfs {
         } else {
             0
         };
-        sys::fallocate(fd.as_fd(), mode, offset, len)?;
+        Self::as_writer(caller, || sys::fallocate(fd.as_fd(), mode, offset, len))?;
         self.attr(fd.as_fd())
     }
 
@@ -1780,25 +1844,28 @@ impl Vfs {
         }
         let len = if len == 0 { size - src_off } else { len };
         if clone {
-            sys::clone_range(sfd.as_fd(), dfd.as_fd(), src_off, dst_off, len).map_err(
-                |e| match e.raw_os_error() {
-                    Some(libc::EOPNOTSUPP) | Some(libc::EXDEV) | Some(libc::ENOTTY) => {
-                        VfsError::NotSupported
-                    }
-                    _ => VfsError::from(e),
-                },
-            )?;
+            Self::as_writer(caller, || {
+                sys::clone_range(sfd.as_fd(), dfd.as_fd(), src_off, dst_off, len)
+            })
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::EXDEV) | Some(libc::ENOTTY) => {
+                    VfsError::NotSupported
+                }
+                _ => VfsError::from(e),
+            })?;
             return Ok(len);
         }
         let mut done = 0u64;
         while done < len {
-            let n = sys::copy_file_range(
-                sfd.as_fd(),
-                src_off + done,
-                dfd.as_fd(),
-                dst_off + done,
-                (len - done) as usize,
-            )?;
+            let n = Self::as_writer(caller, || {
+                sys::copy_file_range(
+                    sfd.as_fd(),
+                    src_off + done,
+                    dfd.as_fd(),
+                    dst_off + done,
+                    (len - done) as usize,
+                )
+            })?;
             if n == 0 {
                 break;
             }

@@ -134,6 +134,19 @@ pub(crate) fn export_of(fh: &[u8]) -> u32 {
     u32::from_be_bytes([fh[2], fh[3], fh[4], fh[5]])
 }
 
+/// A digest of the kernel handle inside a well-formed wire handle (its type and bytes, not the
+/// export): stable across restarts, and different for an inode number reused by a new file
+/// wherever the file system's handles carry a generation (ext4, xfs, btrfs, tmpfs).
+pub(crate) fn kernel_digest(fh: &[u8]) -> u64 {
+    let klen = (fh.get(1).copied().unwrap_or(0) as usize).min(fh.len().saturating_sub(HEADER));
+    let body = fh.get(6..HEADER + klen).unwrap_or(&[]);
+    // FNV-1a: the digest only has to tell handles of one inode number apart, not resist
+    // clients (handles are sealed by a MAC before they reach here).
+    body.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 /// A hash of a handle for the caches keyed by handle: its MAC, folded. The MAC is a keyed
 /// pseudo-random function of the rest, so clients cannot aim handles at one bucket, and any
 /// change of a MAC byte moves a guessed handle to another bucket (no timing to learn a MAC from

@@ -28,6 +28,32 @@ pub struct Time {
     pub nsec: u32,
 }
 
+/// Which file an object is, for state that belongs to the file (opens, locks, delegations):
+/// its file system, its inode number, and a digest of its kernel file handle, which carries
+/// the inode's generation where the file system has one. A file created where a removed
+/// file's inode number is reused is then another file; the same file reached through two
+/// exports is one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId {
+    /// File system id.
+    pub fsid: u64,
+    /// Inode number.
+    pub fileid: u64,
+    /// Digest of the kernel handle (type and bytes), which tells inode numbers reused apart.
+    pub generation: u64,
+}
+
+impl FileId {
+    /// The file with wire handle `fh` (one this backend made) and attributes `attr`.
+    pub fn of(fh: &[u8], attr: &Attr) -> FileId {
+        FileId {
+            fsid: attr.fsid,
+            fileid: attr.fileid,
+            generation: crate::handle::kernel_digest(fh),
+        }
+    }
+}
+
 /// Attributes of an object, from stat(2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attr {
@@ -120,6 +146,18 @@ pub struct SetAttrs {
     pub atime: SetTime,
     /// New modification time.
     pub mtime: SetTime,
+}
+
+/// A regular file a create returned.
+#[derive(Debug, Clone)]
+pub struct Created {
+    /// Its handle.
+    pub fh: bytes::Bytes,
+    /// Its attributes.
+    pub attr: Attr,
+    /// Whether this create made it (for an exclusive create: this one or an earlier try with
+    /// the same verifier); false for an existing file an UNCHECKED create opened.
+    pub created: bool,
 }
 
 /// How CREATE treats an existing name.
