@@ -434,6 +434,44 @@ def case_attrs(d, a):
     os.rmdir(sd)
 
 
+def case_posix(d, a):
+    """Differential POSIX test (tests/vm/posixdiff.py): the same sequence of system calls
+    (create, open with each access mode, write, truncate, chmod/chown/utimensat, link, rename,
+    unlink, mkdir/rmdir, symlink, mkfifo, set-id and sticky bits; as root and as users 1001 and
+    1002) on a local directory under /tmp (tmpfs in the guest) and on the mount; per step every
+    result or errno and, from a fresh statx, mode, owner, link count, size and each time's
+    relation to the step compared. Differences every NFS server shows with the Linux client
+    (posixdiff.KNOWN) are logged with their reason and do not fail the case."""
+    if os.geteuid() != 0:
+        raise Skip("needs root: the steps run as uid 0, 1001 and 1002")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import posixdiff
+    local = tempfile.mkdtemp(prefix="posix-ref-", dir="/tmp")
+    try:
+        os.chmod(local, 0o777)
+        log(f"posix: reference {local} ({fs_type(local)}), under test {d}")
+        rep = posixdiff.run(local, d, log=lambda m: log(f"posix: {m}"))
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+    for reason in sorted({r for _, _, _, r in rep.expected}):
+        log(f"posix: expected difference: {reason}")
+    log(f"posix: {rep.summary()}")
+    if rep.unexpected:
+        first = " | ".join(posixdiff.format_diff(x)[:100] for x in rep.unexpected[:3])
+        raise Fail(f"{rep.summary()}; first: {first}")
+
+
+def fs_type(path):
+    """The file system type of the mount `path` is on (its last line in /proc/mounts)."""
+    mp, kind = mount_point_of(path), "?"
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[1].replace("\\040", " ") == mp:
+                kind = fields[2]
+    return kind
+
+
 def case_fsync(d, a):
     """fsync/fdatasync after writes, O_SYNC and O_DSYNC writes; data read back with O_DIRECT."""
     rnd = random.Random(a.seed + 1)
@@ -1373,6 +1411,7 @@ CASES = {
     "symlink": case_symlink,
     "hardlink": case_hardlink,
     "attrs": case_attrs,
+    "posix": case_posix,
     "fsync": case_fsync,
     "fsx": case_fsx,
     "tar": case_tar,

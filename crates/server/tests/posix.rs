@@ -190,6 +190,48 @@ fn nfsv3_owner_is_held_to_the_mode_by_access_but_writes_what_it_opened() {
     assert_eq!(std::fs::read(&p).unwrap(), b"xy");
 }
 
+#[test]
+fn a_writer_sets_the_modify_time_to_now_as_its_truncation_asks() {
+    // What the Linux client sends for ftruncate() or open(O_TRUNC) by a user who may write
+    // the file but does not own it: SETATTR of the size with mtime SET_TO_SERVER_TIME and
+    // atime unchanged. utimensat() wants the owner for that mix; a writer must get it.
+    let fx = trusting_export();
+    let (mut c, root) = fx.connect();
+    for (mode, ok) in [(0o666, true), (0o644, false)] {
+        let name = format!("t{mode:o}");
+        let p = fx.export.join(&name);
+        std::fs::write(&p, b"0123456789").unwrap();
+        set_mode(&p, mode);
+        c.set_user(0, 0);
+        let fh = c.lookup_ok(&root, &name);
+        c.set_user(OTHER, OTHER);
+        for size in [Some(3), None] {
+            let status = c
+                .setattr(
+                    &fh,
+                    Sattr3 {
+                        size,
+                        mtime: nfs3::types::SetTime::ServerTime,
+                        ..Default::default()
+                    },
+                )
+                .status();
+            let want = match (ok, size) {
+                (true, _) => Nfsstat3::Ok,
+                (false, Some(_)) => Nfsstat3::Acces,
+                // utimensat's own answer for a caller who may not write
+                (false, None) => Nfsstat3::Perm,
+            };
+            assert_eq!(
+                status, want,
+                "size {size:?} mtime now on {mode:o} by nobody"
+            );
+        }
+        let len = std::fs::metadata(&p).unwrap().len();
+        assert_eq!(len, if ok { 3 } else { 10 }, "{mode:o}");
+    }
+}
+
 fn v41(fx: &Fixture, owner: &str, uid: u32) -> (V4, Bytes) {
     v4(fx, 1, owner, uid)
 }
