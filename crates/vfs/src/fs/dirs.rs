@@ -1,0 +1,164 @@
+//! Directory listings (READDIR, READDIRPLUS) from getdents64, resumable by cookie.
+
+use super::*;
+
+/// Size of the first getdents64 read for a caller expecting `expect` entries (0: unknown).
+pub(super) fn dents_first_read(expect: usize) -> usize {
+    match expect {
+        0 => DENTS_MAX,
+        n => n.saturating_mul(DENT_SIZE).clamp(DENTS_MIN, DENTS_MAX),
+    }
+}
+
+impl Vfs {
+    /// The cookie verifier of a directory: stable across restarts and directory changes,
+    /// since cookies are file-system directory offsets that stay valid.
+    pub fn cookie_verifier(&self, dir: &Node) -> [u8; 8] {
+        (dir.attr.fileid ^ 0x524e_4653_0000_0001).to_be_bytes()
+    }
+
+    /// READDIR / READDIRPLUS: calls `accept` for each entry after `cookie` until it returns
+    /// false; returns whether the end of the directory was reached. `expect` is about how many
+    /// entries the caller can take (0: unknown); it sizes the first read of the directory,
+    /// since the kernel's work for entries read past the reply's end is thrown away.
+    #[allow(clippy::too_many_arguments)]
+    pub fn readdir(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        cookie: u64,
+        verifier: [u8; 8],
+        plus: bool,
+        expect: usize,
+        mut accept: impl FnMut(DirEntry) -> bool,
+    ) -> VfsResult<bool> {
+        self.same_export(caller, dir)?;
+        if dir.attr.ftype != FileType::Directory {
+            return Err(VfsError::Errno(libc::ENOTDIR));
+        }
+        if cookie != 0 && verifier != [0; 8] && verifier != self.cookie_verifier(dir) {
+            return Err(VfsError::BadCookie);
+        }
+        // "." relative to the node's O_PATH descriptor: one path component, not the walk of
+        // a /proc/self/fd path.
+        let dfd = cred::with_creds(&caller.creds, || {
+            sys::openat(dir.fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        })?;
+        if cookie != 0 {
+            sys::seek_dir(dfd.as_fd(), cookie)?;
+        }
+        let at_root = self.is_export_root(dir);
+        thread_local! {
+            static DENTS: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; DENTS_MAX]);
+        }
+        // The worker thread's buffer, reused (a fresh one should `accept` ever list again).
+        let dfd = dfd.as_fd();
+        let first = dents_first_read(expect);
+        let mut read = |buf: &mut [u8]| {
+            self.read_entries(caller, dir, dfd, at_root, plus, buf, first, &mut accept)
+        };
+        DENTS.with(|b| match b.try_borrow_mut() {
+            Ok(mut buf) => read(&mut buf),
+            Err(_) => read(&mut vec![0u8; DENTS_MAX]),
+        })
+    }
+
+    /// The getdents64 loop of [`Vfs::readdir`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn read_entries(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        dfd: BorrowedFd<'_>,
+        at_root: bool,
+        plus: bool,
+        buf: &mut [u8],
+        first: usize,
+        accept: &mut impl FnMut(DirEntry) -> bool,
+    ) -> VfsResult<bool> {
+        let mut size = first.min(buf.len());
+        loop {
+            let read_at = self.paths.epoch();
+            let n = sys::getdents64(dfd, &mut buf[..size])?;
+            // the caller takes more than expected: read more at once from now on
+            size = (size * 2).min(buf.len());
+            if n == 0 {
+                return Ok(true);
+            }
+            let mut off = 0;
+            while off + 19 <= n {
+                let rec = &buf[off..n];
+                let ino = u64::from_ne_bytes(rec[0..8].try_into().unwrap_or_default());
+                let next = u64::from_ne_bytes(rec[8..16].try_into().unwrap_or_default());
+                let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
+                if reclen < 19 || reclen > rec.len() {
+                    return Err(VfsError::Errno(libc::EIO));
+                }
+                let name_raw = &rec[19..reclen];
+                // the kernel terminates every name with NUL inside its record
+                let Some(nlen) = name_raw.iter().position(|b| *b == 0) else {
+                    return Err(VfsError::Errno(libc::EIO));
+                };
+                let cname = CStr::from_bytes_with_nul(&name_raw[..=nlen])
+                    .map_err(|_| VfsError::Errno(libc::EIO))?;
+                off += reclen;
+                let mut entry = DirEntry {
+                    fileid: ino,
+                    name: Bytes::copy_from_slice(&name_raw[..nlen]),
+                    cookie: next,
+                    plus: None,
+                };
+                if name_raw[..nlen] == *b".." && at_root {
+                    entry.fileid = dir.attr.fileid;
+                }
+                if plus {
+                    let listed = (ino, rec[18], read_at);
+                    entry.plus = self.entry_plus(caller, dir, cname, listed, at_root);
+                }
+                if !accept(entry) {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    /// The handle and attributes of the entry `name` of `dir`, which the listing gave as
+    /// (inode number, d_type, epoch before the listing was read) `listed`.
+    pub(super) fn entry_plus(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &CStr,
+        listed: (u64, u8, Epoch),
+        at_root: bool,
+    ) -> Option<(Bytes, Attr)> {
+        let raw = name.to_bytes();
+        if raw == b"." || (raw == b".." && at_root) {
+            return Some((dir.fh.clone(), dir.attr.clone()));
+        }
+        if raw == b".." {
+            return self.lookup(caller, dir, raw).ok();
+        }
+        let (ino, d_type, read_at) = listed;
+        if self.exports[dir.export].by_inode && !matches!(d_type, libc::DT_DIR | libc::DT_UNKNOWN) {
+            let key = (dir.export, dir.attr.fsid, ino);
+            if let Some((fh, fd)) = self.paths.by_inode(&key, read_at) {
+                // The descriptor, cached before the listing was read, keeps inode `ino` alive,
+                // so the name listed with that number is this inode (see cache.rs): fstat only
+                // re-reads its attributes. No name is
+                // walked, but the caller needed search permission on `dir` to open it above,
+                // as a walk would.
+                match sys::fstat(fd.as_fd()) {
+                    Ok(st) if st.st_ino == ino && st.st_dev == dir.attr.fsid && st.st_nlink > 0 => {
+                        return Some((fh, Attr::from_stat(&st)));
+                    }
+                    // unlinked (or not what was listed): its descriptors keep its space
+                    _ => self.forget(&fh),
+                }
+            }
+        }
+        // Not cached: two path walks, and no descriptor kept (listing a directory larger than
+        // the cache would otherwise evict every descriptor the clients are using).
+        self.lookup_c(caller, dir, name).ok()
+    }
+}

@@ -1,0 +1,471 @@
+//! The namespace: LOOKUP, READLINK, CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RENAME and LINK, each as
+//! the caller.
+
+use super::*;
+
+pub(super) fn exclusive_times(verf: [u8; 8]) -> (Time, Time) {
+    let a = u32::from_be_bytes([verf[0], verf[1], verf[2], verf[3]]) & 0x7fff_ffff;
+    let m = u32::from_be_bytes([verf[4], verf[5], verf[6], verf[7]]) & 0x7fff_ffff;
+    (
+        Time {
+            sec: a as i64,
+            nsec: 0,
+        },
+        Time {
+            sec: m as i64,
+            nsec: 0,
+        },
+    )
+}
+
+impl Vfs {
+    /// The attributes of the entry `name` of `dir`, without making a handle: what a REMOVE or
+    /// RENAME of the name would affect.
+    pub fn entry_attr(&self, caller: &Caller, dir: &Node, name: &[u8]) -> VfsResult<Attr> {
+        self.same_export(caller, dir)?;
+        let c = cname(name)?;
+        cred::with_creds(&caller.creds, || {
+            Ok(Attr::from_stat(&sys::fstatat(
+                dir.fd(),
+                &c,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )?))
+        })
+    }
+
+    /// Which file the entry `name` of `dir` is, and its attributes: for state kept per file
+    /// that a REMOVE or RENAME of the name affects (costs a handle, unlike [`Vfs::entry_attr`]).
+    pub fn entry_id(&self, caller: &Caller, dir: &Node, name: &[u8]) -> VfsResult<(FileId, Attr)> {
+        self.same_export(caller, dir)?;
+        let c = cname(name)?;
+        let (fh, attr) = self.lookup_c(caller, dir, &c)?;
+        Ok((FileId::of(&fh, &attr), attr))
+    }
+
+    /// LOOKUP: the handle and attributes of `name` in `dir`. `..` of an export root is the root.
+    pub fn lookup(&self, caller: &Caller, dir: &Node, name: &[u8]) -> VfsResult<(Bytes, Attr)> {
+        self.same_export(caller, dir)?;
+        if dir.attr.ftype != FileType::Directory {
+            return Err(VfsError::Errno(libc::ENOTDIR));
+        }
+        if !mode_allows(&caller.creds, &dir.attr, 1, false) {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        if name == b"." || (name == b".." && self.is_export_root(dir)) {
+            let root = if name == b"." {
+                dir.clone()
+            } else {
+                self.resolve(&self.exports[dir.export].root_fh)?
+            };
+            return Ok((root.fh.clone(), root.attr));
+        }
+        if name == b".." {
+            let parent = cred::with_creds(&caller.creds, || {
+                sys::openat(dir.fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)
+            })?;
+            let fh = self.handle_at(dir.export, parent.as_fd(), c"", libc::AT_EMPTY_PATH)?;
+            return Ok((fh, self.attr(parent.as_fd())?));
+        }
+        let c = cname(name)?;
+        cred::with_creds(&caller.creds, || {
+            let read_at = self.paths.epoch();
+            let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
+            // a descriptor cached before the stat pins the inode, so its number names this
+            // file (cache.rs)
+            if let Some(key) = self.inode_key(dir.export, &st) {
+                if let Some((fh, _)) = self.paths.by_inode(&key, read_at) {
+                    return Ok((fh, Attr::from_stat(&st)));
+                }
+            }
+            // The client is about to use the handle: open the object once and keep the
+            // descriptor, so that call needs no open_by_handle_at (as root, which costs two
+            // credential switches).
+            let fd = sys::openat(dir.fd(), &c, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+            let st = sys::fstat(fd.as_fd())?;
+            let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
+            self.paths
+                .put(fh.clone(), Arc::new(fd), self.inode_key(dir.export, &st));
+            Ok((fh, Attr::from_stat(&st)))
+        })
+    }
+
+    pub(super) fn lookup_c(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        c: &CStr,
+    ) -> VfsResult<(Bytes, Attr)> {
+        cred::with_creds(&caller.creds, || {
+            let st = sys::fstatat(dir.fd(), c, libc::AT_SYMLINK_NOFOLLOW)?;
+            let fh = self.handle_at(dir.export, dir.fd(), c, 0)?;
+            Ok((fh, Attr::from_stat(&st)))
+        })
+    }
+
+    /// READLINK: the target of a symbolic link.
+    pub fn readlink(&self, _caller: &Caller, node: &Node) -> VfsResult<Bytes> {
+        if node.attr.ftype != FileType::Symlink {
+            return Err(VfsError::Errno(libc::EINVAL));
+        }
+        Ok(Bytes::from(sys::readlink_fd(node.fd())?))
+    }
+
+    pub(super) fn finish_create(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &CStr,
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        let (fh, _) = self.lookup_c(caller, dir, name)?;
+        let node = self.resolve(&fh)?;
+        let attr = self.set_after_create(caller, &node, s)?;
+        Ok((fh, attr))
+    }
+
+    /// Applies what a create asked for beyond the mode (given at creation) to the new `node`;
+    /// its attributes.
+    pub(super) fn set_after_create(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        s: &SetAttrs,
+    ) -> VfsResult<Attr> {
+        let rest = SetAttrs {
+            mode: None,
+            ..s.clone()
+        };
+        if rest != SetAttrs::default() {
+            self.setattr(caller, node, &rest, None)
+        } else {
+            Ok(node.attr.clone())
+        }
+    }
+
+    /// The node of a file CREATE just made, from the (read-write) descriptor that made it: no
+    /// name is looked up again (which also cannot race with a rename), and the descriptor is
+    /// cached for both uses, so neither the client's next call on the handle needs an
+    /// open_by_handle_at nor its first WRITE a data descriptor (each opened as root, which
+    /// costs two credential switches).
+    pub(super) fn created_node(&self, dir: &Node, fd: OwnedFd) -> VfsResult<Node> {
+        let st = sys::fstat(fd.as_fd())?;
+        let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
+        let fd = Arc::new(fd);
+        self.paths
+            .put(fh.clone(), fd.clone(), self.inode_key(dir.export, &st));
+        self.data.put(fh.clone(), fd.clone());
+        Ok(Node {
+            fh,
+            fd,
+            attr: Attr::from_stat(&st),
+            export: dir.export,
+        })
+    }
+
+    pub(super) fn check_dir_for_change(&self, caller: &Caller, dir: &Node) -> VfsResult<()> {
+        self.same_export(caller, dir)?;
+        self.writable(caller)?;
+        if dir.attr.ftype != FileType::Directory {
+            return Err(VfsError::Errno(libc::ENOTDIR));
+        }
+        Ok(())
+    }
+
+    /// CREATE a regular file.
+    pub fn create(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        how: CreateMode,
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        self.create_file(caller, dir, name, how, s)
+            .map(|c| (c.fh, c.attr))
+    }
+
+    /// CREATE a regular file, telling whether it was made or found.
+    pub fn create_file(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        how: CreateMode,
+        s: &SetAttrs,
+    ) -> VfsResult<Created> {
+        self.check_dir_for_change(caller, dir)?;
+        let c = new_name(name)?;
+        let mode = match how {
+            CreateMode::Exclusive(_) => 0o600,
+            _ => s.mode.unwrap_or(0o644) & 0o7777,
+        };
+        let created = cred::with_creds(&caller.creds, || {
+            sys::openat(
+                dir.fd(),
+                &c,
+                // a new file opens read-write whatever its mode
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_NOFOLLOW,
+                mode,
+            )
+        });
+        match (created, how) {
+            (Ok(fd), CreateMode::Exclusive(verf)) => {
+                let node = self.created_node(dir, fd)?;
+                let fh = node.fh.clone();
+                let t = exclusive_times(verf);
+                let attr = self.setattr(
+                    caller,
+                    &node,
+                    &SetAttrs {
+                        atime: SetTime::Client(t.0),
+                        mtime: SetTime::Client(t.1),
+                        ..Default::default()
+                    },
+                    None,
+                )?;
+                Ok(Created {
+                    fh,
+                    attr,
+                    created: true,
+                })
+            }
+            (Ok(fd), _) => {
+                let node = self.created_node(dir, fd)?;
+                let attr = self.set_after_create(caller, &node, s)?;
+                Ok(Created {
+                    fh: node.fh,
+                    attr,
+                    created: true,
+                })
+            }
+            (Err(e), CreateMode::Unchecked) if e.raw_os_error() == Some(libc::EEXIST) => {
+                let (fh, attr) = self.lookup_c(caller, dir, &c)?;
+                if attr.ftype != FileType::Regular {
+                    return Err(VfsError::Errno(libc::EEXIST));
+                }
+                if let Some(size) = s.size {
+                    let node = self.resolve(&fh)?;
+                    let a = self.setattr(
+                        caller,
+                        &node,
+                        &SetAttrs {
+                            size: Some(size),
+                            ..Default::default()
+                        },
+                        None,
+                    )?;
+                    return Ok(Created {
+                        fh,
+                        attr: a,
+                        created: false,
+                    });
+                }
+                Ok(Created {
+                    fh,
+                    attr,
+                    created: false,
+                })
+            }
+            (Err(e), CreateMode::Exclusive(verf)) if e.raw_os_error() == Some(libc::EEXIST) => {
+                let (fh, attr) = self.lookup_c(caller, dir, &c)?;
+                let t = exclusive_times(verf);
+                if attr.ftype == FileType::Regular
+                    && attr.atime.sec == t.0.sec
+                    && attr.mtime.sec == t.1.sec
+                {
+                    // a retransmission of the create that made it
+                    Ok(Created {
+                        fh,
+                        attr,
+                        created: true,
+                    })
+                } else {
+                    Err(VfsError::Errno(libc::EEXIST))
+                }
+            }
+            (Err(e), _) => Err(e.into()),
+        }
+    }
+
+    /// MKDIR.
+    pub fn mkdir(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        self.check_dir_for_change(caller, dir)?;
+        let c = new_name(name)?;
+        cred::with_creds(&caller.creds, || {
+            sys::mkdirat(dir.fd(), &c, s.mode.unwrap_or(0o755) & 0o7777)
+        })?;
+        self.finish_create(caller, dir, &c, s)
+    }
+
+    /// SYMLINK.
+    pub fn symlink(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        target: &[u8],
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        self.check_dir_for_change(caller, dir)?;
+        let c = new_name(name)?;
+        if target.is_empty() {
+            return Err(VfsError::Errno(libc::ENOENT));
+        }
+        let t = CString::new(target).map_err(|_| VfsError::Errno(libc::EINVAL))?;
+        cred::with_creds(&caller.creds, || sys::symlinkat(&t, dir.fd(), &c))?;
+        let rest = SetAttrs {
+            mode: None,
+            size: None,
+            ..s.clone()
+        };
+        self.finish_create(caller, dir, &c, &rest)
+    }
+
+    /// MKNOD: a device, socket or pipe.
+    pub fn mknod(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        kind: SpecialFile,
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        self.check_dir_for_change(caller, dir)?;
+        let c = new_name(name)?;
+        let perm = s.mode.unwrap_or(0o644) & 0o7777;
+        let (fmt, dev) = match kind {
+            SpecialFile::Char(ma, mi) => (libc::S_IFCHR, libc::makedev(ma, mi)),
+            SpecialFile::Block(ma, mi) => (libc::S_IFBLK, libc::makedev(ma, mi)),
+            SpecialFile::Socket => (libc::S_IFSOCK, 0),
+            SpecialFile::Fifo => (libc::S_IFIFO, 0),
+        };
+        cred::with_creds(&caller.creds, || {
+            sys::mknodat(dir.fd(), &c, fmt | perm, dev)
+        })?;
+        let rest = SetAttrs {
+            mode: None,
+            size: None,
+            ..s.clone()
+        };
+        self.finish_create(caller, dir, &c, &rest)
+    }
+
+    /// REMOVE (non-directories) or RMDIR (`dir_only`).
+    pub fn remove(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &[u8],
+        dir_only: bool,
+    ) -> VfsResult<()> {
+        self.check_dir_for_change(caller, dir)?;
+        if name == b"." {
+            return Err(VfsError::Errno(libc::EINVAL));
+        }
+        if name == b".." {
+            return Err(VfsError::Errno(libc::ENOTEMPTY));
+        }
+        let c = cname(name)?;
+        let gone = cred::with_creds(&caller.creds, || {
+            let mut gone = None;
+            if !dir_only {
+                // unlink(2) gives EISDIR for directories; NFSv3 expects it too.
+                let read_at = self.paths.epoch();
+                let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
+                if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                    return Err(VfsError::Errno(libc::EISDIR));
+                }
+                gone = self.last_link_handle(dir, &c, &st, read_at);
+            }
+            sys::unlinkat(dir.fd(), &c, if dir_only { libc::AT_REMOVEDIR } else { 0 })?;
+            Ok(gone)
+        })?;
+        if let Some(fh) = gone {
+            self.forget(&fh);
+        }
+        Ok(())
+    }
+
+    /// The handle of `c` in `dir` (whose stat `st` was read at epoch `read_at`) when removing
+    /// that name frees the file: its last link, not a directory.
+    pub(super) fn last_link_handle(
+        &self,
+        dir: &Node,
+        c: &CStr,
+        st: &libc::stat64,
+        read_at: Epoch,
+    ) -> Option<Bytes> {
+        let regular = st.st_mode & libc::S_IFMT != libc::S_IFDIR;
+        if !regular || st.st_nlink != 1 {
+            return None;
+        }
+        // a descriptor cached before the stat pins the inode, so its number names this file
+        // (cache.rs)
+        if let Some(key) = self.inode_key(dir.export, st) {
+            if let Some((fh, _)) = self.paths.by_inode(&key, read_at) {
+                return Some(fh);
+            }
+        }
+        self.handle_at(dir.export, dir.fd(), c, 0).ok()
+    }
+
+    /// Closes the descriptors cached for a file whose last name is gone: an open descriptor
+    /// keeps a removed file's space allocated.
+    pub(super) fn forget(&self, fh: &Bytes) {
+        self.paths.remove(fh);
+        self.data.remove(fh);
+    }
+
+    /// RENAME `from_name` in `from` to `to_name` in `to` (same export only).
+    pub fn rename(
+        &self,
+        caller: &Caller,
+        from: &Node,
+        from_name: &[u8],
+        to: &Node,
+        to_name: &[u8],
+    ) -> VfsResult<()> {
+        self.check_dir_for_change(caller, from)?;
+        self.check_dir_for_change(caller, to)?;
+        let is_dot = |n: &[u8]| n == b"." || n == b"..";
+        if is_dot(from_name) || is_dot(to_name) {
+            return Err(VfsError::Errno(libc::EINVAL));
+        }
+        let f = cname(from_name)?;
+        let t = cname(to_name)?;
+        let gone = cred::with_creds(&caller.creds, || {
+            // a file the new name replaces may lose its last link
+            let read_at = self.paths.epoch();
+            let gone = sys::fstatat(to.fd(), &t, libc::AT_SYMLINK_NOFOLLOW)
+                .ok()
+                .and_then(|st| self.last_link_handle(to, &t, &st, read_at));
+            sys::renameat(from.fd(), &f, to.fd(), &t)?;
+            Ok::<_, VfsError>(gone)
+        })?;
+        if let Some(fh) = gone {
+            self.forget(&fh);
+        }
+        Ok(())
+    }
+
+    /// LINK: a new name `name` in `dir` for `node` (same export only).
+    pub fn link(&self, caller: &Caller, node: &Node, dir: &Node, name: &[u8]) -> VfsResult<Attr> {
+        self.same_export(caller, node)?;
+        self.check_dir_for_change(caller, dir)?;
+        if node.attr.ftype == FileType::Directory {
+            return Err(VfsError::Errno(libc::EISDIR));
+        }
+        let c = new_name(name)?;
+        let path = node.proc_path();
+        cred::with_creds(&caller.creds, || {
+            sys::linkat_follow(sys::cwd(), &path, dir.fd(), &c)
+        })?;
+        self.attr(node.fd())
+    }
+}
