@@ -9,6 +9,7 @@ use sunrpc::{CallContext, Credential, ProcError, Program};
 use vfs::{Caller, Client, Creds, Node, Vfs, VfsError};
 use xdr::{Decoder, Encoder, Reply};
 
+use crate::optable::{self, OpDef, Pos};
 use crate::proto::{op, st, MAX_MINOR, MAX_OPS, NFS_V4};
 use crate::pseudo::PseudoFs;
 use crate::state::{State, Stateid};
@@ -329,6 +330,7 @@ impl Nfs4 {
                     break;
                 }
             };
+            let def = optable::def(opnum);
             let res = if minor >= 1 && i == 0 && opnum == op::SEQUENCE {
                 match self.sequence(&mut ctx, &mut d, nops) {
                     Ok(SeqOutcome::Replay(cached)) => {
@@ -338,8 +340,8 @@ impl Nfs4 {
                     Ok(SeqOutcome::Proceed(e)) => Ok(e),
                     Err(f) => Err(f),
                 }
-            } else if minor >= 1 && i == 0 && !sessionless(opnum) {
-                Err(OpFail::from(if is_known(opnum) {
+            } else if minor >= 1 && i == 0 && !def.is_some_and(OpDef::sessionless) {
+                Err(OpFail::from(if def.is_some() {
                     st::OP_NOT_IN_SESSION
                 } else {
                     st::OP_ILLEGAL
@@ -352,9 +354,17 @@ impl Nfs4 {
             } else if minor >= 1 && opnum == op::SEQUENCE {
                 Err(OpFail::from(st::SEQUENCE_POS))
             } else {
-                self.op(&mut ctx, opnum, &mut d, i, nops)
+                self.op(
+                    &mut ctx,
+                    def,
+                    &mut d,
+                    Pos {
+                        index: i,
+                        count: nops,
+                    },
+                )
             };
-            let opnum = if is_known(opnum) { opnum } else { op::ILLEGAL };
+            let opnum = if def.is_some() { opnum } else { op::ILLEGAL };
             let res = match (res, ctx.reply_limits, ctx.session) {
                 (Ok(e), Some((max, max_cached)), Some((_, _, cachethis))) => {
                     let total = body.len() + e.len() + 64;
@@ -370,10 +380,7 @@ impl Nfs4 {
             };
             // An operation that changes the current file handle without returning a stateid
             // makes the current stateid invalid (RFC 8881 section 16.2.3.1.2).
-            if matches!(
-                opnum,
-                op::PUTFH | op::PUTROOTFH | op::PUTPUBFH | op::LOOKUP | op::LOOKUPP | op::CREATE
-            ) {
+            if def.is_some_and(OpDef::clears_stateid) {
                 ctx.cur_sid = None;
             }
             body.u32(opnum);
@@ -419,124 +426,15 @@ impl Nfs4 {
         Ok(())
     }
 
-    fn op(
-        &self,
-        ctx: &mut Ctx<'_>,
-        opnum: u32,
-        d: &mut Decoder,
-        idx: usize,
-        nops: usize,
-    ) -> OpResult {
-        if vfs::nowait::active() && !tried_without_blocking(opnum, d) {
+    /// Runs one operation (after SEQUENCE and the session checks) as the table says.
+    fn op(&self, ctx: &mut Ctx<'_>, def: Option<&OpDef>, d: &mut Decoder, pos: Pos) -> OpResult {
+        let Some(def) = def else {
+            return Err(st::OP_ILLEGAL.into());
+        };
+        if vfs::nowait::active() && !def.may_try(d) {
             return Err(vfs::nowait::give_up().into());
         }
-        let v40 = ctx.minor == 0;
-        match opnum {
-            op::ACCESS => self.access(ctx, d),
-            op::CLOSE => self.close(ctx, d),
-            op::COMMIT => self.commit(ctx, d),
-            op::CREATE => self.create(ctx, d),
-            op::DELEGPURGE => Err(st::NOTSUPP.into()),
-            op::DELEGRETURN => self.delegreturn(ctx, d),
-            op::GETATTR => self.getattr(ctx, d),
-            op::GETFH => self.getfh(ctx),
-            op::LINK => self.link(ctx, d),
-            op::LOCK => self.lock(ctx, d),
-            op::LOCKT => self.lockt(ctx, d),
-            op::LOCKU => self.locku(ctx, d),
-            op::LOOKUP => self.lookup(ctx, d),
-            op::LOOKUPP => self.lookupp(ctx),
-            op::NVERIFY => self.verify(ctx, d, false),
-            op::OPEN => self.open(ctx, d),
-            op::OPENATTR => Err(st::NOTSUPP.into()),
-            op::OPEN_CONFIRM if v40 => self.open_confirm(ctx, d),
-            op::OPEN_DOWNGRADE => self.open_downgrade(ctx, d),
-            op::PUTFH => {
-                let fh = d.opaque(crate::proto::NFS4_FHSIZE)?;
-                let fh = self.parse_fh(&fh)?;
-                if let Fh::Real(b) = &fh {
-                    self.vfs.check_handle(b)?;
-                }
-                ctx.cur = Some(fh);
-                Ok(Encoder::new())
-            }
-            op::PUTPUBFH | op::PUTROOTFH => {
-                ctx.cur = Some(match &self.pseudo.root_export {
-                    Some(fh) => Fh::Real(fh.clone()),
-                    None => Fh::Pseudo(0),
-                });
-                Ok(Encoder::new())
-            }
-            op::READ => self.read(ctx, d),
-            op::READDIR => self.readdir(ctx, d),
-            op::READLINK => self.readlink(ctx),
-            op::REMOVE => self.remove(ctx, d),
-            op::RENAME => self.rename(ctx, d),
-            op::RENEW if v40 => {
-                let id = d.u64()?;
-                self.state.lock().renew(id)?;
-                Ok(Encoder::new())
-            }
-            op::RESTOREFH => {
-                ctx.cur = Some(ctx.saved.clone().ok_or(OpFail::from(st::RESTOREFH))?);
-                ctx.cur_sid = ctx.saved_sid;
-                Ok(Encoder::new())
-            }
-            op::SAVEFH => {
-                ctx.saved = Some(ctx.cur()?.clone());
-                ctx.saved_sid = ctx.cur_sid;
-                Ok(Encoder::new())
-            }
-            op::SECINFO => self.secinfo(ctx, d),
-            op::SETATTR => self.setattr(ctx, d),
-            op::SETCLIENTID if v40 => self.setclientid(ctx, d),
-            op::SETCLIENTID_CONFIRM if v40 => self.setclientid_confirm(ctx, d),
-            op::VERIFY => self.verify(ctx, d, true),
-            op::WRITE => self.write(ctx, d),
-            op::RELEASE_LOCKOWNER if v40 => self.release_lockowner(ctx, d),
-            op::OPEN_CONFIRM
-            | op::RENEW
-            | op::SETCLIENTID
-            | op::SETCLIENTID_CONFIRM
-            | op::RELEASE_LOCKOWNER => Err(st::NOTSUPP.into()),
-            _ if v40 => Err(st::OP_ILLEGAL.into()),
-            op::BIND_CONN_TO_SESSION => self.bind_conn(ctx, d),
-            op::EXCHANGE_ID => self.exchange_id(ctx, d),
-            op::CREATE_SESSION => self.create_session(ctx, d),
-            op::DESTROY_SESSION => self.destroy_session(ctx, d, idx, nops),
-            op::FREE_STATEID => self.free_stateid(ctx, d),
-            op::SECINFO_NO_NAME => self.secinfo_no_name(ctx, d),
-            op::TEST_STATEID => self.test_stateid(ctx, d),
-            op::DESTROY_CLIENTID => self.destroy_clientid(ctx, d),
-            op::RECLAIM_COMPLETE => self.reclaim_complete(ctx, d),
-            op::BACKCHANNEL_CTL => self.backchannel_ctl(ctx, d),
-            op::GET_DIR_DELEGATION | op::WANT_DELEGATION => Err(st::NOTSUPP.into()),
-            op::GETDEVICEINFO
-            | op::GETDEVICELIST
-            | op::LAYOUTCOMMIT
-            | op::LAYOUTGET
-            | op::LAYOUTRETURN
-            | op::SET_SSV => Err(st::NOTSUPP.into()),
-            _ if ctx.minor == 1 => Err(st::OP_ILLEGAL.into()),
-            op::ALLOCATE => self.allocate(ctx, d, false),
-            op::DEALLOCATE => self.allocate(ctx, d, true),
-            op::COPY => self.copy(ctx, d),
-            op::CLONE => self.clone_op(ctx, d),
-            op::READ_PLUS => self.read_plus(ctx, d),
-            op::SEEK => self.seek(ctx, d),
-            op::COPY_NOTIFY
-            | op::IO_ADVISE
-            | op::LAYOUTERROR
-            | op::LAYOUTSTATS
-            | op::OFFLOAD_CANCEL
-            | op::OFFLOAD_STATUS
-            | op::WRITE_SAME => Err(st::NOTSUPP.into()),
-            op::GETXATTR => self.getxattr(ctx, d),
-            op::SETXATTR => self.setxattr(ctx, d),
-            op::LISTXATTRS => self.listxattrs(ctx, d),
-            op::REMOVEXATTR => self.removexattr(ctx, d),
-            _ => Err(st::OP_ILLEGAL.into()),
-        }
+        def.run(self, ctx, d, pos)
     }
 }
 
@@ -559,94 +457,6 @@ pub fn callback_sec(d: &mut Decoder) -> Result<Option<Credential>, OpFail> {
         }
         _ => return Err(st::INVAL.into()),
     })
-}
-
-fn is_known(opnum: u32) -> bool {
-    (op::ACCESS..=op::REMOVEXATTR).contains(&opnum)
-}
-
-/// Operations that may start a 4.1 COMPOUND without SEQUENCE.
-fn sessionless(opnum: u32) -> bool {
-    matches!(
-        opnum,
-        op::EXCHANGE_ID
-            | op::CREATE_SESSION
-            | op::BIND_CONN_TO_SESSION
-            | op::DESTROY_SESSION
-            | op::DESTROY_CLIENTID
-    )
-}
-
-impl sunrpc::metrics::MetricsSource for Nfs4 {
-    fn render(&self, out: &mut String) {
-        use std::fmt::Write as _;
-        let (clients, sessions, opens, locks, delegs) = {
-            let s = self.state.lock();
-            let (mut o, mut l, mut d) = (0, 0, 0);
-            for v in s.states.values() {
-                match v {
-                    crate::state::StateObj::Open(_) => o += 1,
-                    crate::state::StateObj::Lock(_) => l += 1,
-                    crate::state::StateObj::Deleg(_) => d += 1,
-                }
-            }
-            (s.clients.len(), s.sessions.len(), o, l, d)
-        };
-        let _ = writeln!(out, "# TYPE rnfs_nfs4_state gauge");
-        for (k, v) in [
-            ("clients", clients),
-            ("sessions", sessions),
-            ("opens", opens),
-            ("lock_stateids", locks),
-            ("delegations", delegs),
-        ] {
-            let _ = writeln!(out, "rnfs_nfs4_state{{kind=\"{k}\"}} {v}");
-        }
-        let c = &self.counters;
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        for (name, help, v) in [
-            (
-                "rnfs_nfs4_read_plus_data_bytes_total",
-                "READ_PLUS payload sent as DATA segments.",
-                load(&c.read_plus_data_bytes),
-            ),
-            (
-                "rnfs_nfs4_read_plus_hole_bytes_total",
-                "File bytes READ_PLUS described as HOLE segments, sent without payload.",
-                load(&c.read_plus_hole_bytes),
-            ),
-            (
-                "rnfs_nfs4_read_bytes_total",
-                "READ payload sent.",
-                load(&c.read_bytes),
-            ),
-        ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {v}");
-        }
-        let _ = writeln!(
-            out,
-            "# HELP rnfs_nfs4_reclaims_total Reclaiming OPENs and LOCKs admitted during grace, \
-             and delegations granted again with a reclaimed OPEN."
-        );
-        let _ = writeln!(out, "# TYPE rnfs_nfs4_reclaims_total counter");
-        let _ = writeln!(
-            out,
-            "rnfs_nfs4_reclaims_total{{kind=\"open\"}} {}",
-            load(&c.reclaimed_opens)
-        );
-        let _ = writeln!(
-            out,
-            "rnfs_nfs4_reclaims_total{{kind=\"lock\"}} {}",
-            load(&c.reclaimed_locks)
-        );
-        let _ = writeln!(
-            out,
-            "rnfs_nfs4_reclaims_total{{kind=\"delegation\"}} {}",
-            load(&c.reclaimed_delegations)
-        );
-    }
 }
 
 impl Program for Nfs4 {
@@ -681,7 +491,7 @@ impl Program for Nfs4 {
     }
 
     /// NULL, and COMPOUNDs of operations that change nothing (SEQUENCE aside, which is undone
-    /// when the COMPOUND gives up): see [`tried_without_blocking`].
+    /// when the COMPOUND gives up): see [`OpDef::may_try`].
     fn call_nonblocking(
         &self,
         ctx: &CallContext,
@@ -692,22 +502,5 @@ impl Program for Nfs4 {
             0 | 1 => vfs::nowait::without_blocking(|| self.call(ctx, args, reply)),
             _ => None,
         }
-    }
-}
-
-/// Whether operation `opnum` (arguments next in `d`) may run in a COMPOUND tried without
-/// blocking: it changes nothing, so the COMPOUND may give up after it and run again.
-fn tried_without_blocking(opnum: u32, d: &Decoder) -> bool {
-    match opnum {
-        op::SEQUENCE | op::PUTFH | op::PUTROOTFH | op::GETFH | op::GETATTR | op::ACCESS => true,
-        op::READ | op::READ_PLUS => {
-            // stateid (16 bytes), offset, count
-            let mut a = d.clone();
-            a.opaque_fixed(16)
-                .and_then(|_| a.u64())
-                .and_then(|_| a.u32())
-                .is_ok_and(|count| count <= vfs::nowait::READ_MAX)
-        }
-        _ => false,
     }
 }
