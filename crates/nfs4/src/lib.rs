@@ -13,6 +13,7 @@ mod ops_dir;
 mod ops_fh;
 mod ops_file;
 mod ops_lock;
+mod ops_open;
 mod ops_xattr;
 pub mod optable;
 pub mod proto;

@@ -4,14 +4,12 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use vfs::{CreateMode, Extent, FileType, Node, SetAttrs, Span, Stability};
+use vfs::{Extent, FileType, Node, Span, Stability};
 use xdr::{Decoder, Encoder, Pages, Payload, Reply};
 
-use crate::attr::{self, Bitmap};
 use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
-use crate::ops_dir::change_info;
-use crate::proto::{share, st, NFS4_OPAQUE_LIMIT};
-use crate::state::{access_bits, FileKey, Open, OwnerSeq, State, StateObj, Stateid};
+use crate::proto::{share, st};
+use crate::state::{access_bits, FileKey, OwnerSeq, State, StateObj, Stateid};
 
 /// The file key of a node.
 pub fn file_key(n: &Node) -> FileKey {
@@ -213,7 +211,12 @@ impl Nfs4 {
         Ok(())
     }
 
-    fn check_client(&self, ctx: &Ctx<'_>, s: &mut State, clientid: u64) -> Result<u64, OpFail> {
+    pub(crate) fn check_client(
+        &self,
+        ctx: &Ctx<'_>,
+        s: &mut State,
+        clientid: u64,
+    ) -> Result<u64, OpFail> {
         if ctx.minor >= 1 {
             return ctx.clientid.ok_or(OpFail::from(st::BADSESSION));
         }
@@ -228,7 +231,7 @@ impl Nfs4 {
         Ok(clientid)
     }
 
-    fn regular(&self, ctx: &Ctx<'_>, n: &Node) -> Result<(), OpFail> {
+    pub(crate) fn regular(&self, ctx: &Ctx<'_>, n: &Node) -> Result<(), OpFail> {
         match n.attr.ftype {
             FileType::Regular => Ok(()),
             FileType::Directory => Err(st::ISDIR.into()),
@@ -236,359 +239,6 @@ impl Nfs4 {
             _ if ctx.minor == 0 => Err(st::SYMLINK.into()),
             _ => Err(st::WRONG_TYPE.into()),
         }
-    }
-
-    pub(crate) fn open(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let seqid = d.u32()?;
-        let share_access = d.u32()?;
-        let share_deny = d.u32()?;
-        let clientid = d.u64()?;
-        let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
-        let create = match d.u32()? {
-            0 => None,
-            1 => Some(match d.u32()? {
-                0 => (
-                    CreateMode::Unchecked,
-                    Some(attr::decode_sattr(d, ctx.minor, &self.idmap)?),
-                ),
-                1 => (
-                    CreateMode::Guarded,
-                    Some(attr::decode_sattr(d, ctx.minor, &self.idmap)?),
-                ),
-                2 => (CreateMode::Exclusive(verifier(d)?), None),
-                3 if ctx.minor >= 1 => {
-                    let v = verifier(d)?;
-                    (
-                        CreateMode::Exclusive(v),
-                        Some(attr::decode_sattr(d, ctx.minor, &self.idmap)?),
-                    )
-                }
-                _ => return Err(st::BADXDR.into()),
-            }),
-            _ => return Err(st::BADXDR.into()),
-        };
-        enum Claim {
-            Null(Bytes),
-            Fh,
-            /// CLAIM_PREVIOUS with the delegation type held before the restart.
-            Previous(u32),
-            /// CLAIM_DELEGATE_CUR (with the name in the current directory) or
-            /// CLAIM_DELEG_CUR_FH (the current file): the client turns opens it made locally
-            /// under the delegation into open state, typically while returning it.
-            DelegCur(Stateid, Option<Bytes>),
-        }
-        let claim = match d.u32()? {
-            0 => Claim::Null(d.opaque(crate::ops_fh::MAX_COMPONENT)?),
-            // open_delegation_type4: NONE, READ, WRITE, NONE_EXT (4.1)
-            1 => match d.u32()? {
-                t @ 0..=3 => Claim::Previous(t),
-                _ => return Err(st::BADXDR.into()),
-            },
-            2 => {
-                let sid = get_stateid(d)?;
-                Claim::DelegCur(sid, Some(d.opaque(crate::ops_fh::MAX_COMPONENT)?))
-            }
-            3 => {
-                // CLAIM_DELEGATE_PREV (a client that restarted and kept its delegations in
-                // stable storage): not supported, as CLAIM_DELEG_PREV_FH below.
-                d.opaque(crate::ops_fh::MAX_COMPONENT)?;
-                return Err(st::NOTSUPP.into());
-            }
-            4 if ctx.minor >= 1 => Claim::Fh,
-            5 if ctx.minor >= 1 => Claim::DelegCur(get_stateid(d)?, None),
-            6 if ctx.minor >= 1 => return Err(st::NOTSUPP.into()),
-            _ => return Err(st::BADXDR.into()),
-        };
-        if matches!(claim, Claim::DelegCur(..)) && create.is_some() {
-            // A delegation is for an existing file (RFC 8881 section 18.16.3).
-            return Err(st::INVAL.into());
-        }
-        let key = Some((clientid, owner.clone(), false));
-        let access = access_bits(share_access);
-        if !(1..=3).contains(&access) || share_deny > 3 {
-            return Err(st::INVAL.into());
-        }
-        ctx.cur()?;
-        let mut new_fh = None;
-        let r = self.sequenced_op(ctx, key, seqid, true, |s| {
-            let client = self.check_client(ctx, s, clientid)?;
-            if let Claim::Previous(_) = claim {
-                s.may_reclaim(client)?;
-                self.counters
-                    .reclaimed_opens
-                    .fetch_add(1, Ordering::Relaxed);
-            } else if s.in_grace()
-                || (ctx.minor >= 1 && !s.clients.get(&client).is_some_and(|c| c.reclaim_complete))
-            {
-                // Non-reclaim opens wait for the grace period, and in 4.1 for the client's
-                // RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
-                return Err(st::GRACE.into());
-            }
-            let owner_key = (clientid, owner.clone(), false);
-            if ctx.minor == 0 && matches!(claim, Claim::Previous(_)) {
-                // A reclaiming owner needs no OPEN_CONFIRM: it was confirmed before the
-                // restart, and the client's reclaim compound returns no handle to confirm with.
-                let o = s.owners.entry(owner_key.clone()).or_insert(OwnerSeq {
-                    seqid,
-                    confirmed: true,
-                    last: None,
-                    last_open: None,
-                });
-                o.confirmed = true;
-            }
-            let new_owner =
-                ctx.minor == 0 && !s.owners.get(&owner_key).is_some_and(|o| o.confirmed);
-            let (mut file_node, dir_before, dir_after, attrset, created) = match &claim {
-                Claim::Fh | Claim::Previous(_) | Claim::DelegCur(_, None) => {
-                    if create.is_some() {
-                        return Err(st::INVAL.into());
-                    }
-                    let (_, n) = self.real(ctx)?;
-                    (n, None, None, Bitmap::default(), false)
-                }
-                Claim::Null(name) | Claim::DelegCur(_, Some(name)) => {
-                    let name = crate::ops_fh::check_name(name)?;
-                    let (c, dir) = match ctx.cur()? {
-                        Fh::Pseudo(_) => {
-                            return Err(if create.is_some() {
-                                st::ROFS
-                            } else {
-                                st::NOENT
-                            }
-                            .into())
-                        }
-                        Fh::Real(_) => self.real(ctx)?,
-                    };
-                    match dir.attr.ftype {
-                        FileType::Directory => {}
-                        FileType::Symlink => return Err(st::SYMLINK.into()),
-                        _ => return Err(st::NOTDIR.into()),
-                    }
-                    let (fh, created, bm) = match &create {
-                        None => (
-                            self.vfs.lookup(&c, &dir, &name)?.0,
-                            false,
-                            Bitmap::default(),
-                        ),
-                        Some((how, sattr)) => {
-                            let (sa, mut bm) = sattr.clone().unwrap_or_default();
-                            let existed = self.vfs.lookup(&c, &dir, &name).is_ok();
-                            // On an existing file UNCHECKED ignores the attributes but a
-                            // truncation to zero (RFC 7530 section 16.16.5), made below once
-                            // the caller's access and the file's share reservations allow it.
-                            // A name absent a moment ago is created GUARDED, so that a file
-                            // made meanwhile by someone else is not taken for a new one (which
-                            // skips the permission check).
-                            let exclusive = matches!(how, CreateMode::Exclusive(_));
-                            let (first, sa_create) = match (how, existed) {
-                                (CreateMode::Unchecked, false) => (CreateMode::Guarded, sa.clone()),
-                                (CreateMode::Guarded, false) => (*how, sa.clone()),
-                                _ => (*how, SetAttrs::default()),
-                            };
-                            let made = match self
-                                .vfs
-                                .create_file(&c, &dir, &name, first, &sa_create)
-                            {
-                                Err(vfs::VfsError::Errno(libc::EEXIST)) if first != *how => self
-                                    .vfs
-                                    .create_file(&c, &dir, &name, *how, &SetAttrs::default())?,
-                                r => r?,
-                            };
-                            if exclusive && made.created {
-                                // EXCLUSIVE4_1 attributes other than the times holding the verifier.
-                                let rest = SetAttrs {
-                                    atime: vfs::SetTime::DontChange,
-                                    mtime: vfs::SetTime::DontChange,
-                                    ..sa
-                                };
-                                if rest != SetAttrs::default() {
-                                    let node = self.vfs.resolve(&made.fh)?;
-                                    self.vfs.setattr(&c, &node, &rest, None)?;
-                                }
-                                // The times hold the verifier: saying they were set makes the
-                                // client set them (Linux sends a SETATTR with the times of
-                                // now), as after knfsd's exclusive creates.
-                                bm.set(crate::proto::fattr::TIME_ACCESS);
-                                bm.set(crate::proto::fattr::TIME_MODIFY);
-                            }
-                            let bm = if made.created { bm } else { Bitmap::default() };
-                            (made.fh, made.created, bm)
-                        }
-                    };
-                    let n = self.vfs.authorize(&fh, &ctx.client)?.1;
-                    let after = self.vfs.getattr(&dir).ok();
-                    (n, Some(dir.attr.clone()), after, bm, created)
-                }
-            };
-            self.regular(ctx, &file_node)?;
-            if let Claim::DelegCur(sid, _) = &claim {
-                // The claimed delegation must be this client's, on this file.
-                match s.check(sid, ctx.minor)? {
-                    StateObj::Deleg(x) if x.client == client && x.file == file_key(&file_node) => {
-                        // nothing to write could have been opened under a read delegation
-                        if !x.write && access & share::ACCESS_WRITE != 0 {
-                            return Err(st::OPENMODE.into());
-                        }
-                    }
-                    _ => return Err(st::BAD_STATEID.into()),
-                }
-            }
-            if !created {
-                let (c, _) = self.vfs.authorize(&file_node.fh, &ctx.client)?;
-                let mut want = 0;
-                if access & share::ACCESS_READ != 0 {
-                    want |= vfs::access::READ;
-                }
-                if access & share::ACCESS_WRITE != 0 {
-                    want |= vfs::access::MODIFY;
-                }
-                let got = self.vfs.access(&c, &file_node, want);
-                // The mode decides, for the owner too, as for a local open. The owner
-                // override (what the owner may do whatever the mode) is for I/O on what is
-                // already open and for files this OPEN created (see `vfs::Vfs::write`), and
-                // for an open the client made under a delegation it held: the delegation's
-                // open was checked when it was granted (knfsd does the same).
-                let delegated = matches!(claim, Claim::DelegCur(..))
-                    && c.creds.uid == file_node.attr.uid
-                    && (c.writable || access & share::ACCESS_WRITE == 0);
-                if got != want && !delegated {
-                    return Err(st::ACCESS.into());
-                }
-            }
-            let file = file_key(&file_node);
-            s.release_courtesy(file);
-            // Opening to read conflicts with write delegations only.
-            let reading = access & share::ACCESS_WRITE == 0 && share_deny & share::DENY_READ == 0;
-            self.break_delegations(s, file, client, reading)?;
-            if s.share_conflict(file, access, share_deny) {
-                return Err(st::SHARE_DENIED.into());
-            }
-            let sid = match s.find_open(client, &owner, file) {
-                Some(other) => {
-                    let Some(StateObj::Open(o)) = s.states.get_mut(&other) else {
-                        return Err(st::SERVERFAULT.into());
-                    };
-                    o.access |= access;
-                    o.deny |= share_deny;
-                    o.access_seen |= 1 << access;
-                    o.deny_seen |= 1 << share_deny;
-                    o.seqid += 1;
-                    Stateid {
-                        seqid: o.seqid,
-                        other,
-                    }
-                }
-                None => {
-                    let other = s.new_other();
-                    s.states.insert(
-                        other,
-                        StateObj::Open(Open {
-                            client,
-                            owner: owner.clone(),
-                            file,
-                            fh: file_node.fh.clone(),
-                            access,
-                            deny: share_deny,
-                            access_seen: 1 << access,
-                            deny_seen: 1 << share_deny,
-                            seqid: 1,
-                        }),
-                    );
-                    Stateid { seqid: 1, other }
-                }
-            };
-            // O_TRUNC arrives as OPEN with size 0 on an existing file.
-            if let (false, Some((_, Some((sa, _))))) = (created, &create) {
-                if let Some(size) = sa.size.filter(|s| *s == 0) {
-                    let (c, _) = self.vfs.authorize(&file_node.fh, &ctx.client)?;
-                    // the attributes after the truncation are the ones a delegation starts from
-                    file_node.attr = self.vfs.setattr(
-                        &c,
-                        &file_node,
-                        &SetAttrs {
-                            size: Some(size),
-                            ..Default::default()
-                        },
-                        None,
-                    )?;
-                }
-            }
-            new_fh = Some((file_node.fh.clone(), sid));
-            let mut e = Encoder::new();
-            put_stateid(&mut e, &sid);
-            match (&dir_before, &dir_after) {
-                (Some(b), a) => change_info(&mut e, b, a.as_ref()),
-                _ => {
-                    e.bool(false);
-                    e.u64(0);
-                    e.u64(0);
-                }
-            }
-            let mut rflags = 4; // OPEN4_RESULT_LOCKTYPE_POSIX
-            if new_owner {
-                rflags |= 2; // OPEN4_RESULT_CONFIRM
-            }
-            e.u32(rflags);
-            attrset.encode(&mut e);
-            let want = share_access & share::WANT_MASK;
-            let deleg = match claim {
-                // what the client held before the restart, whatever it wants now
-                Claim::Previous(held @ 1..=2) if ctx.minor >= 1 => {
-                    self.reclaim_delegation(s, client, file, &file_node.fh, &file_node.attr, held)
-                }
-                _ => self
-                    .maybe_delegate(
-                        s,
-                        ctx.minor,
-                        client,
-                        file,
-                        &file_node.fh,
-                        &file_node.attr,
-                        access,
-                        want,
-                    )
-                    .map(|(sid, write)| (sid, write, false)),
-            };
-            match want {
-                _ if deleg.is_some() => {
-                    if let Some((d, write, recall)) = &deleg {
-                        crate::ops_deleg::encode_deleg(&mut e, d, *write, *recall);
-                    }
-                }
-                0 => e.u32(0), // OPEN_DELEGATE_NONE
-                share::WANT_NO_DELEG => {
-                    e.u32(3); // OPEN_DELEGATE_NONE_EXT
-                    e.u32(0); // WND4_NOT_WANTED
-                }
-                _ => {
-                    e.u32(3);
-                    e.u32(1); // WND4_CONTENTION: the delegation was not possible
-                    e.bool(false);
-                }
-            }
-            Ok(e)
-        });
-        let key = (clientid, owner, false);
-        let mut s = self.state.lock();
-        let made_current = match new_fh {
-            Some(x) => {
-                if let Some(o) = s.owners.get_mut(&key) {
-                    o.last_open = Some(x.clone());
-                }
-                Some(x)
-            }
-            // A replayed OPEN makes the same file current as the original did.
-            None => s.owners.get(&key).and_then(|o| o.last_open.clone()),
-        };
-        if let (Ok(_), Some((fh, sid))) = (&r, made_current) {
-            ctx.cur = Some(Fh::Real(fh));
-            ctx.cur_sid = Some(sid);
-        }
-        if ctx.minor >= 1 {
-            // NFSv4.1 open-owners need no confirmation or sequencing.
-            s.owners.remove(&key);
-        }
-        r
     }
 
     pub(crate) fn open_confirm(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
@@ -1046,7 +696,8 @@ impl Nfs4 {
     }
 }
 
-fn verifier(d: &mut Decoder) -> Result<[u8; 8], OpFail> {
+/// Decodes a verifier4.
+pub(crate) fn verifier(d: &mut Decoder) -> Result<[u8; 8], OpFail> {
     let v = d.opaque_fixed(8)?;
     let mut out = [0u8; 8];
     out.copy_from_slice(&v);

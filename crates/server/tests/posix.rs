@@ -550,3 +550,53 @@ fn a_new_file_on_a_removed_files_inode_number_starts_without_state() {
         fx.export.display()
     );
 }
+
+#[test]
+fn an_open_whose_truncation_fails_leaves_no_share_reservation() {
+    // OPEN with O_TRUNC of a program that is running: the truncation fails (ETXTBSY, DELAY)
+    // after the open state was taken; the OPEN must give it back, or the file stays held for
+    // writing by an open nobody has.
+    let fx = trusting_export();
+    let prog = fx.export.join("prog");
+    std::fs::copy("/bin/sleep", &prog).unwrap();
+    set_mode(&prog, 0o777);
+    let mut running = std::process::Command::new(&prog).arg("30").spawn().unwrap();
+    let (mut a, dir) = v41(&fx, "trunc-a", TEST_UID);
+    let (mut b, _) = v41(&fx, "trunc-b", TEST_UID);
+    let r = a.open(
+        &dir,
+        "prog",
+        "o",
+        share::ACCESS_WRITE,
+        share::DENY_NONE,
+        OpenHow::Unchecked(Sattr {
+            size: Some(0),
+            ..Default::default()
+        }),
+    );
+    let busy = r.status;
+    let status = open_status(&mut b, &dir, "prog", share::ACCESS_READ, OpenHow::NoCreate);
+    let deny_write = b.open(
+        &dir,
+        "prog",
+        "o2",
+        share::ACCESS_READ,
+        share::DENY_WRITE,
+        OpenHow::NoCreate,
+    );
+    running.kill().unwrap();
+    running.wait().unwrap();
+    const NFS4ERR_DELAY: u32 = 10008;
+    assert_eq!(busy, NFS4ERR_DELAY, "O_TRUNC of a running program");
+    assert_eq!(status, st::OK);
+    assert_eq!(
+        deny_write.status,
+        st::OK,
+        "a reader denying writes, after the failed O_TRUNC: {}",
+        deny_write.summary()
+    );
+    assert!(
+        std::fs::metadata(&prog).unwrap().len() > 0,
+        "nothing truncated"
+    );
+}

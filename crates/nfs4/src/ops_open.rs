@@ -1,0 +1,546 @@
+//! OPEN (RFC 7530 section 16.16, RFC 8881 section 18.16): its arguments, the file it names
+//! (found or created: file-system work only), the open state it takes (share reservations,
+//! delegations: state only), the truncation it may ask for, and its reply.
+//!
+//! With sessions (NFSv4.1+) the file-system work runs outside the state lock: opens of
+//! different files by many clients do not wait for each other's file system calls. The open
+//! state is taken before a truncation, so that a conflicting OPEN that comes meanwhile sees it
+//! (knfsd orders them the same way), and given back when the truncation fails. NFSv4.0 orders
+//! an open-owner's operations by seqid and caches its last reply: its OPEN runs whole under the
+//! lock, as its sequencing needs.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use vfs::{CreateMode, FileType, Node, SetAttrs};
+use xdr::{Decoder, Encoder};
+
+use crate::attr::{self, Bitmap};
+use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
+use crate::ops_dir::change_info;
+use crate::ops_file::{file_key, get_stateid, put_stateid, verifier};
+use crate::proto::{share, st, NFS4_OPAQUE_LIMIT};
+use crate::state::{access_bits, Open, OwnerSeq, State, StateObj, Stateid};
+
+/// open_claim4, as far as rnfsd serves it.
+enum Claim {
+    /// CLAIM_NULL: a name in the current directory.
+    Null(Bytes),
+    /// CLAIM_FH (4.1+): the current file.
+    Fh,
+    /// CLAIM_PREVIOUS with the delegation type held before the restart.
+    Previous(u32),
+    /// CLAIM_DELEGATE_CUR (with the name in the current directory) or CLAIM_DELEG_CUR_FH
+    /// (the current file): the client turns opens it made locally under the delegation into
+    /// open state, typically while returning it.
+    DelegCur(Stateid, Option<Bytes>),
+}
+
+/// OPEN4args.
+struct OpenArgs {
+    seqid: u32,
+    share_access: u32,
+    share_deny: u32,
+    clientid: u64,
+    owner: Bytes,
+    /// openflag4: how to create, with the createattrs and their bitmap (None: no creation).
+    create: Option<(CreateMode, Option<(SetAttrs, Bitmap)>)>,
+    claim: Claim,
+    /// OPEN4_SHARE_ACCESS_READ / _WRITE of `share_access`.
+    access: u32,
+}
+
+impl OpenArgs {
+    /// Decodes OPEN4args for minor version `minor`.
+    fn decode(d: &mut Decoder, minor: u32, idmap: &crate::idmap::IdMap) -> Result<Self, OpFail> {
+        let seqid = d.u32()?;
+        let share_access = d.u32()?;
+        let share_deny = d.u32()?;
+        let clientid = d.u64()?;
+        let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
+        let create = match d.u32()? {
+            0 => None,
+            1 => Some(match d.u32()? {
+                0 => (
+                    CreateMode::Unchecked,
+                    Some(attr::decode_sattr(d, minor, idmap)?),
+                ),
+                1 => (
+                    CreateMode::Guarded,
+                    Some(attr::decode_sattr(d, minor, idmap)?),
+                ),
+                2 => (CreateMode::Exclusive(verifier(d)?), None),
+                3 if minor >= 1 => {
+                    let v = verifier(d)?;
+                    (
+                        CreateMode::Exclusive(v),
+                        Some(attr::decode_sattr(d, minor, idmap)?),
+                    )
+                }
+                _ => return Err(st::BADXDR.into()),
+            }),
+            _ => return Err(st::BADXDR.into()),
+        };
+        let claim = match d.u32()? {
+            0 => Claim::Null(d.opaque(crate::ops_fh::MAX_COMPONENT)?),
+            // open_delegation_type4: NONE, READ, WRITE, NONE_EXT (4.1)
+            1 => match d.u32()? {
+                t @ 0..=3 => Claim::Previous(t),
+                _ => return Err(st::BADXDR.into()),
+            },
+            2 => {
+                let sid = get_stateid(d)?;
+                Claim::DelegCur(sid, Some(d.opaque(crate::ops_fh::MAX_COMPONENT)?))
+            }
+            3 => {
+                // CLAIM_DELEGATE_PREV (a client that restarted and kept its delegations in
+                // stable storage): not supported, as CLAIM_DELEG_PREV_FH below.
+                d.opaque(crate::ops_fh::MAX_COMPONENT)?;
+                return Err(st::NOTSUPP.into());
+            }
+            4 if minor >= 1 => Claim::Fh,
+            5 if minor >= 1 => Claim::DelegCur(get_stateid(d)?, None),
+            6 if minor >= 1 => return Err(st::NOTSUPP.into()),
+            _ => return Err(st::BADXDR.into()),
+        };
+        if matches!(claim, Claim::DelegCur(..)) && create.is_some() {
+            // A delegation is for an existing file (RFC 8881 section 18.16.3).
+            return Err(st::INVAL.into());
+        }
+        let access = access_bits(share_access);
+        if !(1..=3).contains(&access) || share_deny > 3 {
+            return Err(st::INVAL.into());
+        }
+        Ok(OpenArgs {
+            seqid,
+            share_access,
+            share_deny,
+            clientid,
+            owner,
+            create,
+            claim,
+            access,
+        })
+    }
+
+    /// The NFSv4.0 open-owner key.
+    fn owner_key(&self) -> (u64, Bytes, bool) {
+        (self.clientid, self.owner.clone(), false)
+    }
+
+    /// The size 0 of an UNCHECKED create of an existing file: O_TRUNC.
+    fn truncates(&self) -> bool {
+        matches!(&self.create, Some((_, Some((sa, _)))) if sa.size == Some(0))
+    }
+}
+
+/// The file an OPEN names, after the file-system work.
+struct Opened {
+    node: Node,
+    /// The directory's attributes before and after a create by name (change_info4).
+    dir_before: Option<vfs::Attr>,
+    dir_after: Option<vfs::Attr>,
+    /// Attributes the create set (attrset).
+    attrset: Bitmap,
+    /// This OPEN made the file.
+    created: bool,
+}
+
+/// What [`Nfs4::open_state`] changed, to give back if the OPEN fails after it.
+enum Undo {
+    /// A new open state.
+    Remove([u8; 12]),
+    /// An open state upgraded: its access and deny bits and seqid before.
+    Restore([u8; 12], Open),
+}
+
+impl Nfs4 {
+    pub(crate) fn open(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+        let a = OpenArgs::decode(d, ctx.minor, &self.idmap)?;
+        ctx.cur()?;
+        if ctx.minor == 0 {
+            return self.open_v40(ctx, &a);
+        }
+        // NFSv4.1+: the file-system work without the state lock.
+        let client = self.open_client(ctx, &mut self.state.lock(), &a)?.0;
+        let mut f = self.open_file(ctx, &a)?;
+        let (sid, undo) = {
+            let mut s = self.state.lock();
+            if !s.clients.contains_key(&client) {
+                // expired or destroyed meanwhile
+                return Err(st::BADSESSION.into());
+            }
+            self.open_state(ctx, &mut s, client, &a, &f)?
+        };
+        if let Err(e) = self.open_truncate(ctx, &a, &mut f) {
+            self.state.lock().undo_open(undo);
+            return Err(e);
+        }
+        let e = self.open_reply(ctx, &mut self.state.lock(), client, &a, &f, sid, false);
+        ctx.cur = Some(Fh::Real(f.node.fh.clone()));
+        ctx.cur_sid = Some(sid);
+        Ok(e)
+    }
+
+    /// NFSv4.0 OPEN: sequenced by the open-owner's seqid, whole under the state lock.
+    fn open_v40(&self, ctx: &mut Ctx<'_>, a: &OpenArgs) -> OpResult {
+        let key = a.owner_key();
+        let mut made = None;
+        let r = self.sequenced_op(ctx, Some(key.clone()), a.seqid, true, |s| {
+            let (client, new_owner) = self.open_client(ctx, s, a)?;
+            let mut f = self.open_file(ctx, a)?;
+            let (sid, undo) = self.open_state(ctx, s, client, a, &f)?;
+            if let Err(e) = self.open_truncate(ctx, a, &mut f) {
+                s.undo_open(undo);
+                return Err(e);
+            }
+            made = Some((f.node.fh.clone(), sid));
+            Ok(self.open_reply(ctx, s, client, a, &f, sid, new_owner))
+        });
+        let mut s = self.state.lock();
+        let made_current = match made {
+            Some(x) => {
+                if let Some(o) = s.owners.get_mut(&key) {
+                    o.last_open = Some(x.clone());
+                }
+                Some(x)
+            }
+            // A replayed OPEN makes the same file current as the original did.
+            None => s.owners.get(&key).and_then(|o| o.last_open.clone()),
+        };
+        if let (Ok(_), Some((fh, sid))) = (&r, made_current) {
+            ctx.cur = Some(Fh::Real(fh));
+            ctx.cur_sid = Some(sid);
+        }
+        r
+    }
+
+    /// The client an OPEN is for, once it may open now (grace period, reclaims); for NFSv4.0
+    /// also whether its open-owner still needs OPEN_CONFIRM.
+    fn open_client(
+        &self,
+        ctx: &Ctx<'_>,
+        s: &mut State,
+        a: &OpenArgs,
+    ) -> Result<(u64, bool), OpFail> {
+        let client = self.check_client(ctx, s, a.clientid)?;
+        if let Claim::Previous(_) = a.claim {
+            s.may_reclaim(client)?;
+            self.counters
+                .reclaimed_opens
+                .fetch_add(1, Ordering::Relaxed);
+        } else if s.in_grace()
+            || (ctx.minor >= 1 && !s.clients.get(&client).is_some_and(|c| c.reclaim_complete))
+        {
+            // Non-reclaim opens wait for the grace period, and in 4.1 for the client's
+            // RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
+            return Err(st::GRACE.into());
+        }
+        if ctx.minor >= 1 {
+            return Ok((client, false));
+        }
+        let key = a.owner_key();
+        if matches!(a.claim, Claim::Previous(_)) {
+            // A reclaiming owner needs no OPEN_CONFIRM: it was confirmed before the restart,
+            // and the client's reclaim compound returns no handle to confirm with.
+            let o = s.owners.entry(key.clone()).or_insert(OwnerSeq {
+                seqid: a.seqid,
+                confirmed: true,
+                last: None,
+                last_open: None,
+            });
+            o.confirmed = true;
+        }
+        let new_owner = !s.owners.get(&key).is_some_and(|o| o.confirmed);
+        Ok((client, new_owner))
+    }
+
+    /// The file an OPEN names: looked up or created as the caller, checked to be a regular
+    /// file the caller may open as asked. File-system work only.
+    fn open_file(&self, ctx: &Ctx<'_>, a: &OpenArgs) -> Result<Opened, OpFail> {
+        let f = match &a.claim {
+            Claim::Fh | Claim::Previous(_) | Claim::DelegCur(_, None) => {
+                if a.create.is_some() {
+                    return Err(st::INVAL.into());
+                }
+                Opened {
+                    node: self.real(ctx)?.1,
+                    dir_before: None,
+                    dir_after: None,
+                    attrset: Bitmap::default(),
+                    created: false,
+                }
+            }
+            Claim::Null(name) | Claim::DelegCur(_, Some(name)) => {
+                self.open_by_name(ctx, a, name)?
+            }
+        };
+        self.regular(ctx, &f.node)?;
+        if !f.created {
+            let (c, _) = self.vfs.authorize(&f.node.fh, &ctx.client)?;
+            let mut want = 0;
+            if a.access & share::ACCESS_READ != 0 {
+                want |= vfs::access::READ;
+            }
+            if a.access & share::ACCESS_WRITE != 0 {
+                want |= vfs::access::MODIFY;
+            }
+            let got = self.vfs.access(&c, &f.node, want);
+            // The mode decides, for the owner too, as for a local open. The owner override
+            // (what the owner may do whatever the mode) is for I/O on what is already open and
+            // for files this OPEN created (see `vfs::Vfs::write`), and for an open the client
+            // made under a delegation it held: the delegation's open was checked when it was
+            // granted (knfsd does the same).
+            let delegated = matches!(a.claim, Claim::DelegCur(..))
+                && c.creds.uid == f.node.attr.uid
+                && (c.writable || a.access & share::ACCESS_WRITE == 0);
+            if got != want && !delegated {
+                return Err(st::ACCESS.into());
+            }
+        }
+        Ok(f)
+    }
+
+    /// [`Nfs4::open_file`] by name in the current directory, creating the file if asked.
+    fn open_by_name(&self, ctx: &Ctx<'_>, a: &OpenArgs, name: &Bytes) -> Result<Opened, OpFail> {
+        let name = crate::ops_fh::check_name(name)?;
+        let (c, dir) = match ctx.cur()? {
+            Fh::Pseudo(_) => {
+                return Err(if a.create.is_some() {
+                    st::ROFS
+                } else {
+                    st::NOENT
+                }
+                .into())
+            }
+            Fh::Real(_) => self.real(ctx)?,
+        };
+        match dir.attr.ftype {
+            FileType::Directory => {}
+            FileType::Symlink => return Err(st::SYMLINK.into()),
+            _ => return Err(st::NOTDIR.into()),
+        }
+        let (fh, created, attrset) = match &a.create {
+            None => (
+                self.vfs.lookup(&c, &dir, &name)?.0,
+                false,
+                Bitmap::default(),
+            ),
+            Some((how, sattr)) => {
+                let (sa, mut bm) = sattr.clone().unwrap_or_default();
+                let existed = self.vfs.lookup(&c, &dir, &name).is_ok();
+                // On an existing file UNCHECKED ignores the attributes but a truncation to zero
+                // (RFC 7530 section 16.16.5), made once the caller's access and the file's
+                // share reservations allow it (`open_truncate`). A name absent a moment ago is
+                // created GUARDED, so that a file made meanwhile by someone else is not taken
+                // for a new one (which skips the permission check).
+                let exclusive = matches!(how, CreateMode::Exclusive(_));
+                let (first, sa_create) = match (how, existed) {
+                    (CreateMode::Unchecked, false) => (CreateMode::Guarded, sa.clone()),
+                    (CreateMode::Guarded, false) => (*how, sa.clone()),
+                    _ => (*how, SetAttrs::default()),
+                };
+                let made = match self.vfs.create_file(&c, &dir, &name, first, &sa_create) {
+                    Err(vfs::VfsError::Errno(libc::EEXIST)) if first != *how => self
+                        .vfs
+                        .create_file(&c, &dir, &name, *how, &SetAttrs::default())?,
+                    r => r?,
+                };
+                if exclusive && made.created {
+                    // EXCLUSIVE4_1 attributes other than the times holding the verifier.
+                    let rest = SetAttrs {
+                        atime: vfs::SetTime::DontChange,
+                        mtime: vfs::SetTime::DontChange,
+                        ..sa
+                    };
+                    if rest != SetAttrs::default() {
+                        let node = self.vfs.resolve(&made.fh)?;
+                        self.vfs.setattr(&c, &node, &rest, None)?;
+                    }
+                    // The times hold the verifier: saying they were set makes the client set
+                    // them (Linux sends a SETATTR with the times of now), as after knfsd's
+                    // exclusive creates.
+                    bm.set(crate::proto::fattr::TIME_ACCESS);
+                    bm.set(crate::proto::fattr::TIME_MODIFY);
+                }
+                let bm = if made.created { bm } else { Bitmap::default() };
+                (made.fh, made.created, bm)
+            }
+        };
+        let node = self.vfs.authorize(&fh, &ctx.client)?.1;
+        let dir_after = self.vfs.getattr(&dir).ok();
+        Ok(Opened {
+            node,
+            dir_before: Some(dir.attr.clone()),
+            dir_after,
+            attrset,
+            created,
+        })
+    }
+
+    /// The open state an OPEN takes on the file: checks a claimed delegation, recalls
+    /// conflicting delegations, checks share reservations, and adds or upgrades the
+    /// open-owner's open. State only.
+    fn open_state(
+        &self,
+        ctx: &Ctx<'_>,
+        s: &mut State,
+        client: u64,
+        a: &OpenArgs,
+        f: &Opened,
+    ) -> Result<(Stateid, Undo), OpFail> {
+        let file = file_key(&f.node);
+        if let Claim::DelegCur(sid, _) = &a.claim {
+            // The claimed delegation must be this client's, on this file.
+            match s.check(sid, ctx.minor)? {
+                StateObj::Deleg(x) if x.client == client && x.file == file => {
+                    // nothing to write could have been opened under a read delegation
+                    if !x.write && a.access & share::ACCESS_WRITE != 0 {
+                        return Err(st::OPENMODE.into());
+                    }
+                }
+                _ => return Err(st::BAD_STATEID.into()),
+            }
+        }
+        s.release_courtesy(file);
+        // Opening to read conflicts with write delegations only.
+        let reading = a.access & share::ACCESS_WRITE == 0 && a.share_deny & share::DENY_READ == 0;
+        self.break_delegations(s, file, client, reading)?;
+        if s.share_conflict(file, a.access, a.share_deny) {
+            return Err(st::SHARE_DENIED.into());
+        }
+        Ok(match s.find_open(client, &a.owner, file) {
+            Some(other) => {
+                let Some(StateObj::Open(o)) = s.states.get_mut(&other) else {
+                    return Err(st::SERVERFAULT.into());
+                };
+                let before = o.clone();
+                o.access |= a.access;
+                o.deny |= a.share_deny;
+                o.access_seen |= 1 << a.access;
+                o.deny_seen |= 1 << a.share_deny;
+                o.seqid += 1;
+                (
+                    Stateid {
+                        seqid: o.seqid,
+                        other,
+                    },
+                    Undo::Restore(other, before),
+                )
+            }
+            None => {
+                let other = s.new_other();
+                s.states.insert(
+                    other,
+                    StateObj::Open(Open {
+                        client,
+                        owner: a.owner.clone(),
+                        file,
+                        fh: f.node.fh.clone(),
+                        access: a.access,
+                        deny: a.share_deny,
+                        access_seen: 1 << a.access,
+                        deny_seen: 1 << a.share_deny,
+                        seqid: 1,
+                    }),
+                );
+                (Stateid { seqid: 1, other }, Undo::Remove(other))
+            }
+        })
+    }
+
+    /// O_TRUNC, which arrives as OPEN with size 0 on an existing file: truncates as the
+    /// caller; the attributes after it are the ones a delegation starts from.
+    fn open_truncate(&self, ctx: &Ctx<'_>, a: &OpenArgs, f: &mut Opened) -> Result<(), OpFail> {
+        if f.created || !a.truncates() {
+            return Ok(());
+        }
+        let (c, _) = self.vfs.authorize(&f.node.fh, &ctx.client)?;
+        f.node.attr = self.vfs.setattr(
+            &c,
+            &f.node,
+            &SetAttrs {
+                size: Some(0),
+                ..Default::default()
+            },
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// OPEN4resok, with the delegation the open gets, if any.
+    #[allow(clippy::too_many_arguments)]
+    fn open_reply(
+        &self,
+        ctx: &Ctx<'_>,
+        s: &mut State,
+        client: u64,
+        a: &OpenArgs,
+        f: &Opened,
+        sid: Stateid,
+        new_owner: bool,
+    ) -> Encoder {
+        let file = file_key(&f.node);
+        let mut e = Encoder::new();
+        put_stateid(&mut e, &sid);
+        match &f.dir_before {
+            Some(b) => change_info(&mut e, b, f.dir_after.as_ref()),
+            None => {
+                e.bool(false);
+                e.u64(0);
+                e.u64(0);
+            }
+        }
+        let mut rflags = 4; // OPEN4_RESULT_LOCKTYPE_POSIX
+        if new_owner {
+            rflags |= 2; // OPEN4_RESULT_CONFIRM
+        }
+        e.u32(rflags);
+        f.attrset.encode(&mut e);
+        let want = a.share_access & share::WANT_MASK;
+        let (fh, attr) = (&f.node.fh, &f.node.attr);
+        let deleg = match a.claim {
+            // what the client held before the restart, whatever it wants now
+            Claim::Previous(held @ 1..=2) if ctx.minor >= 1 => {
+                self.reclaim_delegation(s, client, file, fh, attr, held)
+            }
+            _ => self
+                .maybe_delegate(s, ctx.minor, client, file, fh, attr, a.access, want)
+                .map(|(sid, write)| (sid, write, false)),
+        };
+        match want {
+            _ if deleg.is_some() => {
+                if let Some((d, write, recall)) = &deleg {
+                    crate::ops_deleg::encode_deleg(&mut e, d, *write, *recall);
+                }
+            }
+            0 => e.u32(0), // OPEN_DELEGATE_NONE
+            share::WANT_NO_DELEG => {
+                e.u32(3); // OPEN_DELEGATE_NONE_EXT
+                e.u32(0); // WND4_NOT_WANTED
+            }
+            _ => {
+                e.u32(3);
+                e.u32(1); // WND4_CONTENTION: the delegation was not possible
+                e.bool(false);
+            }
+        }
+        e
+    }
+}
+
+impl State {
+    /// Gives back what [`Nfs4::open_state`] took, for an OPEN that failed after it.
+    fn undo_open(&mut self, undo: Undo) {
+        match undo {
+            Undo::Remove(other) => {
+                self.states.remove(&other);
+            }
+            Undo::Restore(other, before) => {
+                if let Some(StateObj::Open(o)) = self.states.get_mut(&other) {
+                    *o = before;
+                }
+            }
+        }
+    }
+}
