@@ -1,6 +1,10 @@
 //! NFSv4.2 (RFC 7862) with the raw COMPOUND client: READ_PLUS and SEEK on sparse files,
 //! ALLOCATE / DEALLOCATE and their effect on the file's allocation, server-side COPY.
 
+// System calls the tests make themselves (signals, limits, device nodes, holes, credentials)
+// to set up and check what they test.
+#![allow(unsafe_code)]
+
 mod common;
 
 use std::io::Read;

@@ -4,6 +4,10 @@
 //! `cargo test --test overload -- --nocapture` shows the figures), and every limit the server
 //! enforces is logged and counted.
 
+// System calls the tests make themselves (signals, limits, device nodes, holes, credentials)
+// to set up and check what they test.
+#![allow(unsafe_code)]
+
 mod common;
 
 use std::io::{Read, Write};

@@ -4,6 +4,10 @@
 //! rather than to an inode number the file system reuses. Raw NFSv3 and NFSv4 clients on
 //! loopback; the kernel client's view is the guest's differential test (tests/vm, case posix).
 
+// System calls the tests make themselves (signals, limits, device nodes, holes, credentials)
+// to set up and check what they test.
+#![allow(unsafe_code)]
+
 mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -1,6 +1,10 @@
 //! Export rules and containment against the running server: read-only exports, squashing,
 //! permission checks, privileged ports, path escapes, forged and stale handles.
 
+// System calls the tests make themselves (signals, limits, device nodes, holes, credentials)
+// to set up and check what they test.
+#![allow(unsafe_code)]
+
 mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

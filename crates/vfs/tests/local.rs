@@ -1,5 +1,9 @@
 //! Backend tests on a temporary directory (run as root, as the server does).
 
+// System calls the tests make themselves (signals, limits, device nodes, holes, credentials)
+// to set up and check what they test.
+#![allow(unsafe_code)]
+
 use std::net::IpAddr;
 
 use vfs::exports::parse_exports;

@@ -4,6 +4,9 @@
 //! Every test gets its own server, state directory and export directories, so tests in one file
 //! can run in parallel threads.
 
+// System calls the tests make themselves (signals, limits, device nodes, holes, credentials)
+// to set up and check what they test.
+#![allow(unsafe_code)]
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
