@@ -133,6 +133,14 @@ impl Parser {
         }
     }
 
+    /// The `= NUMBER ;` that ends a procedure, version or program definition.
+    fn numbered(&mut self) -> Result<Value, Error> {
+        self.expect('=')?;
+        let number = self.value()?;
+        self.expect(';')?;
+        Ok(number)
+    }
+
     fn value(&mut self) -> Result<Value, Error> {
         let pos = self.pos();
         match self.peek().clone() {
@@ -230,9 +238,7 @@ impl Parser {
                     }
                 }
                 self.expect(')')?;
-                self.expect('=')?;
-                let number = self.value()?;
-                self.expect(';')?;
+                let number = self.numbered()?;
                 procs.push(Procedure {
                     name: pname,
                     result,
@@ -244,9 +250,7 @@ impl Parser {
             if procs.is_empty() {
                 return Err(vpos.err(format!("version `{vname}` has no procedures")));
             }
-            self.expect('=')?;
-            let number = self.value()?;
-            self.expect(';')?;
+            let number = self.numbered()?;
             versions.push(Version {
                 name: vname,
                 procs,
@@ -257,9 +261,7 @@ impl Parser {
         if versions.is_empty() {
             return Err(pos.err(format!("program `{name}` has no versions")));
         }
-        self.expect('=')?;
-        let number = self.value()?;
-        self.expect(';')?;
+        let number = self.numbered()?;
         Ok(Def::Program(name, versions, number, pos))
     }
 

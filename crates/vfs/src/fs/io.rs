@@ -293,6 +293,18 @@ impl Vfs {
         self.data_fd(node)
     }
 
+    /// The checks a change to a file's data makes (WRITE, ALLOCATE), then the file's data
+    /// descriptor.
+    pub(super) fn write_fd(&self, caller: &Caller, node: &Node) -> VfsResult<Arc<OwnedFd>> {
+        self.same_export(caller, node)?;
+        self.writable(caller)?;
+        Self::check_regular(node)?;
+        if !mode_allows(&caller.creds, &node.attr, 2, true) {
+            return Err(VfsError::Errno(libc::EACCES));
+        }
+        self.data_fd(node)
+    }
+
     /// WRITE: `data` at `offset` with the durability asked; returns what was done and the
     /// attributes before and after.
     pub fn write(
@@ -303,13 +315,7 @@ impl Vfs {
         data: &[u8],
         stable: Stability,
     ) -> VfsResult<(Stability, Attr)> {
-        self.same_export(caller, node)?;
-        self.writable(caller)?;
-        Self::check_regular(node)?;
-        if !mode_allows(&caller.creds, &node.attr, 2, true) {
-            return Err(VfsError::Errno(libc::EACCES));
-        }
-        let fd = self.data_fd(node)?;
+        let fd = self.write_fd(caller, node)?;
         let flags = match stable {
             Stability::Unstable => 0,
             Stability::DataSync => libc::RWF_DSYNC,

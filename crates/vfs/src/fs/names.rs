@@ -319,8 +319,8 @@ impl Vfs {
         }
         let t = CString::new(target).map_err(|_| VfsError::Errno(libc::EINVAL))?;
         cred::with_creds(&caller.creds, || sys::symlinkat(&t, dir.fd(), &c))?;
+        // a size means nothing for what it made
         let rest = SetAttrs {
-            mode: None,
             size: None,
             ..s.clone()
         };
@@ -348,8 +348,8 @@ impl Vfs {
         cred::with_creds(&caller.creds, || {
             sys::mknodat(dir.fd(), &c, fmt | perm, dev)
         })?;
+        // a size means nothing for what it made
         let rest = SetAttrs {
-            mode: None,
             size: None,
             ..s.clone()
         };

@@ -162,13 +162,7 @@ impl Vfs {
         len: u64,
         punch: bool,
     ) -> VfsResult<Attr> {
-        self.same_export(caller, node)?;
-        self.writable(caller)?;
-        Self::check_regular(node)?;
-        if !mode_allows(&caller.creds, &node.attr, 2, true) {
-            return Err(VfsError::Errno(libc::EACCES));
-        }
-        let fd = self.data_fd(node)?;
+        let fd = self.write_fd(caller, node)?;
         let mode = if punch {
             libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
         } else {

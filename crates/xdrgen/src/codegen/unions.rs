@@ -137,11 +137,7 @@ impl Gen<'_> {
             }
         };
         for c in &u.cases {
-            let lit = match &u.discr {
-                Discr::Bool => (c.value == 1).to_string(),
-                Discr::Open(_) | Discr::UInt => (c.value as i32 as u32).to_string(),
-                _ => c.value.to_string(),
-            };
+            let lit = case_literal(&u.discr, c);
             match &c.field {
                 Some(f) => {
                     let _ = writeln!(
@@ -193,11 +189,7 @@ impl Gen<'_> {
             "        let disc = {read};\n        {R_OK}(match disc {{"
         );
         for c in &u.cases {
-            let lit = match &u.discr {
-                Discr::Bool => (c.value == 1).to_string(),
-                Discr::Open(_) | Discr::UInt => (c.value as i32 as u32).to_string(),
-                _ => c.value.to_string(),
-            };
+            let lit = case_literal(&u.discr, c);
             match &c.field {
                 Some(f) => {
                     let _ = writeln!(
@@ -249,5 +241,14 @@ impl Gen<'_> {
         }
         s.push_str("        })");
         s
+    }
+}
+
+/// The Rust literal of case `c`'s discriminant value.
+fn case_literal(discr: &Discr, c: &Case) -> String {
+    match discr {
+        Discr::Bool => (c.value == 1).to_string(),
+        Discr::Open(_) | Discr::UInt => (c.value as i32 as u32).to_string(),
+        _ => c.value.to_string(),
     }
 }
