@@ -4,13 +4,12 @@
 //!
 //! # Staging
 //!
-//! Every byte the device reads must lie in registered memory. A reply's bulk data
-//! ([`xdr::Segment::Bulk`], e.g. NFS READ data) is today a heap buffer filled by `pread`, so
-//! [`stage_writes`] copies it into bulk pool buffers, contiguously, so that each RDMA Write
-//! gathers as few pieces as possible. Pieces that already are slices of the registered pool
-//! (the `registered` predicate) are posted in place: once the file system reads straight into
-//! pool buffers (a later change), READ data goes from the page cache to the client's memory with
-//! no copy in between, through the same code.
+//! Every byte the device reads must lie in registered memory. Pieces of a reply's bulk data
+//! ([`xdr::Segment::Bulk`]) that already are slices of the registered pool (the `registered`
+//! predicate) are posted in place: NFS READ data with a Write chunk is read by `pread` straight
+//! into a pool buffer, so it goes from the page cache to the client's memory with that one
+//! copy. Any other piece (a heap buffer) is copied by [`stage_writes`] into bulk pool buffers,
+//! contiguously, so that each RDMA Write gathers as few pieces as possible.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

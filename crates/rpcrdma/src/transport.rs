@@ -1,11 +1,11 @@
 //! The RPC-over-RDMA version 1 transport engine: listens with RDMA-CM, accepts connections
 //! with RFC 8797 private data, and serves each call through the same [`Dispatcher`] as TCP.
 //!
-//! Per call (the connection's completion task passes the message to a task of the runtime,
-//! which runs steps 2 to 6 itself when the call has no Read chunks and its program can complete
-//! it without waiting for I/O, [`Dispatcher::dispatch_nonblocking`], and otherwise hands it to a
-//! blocking thread that runs them, program included; either leaves the reply's batch in the
-//! connection's outbox for the completion task to post):
+//! Per call (the connection's completion task runs steps 2 to 6 itself when the call has no
+//! Read chunks and its program can complete it without waiting for I/O,
+//! [`Dispatcher::dispatch_nonblocking`], and otherwise hands it to a blocking thread that runs
+//! them, program included; either leaves the reply's batch in the connection's outbox for the
+//! completion task to post):
 //!
 //! 1. A receive completion on the connection's CQ: the message is copied out of the SRQ
 //!    buffer (at most the inline size) and the buffer goes back to the SRQ (reposted in
@@ -16,7 +16,8 @@
 //! 3. Read chunks: the call is rebuilt in one bulk pool buffer, RDMA Reads of exactly the
 //!    advertised segments landing at their final offsets and [`ReadPlan::fill`] copying the
 //!    inline bytes around them; the program gets the WRITE payload from it with no copy.
-//! 4. [`Dispatcher::dispatch_with`] with [`TransportKind::Rdma`] and no back channel.
+//! 4. [`Dispatcher::dispatch_from`] with the connection as the call's origin (its transport
+//!    kind, and the back channel NFSv4.1 callbacks go out on, RFC 8167).
 //! 5. [`plan_reply`] with the call's Write list and Reply chunk and the negotiated inline size;
 //!    a reply that cannot be conveyed becomes RDMA_ERROR / ERR_CHUNK.
 //! 6. RDMA Writes (sources staged into registered buffers, [`crate::staging`]) and the Send

@@ -76,7 +76,11 @@ impl DuplicateCache {
             Some(Entry::Done(b)) => return DrcLookup::Done(b.clone()),
             None => {}
         }
-        while g.map.len() >= self.cap {
+        // The queue, not the map, is what is bounded: keys of forgotten entries stay queued
+        // (removing them from the middle would cost a scan per forget) and leave here in turn.
+        // Bounding the map instead let the queue grow by a key per forgotten call, without
+        // end, under a stream of large NFSv4 replies.
+        while g.order.len() >= self.cap {
             let Some(old) = g.order.pop_front() else {
                 break;
             };
@@ -124,6 +128,23 @@ mod tests {
             proc_: 8,
             len: 100,
         }
+    }
+
+    #[test]
+    fn forgotten_entries_do_not_pile_up() {
+        let c = DuplicateCache::new(8);
+        for xid in 0..10_000 {
+            assert_eq!(c.begin(key(xid)), DrcLookup::New);
+            c.forget(key(xid));
+        }
+        let g = c.inner.lock();
+        assert!(g.order.len() <= 8, "queue holds {} keys", g.order.len());
+        assert!(g.map.is_empty());
+        drop(g);
+        // and the cache still works
+        assert_eq!(c.begin(key(1)), DrcLookup::New);
+        c.finish(key(1), Bytes::from_static(b"r"));
+        assert_eq!(c.begin(key(1)), DrcLookup::Done(Bytes::from_static(b"r")));
     }
 
     #[test]
