@@ -54,6 +54,9 @@ fn main() {
         .bound("entry4", 1 << 16)
         // READ data goes out as a payload (bytes or file pages) without a copy.
         .payload("READ4resok.data")
+        // WRITE data, which a client sends, stays a segment of its own: not copied into the
+        // encoder's buffer.
+        .bulk("WRITE4args.data")
         .proptest(true)
         .generate(&files)
         .unwrap_or_else(|e| panic!("xdrgen: {e}"));

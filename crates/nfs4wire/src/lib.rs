@@ -17,7 +17,9 @@
 //! with a constant per value), so unknown numbers are carried; other enums reject unknown
 //! values. Decoding is zero-copy for variable-length opaque data and strings (they are
 //! `bytes::Bytes` slices of the received buffer) and checks every length against its bound
-//! and against the bytes left before allocating.
+//! and against the bytes left before allocating. Encoding keeps bulk data out of the
+//! encoder's buffer: READ results' data (`Read4resok::data`, an `xdr::Payload`: bytes or file
+//! pages) and WRITE arguments' data (`Write4args::data`) are segments of their own.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

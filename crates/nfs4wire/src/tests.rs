@@ -275,6 +275,45 @@ fn read_data_is_encoded_as_a_separate_payload_segment() {
     assert_eq!(decode::<Read4res>(reply.to_bytes()), Ok(r));
 }
 
+#[test]
+fn write_data_is_encoded_as_a_separate_bulk_segment() {
+    let data = Bytes::from(vec![5u8; 4097]);
+    let args = Compound4args {
+        tag: Bytes::new(),
+        minorversion: 1,
+        argarray: vec![
+            NfsArgop4::OpPutfh(Putfh4args {
+                object: Bytes::from_static(b"fh"),
+            }),
+            NfsArgop4::OpWrite(Write4args {
+                stateid: Stateid4 {
+                    seqid: 1,
+                    other: [0; 12],
+                },
+                offset: 0,
+                stable: StableHow4::Unstable4,
+                data: data.clone(),
+            }),
+        ],
+    };
+    let mut e = Encoder::new();
+    args.encode(&mut e);
+    let reply = e.finish();
+    // The data is the caller's buffer itself (no copy), padded on the wire.
+    let bulk: Vec<_> = reply
+        .segments
+        .iter()
+        .filter_map(|s| match s {
+            xdr::Segment::Bulk(b) => Some(b),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bulk.len(), 1);
+    assert_eq!(bulk[0].as_ptr(), data.as_ptr());
+    assert_eq!(reply.wire_len() % 4, 0);
+    assert_eq!(decode::<Compound4args>(reply.to_bytes()), Ok(args));
+}
+
 fn entries(n: u64) -> Entry4 {
     let attrs = Fattr4 {
         attrmask: vec![],

@@ -322,6 +322,33 @@ fn linked_list_is_iterative_and_bounded() {
 }
 
 #[test]
+fn a_list_is_decoded_in_order_and_a_list_cut_short_is_refused() {
+    // Every length up to the bound comes back node for node, in order.
+    for n in 1..=5 {
+        let l = list(n);
+        let back: Node = decode(encode(&l)).unwrap();
+        let mut got = Vec::new();
+        let mut cur = Some(&back);
+        while let Some(x) = cur {
+            got.push(x.v);
+            cur = x.next.as_deref();
+        }
+        assert_eq!(got, (1..n as i32).chain([0]).collect::<Vec<_>>());
+    }
+    // The wire says another node follows the third, and the message ends there: the nodes
+    // read so far are dropped and the list is refused.
+    let b = encode(&list(4));
+    let cut = b.slice(..b.len() - 12);
+    assert_eq!(
+        decode::<Node>(cut),
+        Err(XdrError::Truncated {
+            needed: 4,
+            remaining: 0
+        })
+    );
+}
+
+#[test]
 fn long_lists_are_encoded_compared_cloned_and_dropped_without_recursion() {
     // Far more nodes than a recursive drop or clone could take on a test thread's stack.
     let n = 300_000;

@@ -589,24 +589,21 @@ impl Node {
 }
 
 impl ::xdr::Decode for Node {
-    /// Decodes the whole list iteratively; more than 5 nodes is an error.
+    /// Decodes the whole list iteratively, each node linked at the tail as it is read (no
+    /// intermediate buffer); more than 5 nodes is an error.
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         let (mut head, mut more) = Self::xdrgen_decode_node(d)?;
-        let mut rest: ::std::vec::Vec<Self> = ::std::vec::Vec::new();
+        let mut nodes: usize = 1;
+        let mut tail = &mut head.next;
         while more {
-            if rest.len() + 1 >= 5 {
-                return ::std::result::Result::Err(::xdr::XdrError::TooLong { len: rest.len() as u64 + 2, max: 5 });
+            if nodes >= 5 {
+                return ::std::result::Result::Err(::xdr::XdrError::TooLong { len: nodes as u64 + 1, max: 5 });
             }
             let (n, m) = Self::xdrgen_decode_node(d)?;
-            rest.push(n);
+            tail = &mut tail.insert(::std::boxed::Box::new(n)).next;
+            nodes += 1;
             more = m;
         }
-        let mut tail: ::std::option::Option<::std::boxed::Box<Self>> = ::std::option::Option::None;
-        while let ::std::option::Option::Some(mut n) = rest.pop() {
-            n.next = tail;
-            tail = ::std::option::Option::Some(::std::boxed::Box::new(n));
-        }
-        head.next = tail;
         ::std::result::Result::Ok(head)
     }
 }
