@@ -123,6 +123,22 @@ impl Vfs {
         Ok((fh, attr))
     }
 
+    /// [`Vfs::finish_create`] for a symbolic link or special file, for which a size means
+    /// nothing.
+    fn finish_special(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        name: &CStr,
+        s: &SetAttrs,
+    ) -> VfsResult<(Bytes, Attr)> {
+        let rest = SetAttrs {
+            size: None,
+            ..s.clone()
+        };
+        self.finish_create(caller, dir, name, &rest)
+    }
+
     /// Applies what a create asked for beyond the mode (given at creation) to the new `node`;
     /// its attributes.
     pub(super) fn set_after_create(
@@ -319,12 +335,7 @@ impl Vfs {
         }
         let t = CString::new(target).map_err(|_| VfsError::Errno(libc::EINVAL))?;
         cred::with_creds(&caller.creds, || sys::symlinkat(&t, dir.fd(), &c))?;
-        // a size means nothing for what it made
-        let rest = SetAttrs {
-            size: None,
-            ..s.clone()
-        };
-        self.finish_create(caller, dir, &c, &rest)
+        self.finish_special(caller, dir, &c, s)
     }
 
     /// MKNOD: a device, socket or pipe.
@@ -348,12 +359,7 @@ impl Vfs {
         cred::with_creds(&caller.creds, || {
             sys::mknodat(dir.fd(), &c, fmt | perm, dev)
         })?;
-        // a size means nothing for what it made
-        let rest = SetAttrs {
-            size: None,
-            ..s.clone()
-        };
-        self.finish_create(caller, dir, &c, &rest)
+        self.finish_special(caller, dir, &c, s)
     }
 
     /// REMOVE (non-directories) or RMDIR (`dir_only`).
