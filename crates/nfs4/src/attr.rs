@@ -6,7 +6,8 @@ use vfs::{Attr, FileType, FsStat, SetAttrs, SetTime, Time};
 use xdr::{Decoder, Encoder};
 
 use crate::idmap::IdMap;
-use crate::proto::{fattr as fa, ftype, st, NFS4_FHSIZE};
+use crate::proto::NFS4_FHSIZE;
+use nfs4wire::{NfsFtype4, Nfsstat4};
 
 /// Longest bitmap accepted from a client (words).
 pub const MAX_BITMAP_WORDS: usize = 1024;
@@ -74,65 +75,65 @@ impl Bitmap {
 }
 
 const COMMON: &[u32] = &[
-    fa::SUPPORTED_ATTRS,
-    fa::TYPE,
-    fa::FH_EXPIRE_TYPE,
-    fa::CHANGE,
-    fa::SIZE,
-    fa::LINK_SUPPORT,
-    fa::SYMLINK_SUPPORT,
-    fa::NAMED_ATTR,
-    fa::FSID,
-    fa::UNIQUE_HANDLES,
-    fa::LEASE_TIME,
-    fa::RDATTR_ERROR,
-    fa::ACLSUPPORT,
-    fa::CANSETTIME,
-    fa::CASE_INSENSITIVE,
-    fa::CASE_PRESERVING,
-    fa::CHOWN_RESTRICTED,
-    fa::FILEHANDLE,
-    fa::FILEID,
-    fa::FILES_AVAIL,
-    fa::FILES_FREE,
-    fa::FILES_TOTAL,
-    fa::FS_LOCATIONS,
-    fa::HOMOGENEOUS,
-    fa::MAXFILESIZE,
-    fa::MAXLINK,
-    fa::MAXNAME,
-    fa::MAXREAD,
-    fa::MAXWRITE,
-    fa::MODE,
-    fa::NO_TRUNC,
-    fa::NUMLINKS,
-    fa::OWNER,
-    fa::OWNER_GROUP,
-    fa::RAWDEV,
-    fa::SPACE_AVAIL,
-    fa::SPACE_FREE,
-    fa::SPACE_TOTAL,
-    fa::SPACE_USED,
-    fa::TIME_ACCESS,
-    fa::TIME_ACCESS_SET,
-    fa::TIME_DELTA,
-    fa::TIME_METADATA,
-    fa::TIME_MODIFY,
-    fa::TIME_MODIFY_SET,
-    fa::MOUNTED_ON_FILEID,
+    nfs4wire::FATTR4_SUPPORTED_ATTRS,
+    nfs4wire::FATTR4_TYPE,
+    nfs4wire::FATTR4_FH_EXPIRE_TYPE,
+    nfs4wire::FATTR4_CHANGE,
+    nfs4wire::FATTR4_SIZE,
+    nfs4wire::FATTR4_LINK_SUPPORT,
+    nfs4wire::FATTR4_SYMLINK_SUPPORT,
+    nfs4wire::FATTR4_NAMED_ATTR,
+    nfs4wire::FATTR4_FSID,
+    nfs4wire::FATTR4_UNIQUE_HANDLES,
+    nfs4wire::FATTR4_LEASE_TIME,
+    nfs4wire::FATTR4_RDATTR_ERROR,
+    nfs4wire::FATTR4_ACLSUPPORT,
+    nfs4wire::FATTR4_CANSETTIME,
+    nfs4wire::FATTR4_CASE_INSENSITIVE,
+    nfs4wire::FATTR4_CASE_PRESERVING,
+    nfs4wire::FATTR4_CHOWN_RESTRICTED,
+    nfs4wire::FATTR4_FILEHANDLE,
+    nfs4wire::FATTR4_FILEID,
+    nfs4wire::FATTR4_FILES_AVAIL,
+    nfs4wire::FATTR4_FILES_FREE,
+    nfs4wire::FATTR4_FILES_TOTAL,
+    nfs4wire::FATTR4_FS_LOCATIONS,
+    nfs4wire::FATTR4_HOMOGENEOUS,
+    nfs4wire::FATTR4_MAXFILESIZE,
+    nfs4wire::FATTR4_MAXLINK,
+    nfs4wire::FATTR4_MAXNAME,
+    nfs4wire::FATTR4_MAXREAD,
+    nfs4wire::FATTR4_MAXWRITE,
+    nfs4wire::FATTR4_MODE,
+    nfs4wire::FATTR4_NO_TRUNC,
+    nfs4wire::FATTR4_NUMLINKS,
+    nfs4wire::FATTR4_OWNER,
+    nfs4wire::FATTR4_OWNER_GROUP,
+    nfs4wire::FATTR4_RAWDEV,
+    nfs4wire::FATTR4_SPACE_AVAIL,
+    nfs4wire::FATTR4_SPACE_FREE,
+    nfs4wire::FATTR4_SPACE_TOTAL,
+    nfs4wire::FATTR4_SPACE_USED,
+    nfs4wire::FATTR4_TIME_ACCESS,
+    nfs4wire::FATTR4_TIME_ACCESS_SET,
+    nfs4wire::FATTR4_TIME_DELTA,
+    nfs4wire::FATTR4_TIME_METADATA,
+    nfs4wire::FATTR4_TIME_MODIFY,
+    nfs4wire::FATTR4_TIME_MODIFY_SET,
+    nfs4wire::FATTR4_MOUNTED_ON_FILEID,
 ];
 
 /// The attributes supported in minor version `minor`.
 pub fn supported(minor: u32) -> Bitmap {
     let mut b = Bitmap::of(COMMON);
     if minor >= 1 {
-        b.set(fa::SUPPATTR_EXCLCREAT);
+        b.set(nfs4wire::FATTR4_SUPPATTR_EXCLCREAT);
     }
     if minor >= 2 {
-        b.set(fa::CLONE_BLKSIZE);
-        b.set(fa::CHANGE_ATTR_TYPE);
-        b.set(fa::XATTR_SUPPORT);
-        b.set(fa::OPEN_ARGUMENTS);
+        b.set(nfs4wire::FATTR4_CLONE_BLKSIZE);
+        b.set(nfs4wire::FATTR4_CHANGE_ATTR_TYPE);
+        b.set(nfs4wire::FATTR4_XATTR_SUPPORT);
+        b.set(crate::proto::FATTR4_OPEN_ARGUMENTS);
     }
     b
 }
@@ -156,10 +157,10 @@ fn encode_open_arguments(v: &mut Encoder) {
 /// Attributes a client may set with EXCLUSIVE4_1 create.
 pub fn exclcreat() -> Bitmap {
     Bitmap::of(&[
-        fa::SIZE,
-        fa::MODE,
-        fa::OWNER,
-        fa::OWNER_GROUP,
+        nfs4wire::FATTR4_SIZE,
+        nfs4wire::FATTR4_MODE,
+        nfs4wire::FATTR4_OWNER,
+        nfs4wire::FATTR4_OWNER_GROUP,
         // not the times: an exclusive create keeps its verifier in them until the client
         // sets them, as the OPEN's attrset asks it to (see `Nfs4::open`)
     ])
@@ -167,19 +168,19 @@ pub fn exclcreat() -> Bitmap {
 
 /// Whether a requested bitmap names a write-only attribute (GETATTR / READDIR must refuse it).
 pub fn has_write_only(req: &Bitmap) -> bool {
-    req.has(fa::TIME_ACCESS_SET) || req.has(fa::TIME_MODIFY_SET)
+    req.has(nfs4wire::FATTR4_TIME_ACCESS_SET) || req.has(nfs4wire::FATTR4_TIME_MODIFY_SET)
 }
 
 /// Whether an attribute is writable.
 fn writable(n: u32) -> bool {
     matches!(
         n,
-        fa::SIZE
-            | fa::MODE
-            | fa::OWNER
-            | fa::OWNER_GROUP
-            | fa::TIME_ACCESS_SET
-            | fa::TIME_MODIFY_SET
+        nfs4wire::FATTR4_SIZE
+            | nfs4wire::FATTR4_MODE
+            | nfs4wire::FATTR4_OWNER
+            | nfs4wire::FATTR4_OWNER_GROUP
+            | nfs4wire::FATTR4_TIME_ACCESS_SET
+            | nfs4wire::FATTR4_TIME_MODIFY_SET
     )
 }
 
@@ -208,11 +209,11 @@ fn time(e: &mut Encoder, t: Time) {
 /// times, space used): what a write delegation's holder may know better than the file.
 pub fn depends_on_data(req: &Bitmap) -> bool {
     [
-        fa::CHANGE,
-        fa::SIZE,
-        fa::TIME_MODIFY,
-        fa::TIME_METADATA,
-        fa::SPACE_USED,
+        nfs4wire::FATTR4_CHANGE,
+        nfs4wire::FATTR4_SIZE,
+        nfs4wire::FATTR4_TIME_MODIFY,
+        nfs4wire::FATTR4_TIME_METADATA,
+        nfs4wire::FATTR4_SPACE_USED,
     ]
     .iter()
     .any(|&a| req.has(a))
@@ -228,13 +229,13 @@ pub fn change(a: &Attr) -> u64 {
 /// nfs_ftype4 of a file type.
 pub fn ftype4(t: FileType) -> u32 {
     match t {
-        FileType::Regular => ftype::REG,
-        FileType::Directory => ftype::DIR,
-        FileType::Block => ftype::BLK,
-        FileType::Char => ftype::CHR,
-        FileType::Symlink => ftype::LNK,
-        FileType::Socket => ftype::SOCK,
-        FileType::Fifo => ftype::FIFO,
+        FileType::Regular => NfsFtype4::Nf4reg as u32,
+        FileType::Directory => NfsFtype4::Nf4dir as u32,
+        FileType::Block => NfsFtype4::Nf4blk as u32,
+        FileType::Char => NfsFtype4::Nf4chr as u32,
+        FileType::Symlink => NfsFtype4::Nf4lnk as u32,
+        FileType::Socket => NfsFtype4::Nf4sock as u32,
+        FileType::Fifo => NfsFtype4::Nf4fifo as u32,
     }
 }
 
@@ -247,38 +248,43 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
     let mut fs: Option<Option<FsStat>> = None;
     let mut fsstat = || fs.get_or_insert_with(|| (o.fsstat)()).clone();
     for n in req.bits() {
-        if !sup.has(n) || n == fa::TIME_ACCESS_SET || n == fa::TIME_MODIFY_SET {
+        if !sup.has(n)
+            || n == nfs4wire::FATTR4_TIME_ACCESS_SET
+            || n == nfs4wire::FATTR4_TIME_MODIFY_SET
+        {
             continue;
         }
         match n {
-            fa::SUPPORTED_ATTRS => sup.encode(&mut v),
-            fa::TYPE => v.u32(ftype4(a.ftype)),
-            fa::FH_EXPIRE_TYPE => v.u32(0),
-            fa::CHANGE => v.u64(change(a)),
-            fa::SIZE => v.u64(a.size),
-            fa::LINK_SUPPORT | fa::SYMLINK_SUPPORT | fa::UNIQUE_HANDLES => v.bool(true),
-            fa::NAMED_ATTR => v.bool(false),
-            fa::FSID => {
+            nfs4wire::FATTR4_SUPPORTED_ATTRS => sup.encode(&mut v),
+            nfs4wire::FATTR4_TYPE => v.u32(ftype4(a.ftype)),
+            nfs4wire::FATTR4_FH_EXPIRE_TYPE => v.u32(0),
+            nfs4wire::FATTR4_CHANGE => v.u64(change(a)),
+            nfs4wire::FATTR4_SIZE => v.u64(a.size),
+            nfs4wire::FATTR4_LINK_SUPPORT
+            | nfs4wire::FATTR4_SYMLINK_SUPPORT
+            | nfs4wire::FATTR4_UNIQUE_HANDLES => v.bool(true),
+            nfs4wire::FATTR4_NAMED_ATTR => v.bool(false),
+            nfs4wire::FATTR4_FSID => {
                 v.u64(a.fsid);
                 v.u64(0);
             }
-            fa::LEASE_TIME => v.u32(o.lease),
-            fa::RDATTR_ERROR => v.u32(st::OK),
-            fa::ACLSUPPORT => v.u32(0),
-            fa::CANSETTIME
-            | fa::CASE_PRESERVING
-            | fa::CHOWN_RESTRICTED
-            | fa::HOMOGENEOUS
-            | fa::NO_TRUNC => v.bool(true),
-            fa::CASE_INSENSITIVE => v.bool(false),
-            fa::FILEHANDLE => v.opaque(o.fh),
-            fa::FILEID => v.u64(a.fileid),
-            fa::FILES_AVAIL
-            | fa::FILES_FREE
-            | fa::FILES_TOTAL
-            | fa::SPACE_AVAIL
-            | fa::SPACE_FREE
-            | fa::SPACE_TOTAL => {
+            nfs4wire::FATTR4_LEASE_TIME => v.u32(o.lease),
+            nfs4wire::FATTR4_RDATTR_ERROR => v.u32(Nfsstat4::NFS4_OK.0),
+            nfs4wire::FATTR4_ACLSUPPORT => v.u32(0),
+            nfs4wire::FATTR4_CANSETTIME
+            | nfs4wire::FATTR4_CASE_PRESERVING
+            | nfs4wire::FATTR4_CHOWN_RESTRICTED
+            | nfs4wire::FATTR4_HOMOGENEOUS
+            | nfs4wire::FATTR4_NO_TRUNC => v.bool(true),
+            nfs4wire::FATTR4_CASE_INSENSITIVE => v.bool(false),
+            nfs4wire::FATTR4_FILEHANDLE => v.opaque(o.fh),
+            nfs4wire::FATTR4_FILEID => v.u64(a.fileid),
+            nfs4wire::FATTR4_FILES_AVAIL
+            | nfs4wire::FATTR4_FILES_FREE
+            | nfs4wire::FATTR4_FILES_TOTAL
+            | nfs4wire::FATTR4_SPACE_AVAIL
+            | nfs4wire::FATTR4_SPACE_FREE
+            | nfs4wire::FATTR4_SPACE_TOTAL => {
                 let s = fsstat().unwrap_or(FsStat {
                     total_bytes: 0,
                     free_bytes: 0,
@@ -288,42 +294,42 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
                     avail_files: 0,
                 });
                 v.u64(match n {
-                    fa::FILES_AVAIL => s.avail_files,
-                    fa::FILES_FREE => s.free_files,
-                    fa::FILES_TOTAL => s.total_files,
-                    fa::SPACE_AVAIL => s.avail_bytes,
-                    fa::SPACE_FREE => s.free_bytes,
+                    nfs4wire::FATTR4_FILES_AVAIL => s.avail_files,
+                    nfs4wire::FATTR4_FILES_FREE => s.free_files,
+                    nfs4wire::FATTR4_FILES_TOTAL => s.total_files,
+                    nfs4wire::FATTR4_SPACE_AVAIL => s.avail_bytes,
+                    nfs4wire::FATTR4_SPACE_FREE => s.free_bytes,
                     _ => s.total_bytes,
                 })
             }
-            fa::FS_LOCATIONS => {
+            nfs4wire::FATTR4_FS_LOCATIONS => {
                 // fs_root: empty pathname; no locations.
                 v.u32(0);
                 v.u32(0);
             }
-            fa::MAXFILESIZE => v.u64(i64::MAX as u64),
-            fa::MAXLINK => v.u32(65000),
-            fa::MAXNAME => v.u32(vfs::fs::NAME_MAX as u32),
-            fa::MAXREAD | fa::MAXWRITE => v.u64(vfs::fs::MAX_IO as u64),
-            fa::MODE => v.u32(a.mode & 0o7777),
-            fa::NUMLINKS => v.u32(a.nlink),
-            fa::OWNER => v.opaque(o.idmap.owner(a.uid).as_bytes()),
-            fa::OWNER_GROUP => v.opaque(o.idmap.group(a.gid).as_bytes()),
-            fa::RAWDEV => {
+            nfs4wire::FATTR4_MAXFILESIZE => v.u64(i64::MAX as u64),
+            nfs4wire::FATTR4_MAXLINK => v.u32(65000),
+            nfs4wire::FATTR4_MAXNAME => v.u32(vfs::fs::NAME_MAX as u32),
+            nfs4wire::FATTR4_MAXREAD | nfs4wire::FATTR4_MAXWRITE => v.u64(vfs::fs::MAX_IO as u64),
+            nfs4wire::FATTR4_MODE => v.u32(a.mode & 0o7777),
+            nfs4wire::FATTR4_NUMLINKS => v.u32(a.nlink),
+            nfs4wire::FATTR4_OWNER => v.opaque(o.idmap.owner(a.uid).as_bytes()),
+            nfs4wire::FATTR4_OWNER_GROUP => v.opaque(o.idmap.group(a.gid).as_bytes()),
+            nfs4wire::FATTR4_RAWDEV => {
                 v.u32(a.rdev.0);
                 v.u32(a.rdev.1);
             }
-            fa::SPACE_USED => v.u64(a.used),
-            fa::TIME_ACCESS => time(&mut v, a.atime),
-            fa::TIME_DELTA => time(&mut v, Time { sec: 0, nsec: 1 }),
-            fa::TIME_METADATA => time(&mut v, a.ctime),
-            fa::TIME_MODIFY => time(&mut v, a.mtime),
-            fa::MOUNTED_ON_FILEID => v.u64(o.mounted_on_fileid),
-            fa::SUPPATTR_EXCLCREAT => exclcreat().encode(&mut v),
-            fa::CLONE_BLKSIZE => v.u32(4096),
-            fa::CHANGE_ATTR_TYPE => v.u32(3), // NFS4_CHANGE_TYPE_IS_TIME_METADATA
-            fa::XATTR_SUPPORT => v.bool(true),
-            fa::OPEN_ARGUMENTS => encode_open_arguments(&mut v),
+            nfs4wire::FATTR4_SPACE_USED => v.u64(a.used),
+            nfs4wire::FATTR4_TIME_ACCESS => time(&mut v, a.atime),
+            nfs4wire::FATTR4_TIME_DELTA => time(&mut v, Time { sec: 0, nsec: 1 }),
+            nfs4wire::FATTR4_TIME_METADATA => time(&mut v, a.ctime),
+            nfs4wire::FATTR4_TIME_MODIFY => time(&mut v, a.mtime),
+            nfs4wire::FATTR4_MOUNTED_ON_FILEID => v.u64(o.mounted_on_fileid),
+            nfs4wire::FATTR4_SUPPATTR_EXCLCREAT => exclcreat().encode(&mut v),
+            nfs4wire::FATTR4_CLONE_BLKSIZE => v.u32(4096),
+            nfs4wire::FATTR4_CHANGE_ATTR_TYPE => v.u32(3), // NFS4_CHANGE_TYPE_IS_TIME_METADATA
+            nfs4wire::FATTR4_XATTR_SUPPORT => v.bool(true),
+            crate::proto::FATTR4_OPEN_ARGUMENTS => encode_open_arguments(&mut v),
             _ => continue,
         }
         got.set(n);
@@ -332,58 +338,68 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
     e.opaque(&v.finish().to_bytes());
 }
 
-fn settime(d: &mut Decoder) -> Result<SetTime, u32> {
-    match d.u32().map_err(|_| st::BADXDR)? {
+fn settime(d: &mut Decoder) -> Result<SetTime, Nfsstat4> {
+    match d.u32().map_err(|_| Nfsstat4::NFS4ERR_BADXDR)? {
         0 => Ok(SetTime::ServerNow),
         1 => {
-            let sec = d.i64().map_err(|_| st::BADXDR)?;
-            let nsec = d.u32().map_err(|_| st::BADXDR)?;
+            let sec = d.i64().map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
+            let nsec = d.u32().map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
             if nsec >= 1_000_000_000 {
-                return Err(st::INVAL);
+                return Err(Nfsstat4::NFS4ERR_INVAL);
             }
             Ok(SetTime::Client(Time { sec, nsec }))
         }
-        _ => Err(st::BADXDR),
+        _ => Err(Nfsstat4::NFS4ERR_BADXDR),
     }
 }
 
 /// Decodes a fattr4 to set; returns the changes and the bitmap of attributes set.
-pub fn decode_sattr(d: &mut Decoder, minor: u32, idmap: &IdMap) -> Result<(SetAttrs, Bitmap), u32> {
-    let bm = Bitmap::decode(d).map_err(|_| st::BADXDR)?;
-    let vals = d.opaque(MAX_ATTR_VALS).map_err(|_| st::BADXDR)?;
+pub fn decode_sattr(
+    d: &mut Decoder,
+    minor: u32,
+    idmap: &IdMap,
+) -> Result<(SetAttrs, Bitmap), Nfsstat4> {
+    let bm = Bitmap::decode(d).map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
+    let vals = d
+        .opaque(MAX_ATTR_VALS)
+        .map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
     let mut v = Decoder::new(vals);
     let sup = supported(minor);
     let mut s = SetAttrs::default();
     for n in bm.bits() {
         if !sup.has(n) {
-            return Err(st::ATTRNOTSUPP);
+            return Err(Nfsstat4::NFS4ERR_ATTRNOTSUPP);
         }
         if !writable(n) {
-            return Err(st::INVAL);
+            return Err(Nfsstat4::NFS4ERR_INVAL);
         }
-        let bad = |_| st::BADXDR;
+        let bad = |_| Nfsstat4::NFS4ERR_BADXDR;
         match n {
-            fa::SIZE => s.size = Some(v.u64().map_err(bad)?),
-            fa::MODE => s.mode = Some(v.u32().map_err(bad)? & 0o7777),
-            fa::OWNER => s.uid = Some(idmap.parse_owner(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?),
-            fa::OWNER_GROUP => {
+            nfs4wire::FATTR4_SIZE => s.size = Some(v.u64().map_err(bad)?),
+            nfs4wire::FATTR4_MODE => s.mode = Some(v.u32().map_err(bad)? & 0o7777),
+            nfs4wire::FATTR4_OWNER => {
+                s.uid = Some(idmap.parse_owner(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?)
+            }
+            nfs4wire::FATTR4_OWNER_GROUP => {
                 s.gid = Some(idmap.parse_group(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?)
             }
-            fa::TIME_ACCESS_SET => s.atime = settime(&mut v)?,
-            fa::TIME_MODIFY_SET => s.mtime = settime(&mut v)?,
-            _ => return Err(st::ATTRNOTSUPP),
+            nfs4wire::FATTR4_TIME_ACCESS_SET => s.atime = settime(&mut v)?,
+            nfs4wire::FATTR4_TIME_MODIFY_SET => s.mtime = settime(&mut v)?,
+            _ => return Err(Nfsstat4::NFS4ERR_ATTRNOTSUPP),
         }
     }
     if v.remaining() != 0 {
-        return Err(st::BADXDR);
+        return Err(Nfsstat4::NFS4ERR_BADXDR);
     }
     Ok((s, bm))
 }
 
 /// Decodes a fattr4 for VERIFY / NVERIFY: the bitmap and the raw values.
-pub fn decode_raw(d: &mut Decoder) -> Result<(Bitmap, Bytes), u32> {
-    let bm = Bitmap::decode(d).map_err(|_| st::BADXDR)?;
-    let vals = d.opaque(MAX_ATTR_VALS).map_err(|_| st::BADXDR)?;
+pub fn decode_raw(d: &mut Decoder) -> Result<(Bitmap, Bytes), Nfsstat4> {
+    let bm = Bitmap::decode(d).map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
+    let vals = d
+        .opaque(MAX_ATTR_VALS)
+        .map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
     Ok((bm, vals))
 }
 
@@ -403,19 +419,22 @@ mod tests {
             lease: 90,
             idmap: &IdMap::default(),
         };
-        let req = Bitmap::of(&[fa::OPEN_ARGUMENTS]);
+        let req = Bitmap::of(&[crate::proto::FATTR4_OPEN_ARGUMENTS]);
         for minor in [1, 2] {
-            assert_eq!(supported(minor).has(fa::OPEN_ARGUMENTS), minor == 2);
+            assert_eq!(
+                supported(minor).has(crate::proto::FATTR4_OPEN_ARGUMENTS),
+                minor == 2
+            );
             let mut e = Encoder::new();
             encode_fattr(&mut e, &req, &o, minor);
             let mut d = Decoder::new(e.finish().to_bytes());
             let got = Bitmap::decode(&mut d).unwrap();
             let mut v = Decoder::new(d.opaque(MAX_ATTR_VALS).unwrap());
             if minor == 1 {
-                assert!(!got.has(fa::OPEN_ARGUMENTS) && v.remaining() == 0);
+                assert!(!got.has(crate::proto::FATTR4_OPEN_ARGUMENTS) && v.remaining() == 0);
                 continue;
             }
-            assert!(got.has(fa::OPEN_ARGUMENTS));
+            assert!(got.has(crate::proto::FATTR4_OPEN_ARGUMENTS));
             let maps: Vec<Vec<u32>> = (0..5)
                 .map(|_| Bitmap::decode(&mut v).unwrap().bits().collect())
                 .collect();
@@ -446,7 +465,12 @@ mod tests {
     #[test]
     fn sattr_roundtrip_and_errors() {
         let mut e = Encoder::new();
-        Bitmap::of(&[fa::SIZE, fa::MODE, fa::OWNER]).encode(&mut e);
+        Bitmap::of(&[
+            nfs4wire::FATTR4_SIZE,
+            nfs4wire::FATTR4_MODE,
+            nfs4wire::FATTR4_OWNER,
+        ])
+        .encode(&mut e);
         let mut v = Encoder::new();
         v.u64(10);
         v.u32(0o644);
@@ -457,7 +481,7 @@ mod tests {
         assert_eq!((s.size, s.mode, s.uid), (Some(10), Some(0o644), Some(1000)));
 
         let mut e = Encoder::new();
-        Bitmap::of(&[fa::TYPE]).encode(&mut e);
+        Bitmap::of(&[nfs4wire::FATTR4_TYPE]).encode(&mut e);
         e.opaque(&[0, 0, 0, 1]);
         assert_eq!(
             decode_sattr(
@@ -466,11 +490,11 @@ mod tests {
                 &IdMap::default()
             )
             .err(),
-            Some(st::INVAL)
+            Some(Nfsstat4::NFS4ERR_INVAL)
         );
 
         let mut e = Encoder::new();
-        Bitmap::of(&[fa::OWNER]).encode(&mut e);
+        Bitmap::of(&[nfs4wire::FATTR4_OWNER]).encode(&mut e);
         let mut v = Encoder::new();
         v.opaque(b"bob");
         e.opaque(&v.finish().to_bytes());
@@ -481,7 +505,7 @@ mod tests {
                 &IdMap::default()
             )
             .err(),
-            Some(st::BADOWNER)
+            Some(Nfsstat4::NFS4ERR_BADOWNER)
         );
     }
 }

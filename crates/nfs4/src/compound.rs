@@ -7,12 +7,13 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use sunrpc::{CallContext, Credential, ProcError, Program};
 use vfs::{Caller, Client, Creds, Node, Vfs, VfsError};
-use xdr::{Decoder, Encoder, Reply};
+use xdr::{Decode, Decoder, Encoder, Reply};
 
 use crate::optable::{self, OpDef, Pos};
-use crate::proto::{op, st, MAX_MINOR, MAX_OPS, NFS_V4};
+use crate::proto::{MAX_MINOR, MAX_OPS, NFS_V4};
 use crate::pseudo::PseudoFs;
 use crate::state::{State, Stateid};
+use nfs4wire::{NfsOpnum4, Nfsstat4};
 
 /// NFS program number.
 pub const NFS_PROGRAM: u32 = 100003;
@@ -29,14 +30,14 @@ pub enum Fh {
 /// Why an operation failed: its status and, for a few operations, a result body.
 #[derive(Debug)]
 pub struct OpFail {
-    /// nfsstat4.
-    pub status: u32,
+    /// Its status (not NFS4_OK).
+    pub status: Nfsstat4,
     /// Body encoded after the status (e.g. LOCK4denied).
     pub body: Option<Encoder>,
 }
 
-impl From<u32> for OpFail {
-    fn from(status: u32) -> Self {
+impl From<Nfsstat4> for OpFail {
+    fn from(status: Nfsstat4) -> Self {
         OpFail { status, body: None }
     }
 }
@@ -49,7 +50,7 @@ impl From<VfsError> for OpFail {
 
 impl From<xdr::XdrError> for OpFail {
     fn from(_: xdr::XdrError) -> Self {
-        OpFail::from(st::BADXDR)
+        OpFail::from(Nfsstat4::NFS4ERR_BADXDR)
     }
 }
 
@@ -57,40 +58,40 @@ impl From<xdr::XdrError> for OpFail {
 pub type OpResult = Result<Encoder, OpFail>;
 
 /// Maps a backend error to nfsstat4.
-pub fn nfsstat4(e: VfsError) -> u32 {
+pub fn nfsstat4(e: VfsError) -> Nfsstat4 {
     match e {
-        VfsError::Stale => st::STALE,
-        VfsError::BadHandle => st::BADHANDLE,
-        VfsError::ExportDenied => st::ACCESS,
-        VfsError::ReadOnly => st::ROFS,
-        VfsError::NotSync => st::NOT_SAME,
-        VfsError::BadCookie => st::BAD_COOKIE,
-        VfsError::TooSmall => st::TOOSMALL,
-        VfsError::BadName => st::BADNAME,
-        VfsError::NotSupported => st::NOTSUPP,
-        VfsError::Delay => st::DELAY,
+        VfsError::Stale => Nfsstat4::NFS4ERR_STALE,
+        VfsError::BadHandle => Nfsstat4::NFS4ERR_BADHANDLE,
+        VfsError::ExportDenied => Nfsstat4::NFS4ERR_ACCESS,
+        VfsError::ReadOnly => Nfsstat4::NFS4ERR_ROFS,
+        VfsError::NotSync => Nfsstat4::NFS4ERR_NOT_SAME,
+        VfsError::BadCookie => Nfsstat4::NFS4ERR_BAD_COOKIE,
+        VfsError::TooSmall => Nfsstat4::NFS4ERR_TOOSMALL,
+        VfsError::BadName => Nfsstat4::NFS4ERR_BADNAME,
+        VfsError::NotSupported => Nfsstat4::NFS4ERR_NOTSUPP,
+        VfsError::Delay => Nfsstat4::NFS4ERR_DELAY,
         VfsError::Errno(n) => match n {
-            libc::EPERM => st::PERM,
-            libc::ENOENT => st::NOENT,
-            libc::ENXIO => st::NXIO,
-            libc::EACCES => st::ACCESS,
-            libc::EEXIST => st::EXIST,
-            libc::EXDEV => st::XDEV,
-            libc::ENOTDIR => st::NOTDIR,
-            libc::EISDIR => st::ISDIR,
-            libc::EINVAL => st::INVAL,
-            libc::ELOOP => st::SYMLINK,
-            libc::EFBIG | libc::EOVERFLOW => st::FBIG,
-            libc::ENOSPC => st::NOSPC,
-            libc::EROFS => st::ROFS,
-            libc::EMLINK => st::MLINK,
-            libc::ENAMETOOLONG => st::NAMETOOLONG,
-            libc::ENOTEMPTY => st::NOTEMPTY,
-            libc::EDQUOT => st::DQUOT,
-            libc::ESTALE => st::STALE,
-            libc::EOPNOTSUPP => st::NOTSUPP,
-            libc::EAGAIN | libc::ETXTBSY => st::DELAY,
-            _ => st::IO,
+            libc::EPERM => Nfsstat4::NFS4ERR_PERM,
+            libc::ENOENT => Nfsstat4::NFS4ERR_NOENT,
+            libc::ENXIO => Nfsstat4::NFS4ERR_NXIO,
+            libc::EACCES => Nfsstat4::NFS4ERR_ACCESS,
+            libc::EEXIST => Nfsstat4::NFS4ERR_EXIST,
+            libc::EXDEV => Nfsstat4::NFS4ERR_XDEV,
+            libc::ENOTDIR => Nfsstat4::NFS4ERR_NOTDIR,
+            libc::EISDIR => Nfsstat4::NFS4ERR_ISDIR,
+            libc::EINVAL => Nfsstat4::NFS4ERR_INVAL,
+            libc::ELOOP => Nfsstat4::NFS4ERR_SYMLINK,
+            libc::EFBIG | libc::EOVERFLOW => Nfsstat4::NFS4ERR_FBIG,
+            libc::ENOSPC => Nfsstat4::NFS4ERR_NOSPC,
+            libc::EROFS => Nfsstat4::NFS4ERR_ROFS,
+            libc::EMLINK => Nfsstat4::NFS4ERR_MLINK,
+            libc::ENAMETOOLONG => Nfsstat4::NFS4ERR_NAMETOOLONG,
+            libc::ENOTEMPTY => Nfsstat4::NFS4ERR_NOTEMPTY,
+            libc::EDQUOT => Nfsstat4::NFS4ERR_DQUOT,
+            libc::ESTALE => Nfsstat4::NFS4ERR_STALE,
+            libc::EOPNOTSUPP => Nfsstat4::NFS4ERR_NOTSUPP,
+            libc::EAGAIN | libc::ETXTBSY => Nfsstat4::NFS4ERR_DELAY,
+            _ => Nfsstat4::NFS4ERR_IO,
         },
     }
 }
@@ -136,7 +137,9 @@ impl Ctx<'_> {
 
     /// The current file handle, or NOFILEHANDLE.
     pub fn cur(&self) -> Result<&Fh, OpFail> {
-        self.cur.as_ref().ok_or(OpFail::from(st::NOFILEHANDLE))
+        self.cur
+            .as_ref()
+            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_NOFILEHANDLE))
     }
 }
 
@@ -246,15 +249,15 @@ impl Nfs4 {
     pub fn real(&self, ctx: &Ctx<'_>) -> Result<(Caller, Node), OpFail> {
         match ctx.cur()? {
             Fh::Real(fh) => Ok(self.vfs.authorize(fh, &ctx.client)?),
-            Fh::Pseudo(_) => Err(OpFail::from(st::ISDIR)),
+            Fh::Pseudo(_) => Err(OpFail::from(Nfsstat4::NFS4ERR_ISDIR)),
         }
     }
 
     /// Resolves a handle given by PUTFH.
-    pub fn parse_fh(&self, fh: &[u8]) -> Result<Fh, u32> {
+    pub fn parse_fh(&self, fh: &[u8]) -> Result<Fh, Nfsstat4> {
         match self.pseudo.parse(fh) {
             Some(Ok(i)) => Ok(Fh::Pseudo(i)),
-            Some(Err(())) => Err(st::BADHANDLE),
+            Some(Err(())) => Err(Nfsstat4::NFS4ERR_BADHANDLE),
             None => Ok(Fh::Real(Bytes::copy_from_slice(fh))),
         }
     }
@@ -269,7 +272,7 @@ impl Nfs4 {
         let minor = d.u32().map_err(|_| ProcError::GarbageArgs)?;
         let nops = d.u32().map_err(|_| ProcError::GarbageArgs)? as usize;
         if minor > MAX_MINOR {
-            out.u32(st::MINOR_VERS_MISMATCH);
+            out.encode(&Nfsstat4::NFS4ERR_MINOR_VERS_MISMATCH);
             out.opaque(&tag);
             out.u32(0);
             return Ok(());
@@ -301,37 +304,37 @@ impl Nfs4 {
             slot_undo: None,
         };
         let mut body = Encoder::with_capacity(512);
-        let mut status = st::OK;
+        let mut status = Nfsstat4::NFS4_OK;
         let mut count = 0u32;
         if nops > MAX_OPS {
             // Answer the first operation's slot with the error, as the RFCs describe.
             status = if minor == 0 {
-                st::RESOURCE
+                Nfsstat4::NFS4ERR_RESOURCE
             } else {
-                st::TOO_MANY_OPS
+                Nfsstat4::NFS4ERR_TOO_MANY_OPS
             };
             if let Ok(opnum) = d.u32() {
                 body.u32(opnum);
-                body.u32(status);
+                body.encode(&status);
                 count = 1;
             }
         }
         for i in 0..nops.min(MAX_OPS) {
-            if status != st::OK {
+            if status != Nfsstat4::NFS4_OK {
                 break;
             }
-            let opnum = match d.u32() {
+            let opnum = match NfsOpnum4::decode(&mut d) {
                 Ok(n) => n,
                 Err(_) => {
-                    body.u32(op::ILLEGAL);
-                    body.u32(st::BADXDR);
+                    body.encode(&NfsOpnum4::OP_ILLEGAL);
+                    body.encode(&Nfsstat4::NFS4ERR_BADXDR);
                     count += 1;
-                    status = st::BADXDR;
+                    status = Nfsstat4::NFS4ERR_BADXDR;
                     break;
                 }
             };
             let def = optable::def(opnum);
-            let res = if minor >= 1 && i == 0 && opnum == op::SEQUENCE {
+            let res = if minor >= 1 && i == 0 && opnum == NfsOpnum4::OP_SEQUENCE {
                 match self.sequence(&mut ctx, &mut d, nops) {
                     Ok(SeqOutcome::Replay(cached)) => {
                         out.append(cached);
@@ -342,17 +345,17 @@ impl Nfs4 {
                 }
             } else if minor >= 1 && i == 0 && !def.is_some_and(OpDef::sessionless) {
                 Err(OpFail::from(if def.is_some() {
-                    st::OP_NOT_IN_SESSION
+                    Nfsstat4::NFS4ERR_OP_NOT_IN_SESSION
                 } else {
-                    st::OP_ILLEGAL
+                    Nfsstat4::NFS4ERR_OP_ILLEGAL
                 }))
-            } else if minor >= 1 && i == 0 && opnum == op::DESTROY_CLIENTID && nops > 1 {
-                Err(OpFail::from(st::NOT_ONLY_OP))
+            } else if minor >= 1 && i == 0 && opnum == NfsOpnum4::OP_DESTROY_CLIENTID && nops > 1 {
+                Err(OpFail::from(Nfsstat4::NFS4ERR_NOT_ONLY_OP))
             } else if minor >= 1 && i > 0 && ctx.session.is_none() {
                 // EXCHANGE_ID, CREATE_SESSION, ... outside a session must be alone.
-                Err(OpFail::from(st::NOT_ONLY_OP))
-            } else if minor >= 1 && opnum == op::SEQUENCE {
-                Err(OpFail::from(st::SEQUENCE_POS))
+                Err(OpFail::from(Nfsstat4::NFS4ERR_NOT_ONLY_OP))
+            } else if minor >= 1 && opnum == NfsOpnum4::OP_SEQUENCE {
+                Err(OpFail::from(Nfsstat4::NFS4ERR_SEQUENCE_POS))
             } else {
                 self.op(
                     &mut ctx,
@@ -364,14 +367,18 @@ impl Nfs4 {
                     },
                 )
             };
-            let opnum = if def.is_some() { opnum } else { op::ILLEGAL };
+            let opnum = if def.is_some() {
+                opnum
+            } else {
+                NfsOpnum4::OP_ILLEGAL
+            };
             let res = match (res, ctx.reply_limits, ctx.session) {
                 (Ok(e), Some((max, max_cached)), Some((_, _, cachethis))) => {
                     let total = body.len() + e.len() + 64;
                     if total > max {
-                        Err(OpFail::from(st::REP_TOO_BIG))
+                        Err(OpFail::from(Nfsstat4::NFS4ERR_REP_TOO_BIG))
                     } else if cachethis && total > max_cached {
-                        Err(OpFail::from(st::REP_TOO_BIG_TO_CACHE))
+                        Err(OpFail::from(Nfsstat4::NFS4ERR_REP_TOO_BIG_TO_CACHE))
                     } else {
                         Ok(e)
                     }
@@ -383,16 +390,16 @@ impl Nfs4 {
             if def.is_some_and(OpDef::clears_stateid) {
                 ctx.cur_sid = None;
             }
-            body.u32(opnum);
+            body.encode(&opnum);
             count += 1;
             match res {
                 Ok(e) => {
-                    body.u32(st::OK);
+                    body.encode(&Nfsstat4::NFS4_OK);
                     body.append(e.finish());
                 }
                 Err(f) => {
                     status = f.status;
-                    body.u32(f.status);
+                    body.encode(&f.status);
                     if let Some(b) = f.body {
                         body.append(b.finish());
                     }
@@ -400,7 +407,7 @@ impl Nfs4 {
             }
         }
         let mut head = Encoder::with_capacity(64);
-        head.u32(status);
+        head.encode(&status);
         head.opaque(&tag);
         head.u32(count);
         head.append(body.finish());
@@ -429,7 +436,7 @@ impl Nfs4 {
     /// Runs one operation (after SEQUENCE and the session checks) as the table says.
     fn op(&self, ctx: &mut Ctx<'_>, def: Option<&OpDef>, d: &mut Decoder, pos: Pos) -> OpResult {
         let Some(def) = def else {
-            return Err(st::OP_ILLEGAL.into());
+            return Err(Nfsstat4::NFS4ERR_OP_ILLEGAL.into());
         };
         if vfs::nowait::active() && !def.may_try(d) {
             return Err(vfs::nowait::give_up().into());
@@ -455,7 +462,7 @@ pub fn callback_sec(d: &mut Decoder) -> Result<Option<Credential>, OpFail> {
             d.opaque(1024)?;
             None
         }
-        _ => return Err(st::INVAL.into()),
+        _ => return Err(Nfsstat4::NFS4ERR_INVAL.into()),
     })
 }
 

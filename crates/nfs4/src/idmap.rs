@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use crate::proto::st;
+use nfs4wire::Nfsstat4;
 
 /// Lookups kept per direction before the cache is emptied (names change rarely, but they do).
 const CACHE_MAX: usize = 4096;
@@ -43,12 +43,12 @@ impl IdMap {
     }
 
     /// The uid an owner string names.
-    pub fn parse_owner(&self, s: &[u8]) -> Result<u32, u32> {
+    pub fn parse_owner(&self, s: &[u8]) -> Result<u32, Nfsstat4> {
         self.parse(s, vfs::nss::user_id)
     }
 
     /// The gid an owner_group string names.
-    pub fn parse_group(&self, s: &[u8]) -> Result<u32, u32> {
+    pub fn parse_group(&self, s: &[u8]) -> Result<u32, Nfsstat4> {
         self.parse(s, vfs::nss::group_id)
     }
 
@@ -79,11 +79,11 @@ impl IdMap {
         s
     }
 
-    fn parse(&self, s: &[u8], lookup: fn(&str) -> Option<u32>) -> Result<u32, u32> {
+    fn parse(&self, s: &[u8], lookup: fn(&str) -> Option<u32>) -> Result<u32, Nfsstat4> {
         if s.is_empty() {
-            return Err(st::INVAL);
+            return Err(Nfsstat4::NFS4ERR_INVAL);
         }
-        let s = std::str::from_utf8(s).map_err(|_| st::BADOWNER)?;
+        let s = std::str::from_utf8(s).map_err(|_| Nfsstat4::NFS4ERR_BADOWNER)?;
         let (who, dom) = match s.split_once('@') {
             Some((w, d)) => (w, Some(d)),
             None => (s, None),
@@ -92,12 +92,12 @@ impl IdMap {
             return Ok(id);
         }
         let (Some(domain), Some(dom)) = (&self.domain, dom) else {
-            return Err(st::BADOWNER);
+            return Err(Nfsstat4::NFS4ERR_BADOWNER);
         };
         if !dom.eq_ignore_ascii_case(domain) {
-            return Err(st::BADOWNER);
+            return Err(Nfsstat4::NFS4ERR_BADOWNER);
         }
-        lookup(who).ok_or(st::BADOWNER)
+        lookup(who).ok_or(Nfsstat4::NFS4ERR_BADOWNER)
     }
 }
 
@@ -112,9 +112,12 @@ mod tests {
         assert_eq!(m.group(1000), "1000");
         assert_eq!(m.parse_owner(b"1000"), Ok(1000));
         assert_eq!(m.parse_owner(b"1000@any.domain"), Ok(1000));
-        assert_eq!(m.parse_owner(b"root@example.org"), Err(st::BADOWNER));
-        assert_eq!(m.parse_owner(b""), Err(st::INVAL));
-        assert_eq!(m.parse_group(b"\xff"), Err(st::BADOWNER));
+        assert_eq!(
+            m.parse_owner(b"root@example.org"),
+            Err(Nfsstat4::NFS4ERR_BADOWNER)
+        );
+        assert_eq!(m.parse_owner(b""), Err(Nfsstat4::NFS4ERR_INVAL));
+        assert_eq!(m.parse_group(b"\xff"), Err(Nfsstat4::NFS4ERR_BADOWNER));
     }
 
     #[test]
@@ -146,11 +149,14 @@ mod tests {
         assert_eq!(m.parse_owner(b"root@EXAMPLE.ORG"), Ok(0));
         assert_eq!(m.parse_group(b"root@example.org"), Ok(0));
         assert_eq!(m.parse_owner(b"42"), Ok(42));
-        assert_eq!(m.parse_owner(b"root@other.org"), Err(st::BADOWNER));
-        assert_eq!(m.parse_owner(b"root"), Err(st::BADOWNER));
+        assert_eq!(
+            m.parse_owner(b"root@other.org"),
+            Err(Nfsstat4::NFS4ERR_BADOWNER)
+        );
+        assert_eq!(m.parse_owner(b"root"), Err(Nfsstat4::NFS4ERR_BADOWNER));
         assert_eq!(
             m.parse_owner(b"no-such-user-xyz@example.org"),
-            Err(st::BADOWNER)
+            Err(Nfsstat4::NFS4ERR_BADOWNER)
         );
     }
 }

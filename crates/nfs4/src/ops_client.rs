@@ -10,8 +10,9 @@ use xdr::{Decoder, Encoder};
 
 use crate::compound::{callback_sec, Ctx, Nfs4, OpFail, OpResult, SeqOutcome};
 use crate::ops_file::get_stateid;
-use crate::proto::{st, NFS4_OPAQUE_LIMIT};
+use crate::proto::NFS4_OPAQUE_LIMIT;
 use crate::state::{ClientRec, Session, Slot, StateObj};
+use nfs4wire::Nfsstat4;
 
 /// Slots per session.
 const MAX_SLOTS: u32 = 64;
@@ -138,7 +139,7 @@ impl Nfs4 {
                 e.opaque(b"tcp");
                 e.opaque(b"0.0.0.0.0.0");
                 return Err(OpFail {
-                    status: st::CLID_INUSE,
+                    status: Nfsstat4::NFS4ERR_CLID_INUSE,
                     body: Some(e),
                 });
             }
@@ -151,7 +152,7 @@ impl Nfs4 {
                 let r = s
                     .clients
                     .get_mut(&c.id)
-                    .ok_or(OpFail::from(st::SERVERFAULT))?;
+                    .ok_or(OpFail::from(Nfsstat4::NFS4ERR_SERVERFAULT))?;
                 r.confirm[0] = r.confirm[0].wrapping_add(1);
                 (c.id, r.confirm)
             }
@@ -171,13 +172,13 @@ impl Nfs4 {
         let confirm = verifier(d)?;
         let mut s = self.state.lock();
         if s.is_stale_client(id) {
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
         let Some(c) = s.clients.get(&id).cloned() else {
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         };
         if c.confirm != confirm {
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
         // A rebooted client's old record goes, with its state.
         let old: Vec<u64> = s
@@ -206,10 +207,10 @@ impl Nfs4 {
             1 => {
                 let _ = crate::attr::Bitmap::decode(d)?;
                 let _ = crate::attr::Bitmap::decode(d)?;
-                return Err(st::NOTSUPP.into());
+                return Err(Nfsstat4::NFS4ERR_NOTSUPP.into());
             }
-            2 => return Err(st::NOTSUPP.into()),
-            _ => return Err(st::BADXDR.into()),
+            2 => return Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
+            _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
         }
         let nimpl = d.array_len(1, 12)?;
         for _ in 0..nimpl {
@@ -226,7 +227,7 @@ impl Nfs4 {
             | EXCHGID4_FLAG_USE_PNFS_DS
             | EXCHGID4_FLAG_UPD_CONFIRMED_REC_A;
         if flags & !valid != 0 {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         let who = principal(ctx);
         let mut s = self.state.lock();
@@ -237,9 +238,9 @@ impl Nfs4 {
             .cloned();
         let id = if flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A != 0 {
             match confirmed {
-                None => return Err(st::NOENT.into()),
-                Some(c) if c.verifier != verf => return Err(st::NOT_SAME.into()),
-                Some(c) if c.principal != who => return Err(st::PERM.into()),
+                None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
+                Some(c) if c.verifier != verf => return Err(Nfsstat4::NFS4ERR_NOT_SAME.into()),
+                Some(c) if c.principal != who => return Err(Nfsstat4::NFS4ERR_PERM.into()),
                 Some(c) => c.id,
             }
         } else {
@@ -250,7 +251,7 @@ impl Nfs4 {
                     // still holds state under a live lease.
                     let has_state = s.states.client_has_state(c.id);
                     if has_state && !s.expired_clients().contains(&c.id) {
-                        return Err(st::CLID_INUSE.into());
+                        return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
                     }
                     s.expire(c.id);
                     self.new_client(&mut s, owner, verf, who, ctx.minor)
@@ -258,7 +259,7 @@ impl Nfs4 {
                 Some(c) if c.verifier == verf && !s.expired_clients().contains(&c.id) => {
                     let has_state = s.states.client_has_state(c.id);
                     if has_state {
-                        return Err(st::CLID_INUSE.into());
+                        return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
                     }
                     s.expire(c.id);
                     self.new_client(&mut s, owner, verf, who, ctx.minor)
@@ -269,7 +270,10 @@ impl Nfs4 {
                 }
             }
         };
-        let c = s.clients.get(&id).ok_or(OpFail::from(st::SERVERFAULT))?;
+        let c = s
+            .clients
+            .get(&id)
+            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_SERVERFAULT))?;
         let mut e = Encoder::new();
         e.u64(id);
         e.u32(c.cs_seq);
@@ -307,10 +311,10 @@ impl Nfs4 {
         }
         let mut s = self.state.lock();
         if s.is_stale_client(id) {
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
         let Some(c) = s.clients.get(&id).cloned() else {
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         };
         if seq == c.cs_seq.wrapping_sub(1) {
             if let Some(r) = c.cs_reply {
@@ -324,20 +328,20 @@ impl Nfs4 {
         if !c.confirmed && c.renewed.elapsed() > s.lease {
             // An unconfirmed record not confirmed within a lease is gone.
             s.expire(id);
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
         if seq != c.cs_seq {
-            return Err(st::SEQ_MISORDERED.into());
+            return Err(Nfsstat4::NFS4ERR_SEQ_MISORDERED.into());
         }
         if flags & !7 != 0 {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         // Too small to carry even a SEQUENCE and one operation.
         if fore.maxreq < 256 || fore.maxresp < 256 || back.maxreq < 256 || back.maxresp < 128 {
-            return Err(st::TOOSMALL.into());
+            return Err(Nfsstat4::NFS4ERR_TOOSMALL.into());
         }
         if !c.confirmed && c.principal != principal(ctx) {
-            return Err(st::CLID_INUSE.into());
+            return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
         }
         let nego = ChannelAttrs {
             maxreq: fore.maxreq.min(MAX_MSG),
@@ -423,26 +427,26 @@ impl Nfs4 {
         let cachethis = d.bool()?;
         let mut s = self.state.lock();
         let Some(sess) = s.sessions.get_mut(&sid) else {
-            return Err(st::BADSESSION.into());
+            return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
         };
         if nops > sess.max_ops as usize {
-            return Err(st::TOO_MANY_OPS.into());
+            return Err(Nfsstat4::NFS4ERR_TOO_MANY_OPS.into());
         }
         let nslots = sess.slots.len();
         let Some(slot) = sess.slots.get_mut(slotid) else {
-            return Err(st::BADSLOT.into());
+            return Err(Nfsstat4::NFS4ERR_BADSLOT.into());
         };
         if seqid == slot.seqid {
             if slot.busy {
-                return Err(st::DELAY.into());
+                return Err(Nfsstat4::NFS4ERR_DELAY.into());
             }
             return match &slot.reply {
                 Some(r) => Ok(SeqOutcome::Replay(r.clone())),
-                None => Err(st::RETRY_UNCACHED_REP.into()),
+                None => Err(Nfsstat4::NFS4ERR_RETRY_UNCACHED_REP.into()),
             };
         }
         if seqid != slot.seqid.wrapping_add(1) {
-            return Err(st::SEQ_MISORDERED.into());
+            return Err(Nfsstat4::NFS4ERR_SEQ_MISORDERED.into());
         }
         if vfs::nowait::active() {
             ctx.slot_undo = Some((slot.seqid, slot.reply.clone()));
@@ -460,7 +464,7 @@ impl Nfs4 {
         ctx.session = Some((sid, slotid, cachethis));
         ctx.reply_limits = Some(limits);
         if too_big {
-            return Err(st::REQ_TOO_BIG.into());
+            return Err(Nfsstat4::NFS4ERR_REQ_TOO_BIG.into());
         }
         ctx.clientid = Some(client);
         let mut e = Encoder::new();
@@ -488,10 +492,10 @@ impl Nfs4 {
         let sid = session_id(d)?;
         let mut s = self.state.lock();
         if !s.sessions.contains_key(&sid) {
-            return Err(st::BADSESSION.into());
+            return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
         }
         if ctx.session.is_some_and(|(cur, _, _)| cur == sid) && idx + 1 != nops {
-            return Err(st::CONN_NOT_BOUND_TO_SESSION.into());
+            return Err(Nfsstat4::NFS4ERR_CONN_NOT_BOUND_TO_SESSION.into());
         }
         s.sessions.remove(&sid);
         if ctx.session.is_some_and(|(cur, _, _)| cur == sid) {
@@ -506,7 +510,7 @@ impl Nfs4 {
         let _rdma = d.bool()?;
         let mut s = self.state.lock();
         let Some(sess) = s.sessions.get_mut(&sid) else {
-            return Err(st::BADSESSION.into());
+            return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
         };
         if dir & 2 != 0 && sess.back_channel {
             sess.back = ctx.rpc.back.clone();
@@ -521,7 +525,7 @@ impl Nfs4 {
                     1
                 }
             }
-            _ => return Err(st::INVAL.into()),
+            _ => return Err(Nfsstat4::NFS4ERR_INVAL.into()),
         };
         let mut e = Encoder::new();
         e.opaque_fixed(&sid);
@@ -534,10 +538,10 @@ impl Nfs4 {
         let id = d.u64()?;
         let mut s = self.state.lock();
         if s.is_stale_client(id) || !s.clients.contains_key(&id) {
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
         if s.sessions.values().any(|x| x.client == id) {
-            return Err(st::CLIENTID_BUSY.into());
+            return Err(Nfsstat4::NFS4ERR_CLIENTID_BUSY.into());
         }
         let _ = ctx;
         s.expire(id);
@@ -546,7 +550,9 @@ impl Nfs4 {
 
     pub(crate) fn reclaim_complete(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let one_fs = d.bool()?;
-        let id = ctx.clientid.ok_or(OpFail::from(st::OP_NOT_IN_SESSION))?;
+        let id = ctx
+            .clientid
+            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_OP_NOT_IN_SESSION))?;
         if one_fs {
             ctx.cur()?;
             return Ok(Encoder::new());
@@ -555,9 +561,9 @@ impl Nfs4 {
         let c = s
             .clients
             .get_mut(&id)
-            .ok_or(OpFail::from(st::STALE_CLIENTID))?;
+            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_STALE_CLIENTID))?;
         if c.reclaim_complete {
-            return Err(st::COMPLETE_ALREADY.into());
+            return Err(Nfsstat4::NFS4ERR_COMPLETE_ALREADY.into());
         }
         c.reclaim_complete = true;
         s.reclaim_complete(id);
@@ -575,10 +581,10 @@ impl Nfs4 {
         }
         let obj = s.check(&sid, 1)?.clone();
         match obj {
-            StateObj::Open(_) | StateObj::Deleg(_) => Err(st::LOCKS_HELD.into()),
+            StateObj::Open(_) | StateObj::Deleg(_) => Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into()),
             StateObj::Lock(l) => {
                 if s.owner_has_locks(l.file, l.client, &l.owner) {
-                    return Err(st::LOCKS_HELD.into());
+                    return Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into());
                 }
                 s.states.remove(&sid.other);
                 Ok(Encoder::new())
@@ -597,15 +603,15 @@ impl Nfs4 {
         e.u32(n as u32);
         for sid in sids {
             let status = if sid.is_special() {
-                st::BAD_STATEID
+                Nfsstat4::NFS4ERR_BAD_STATEID
             } else {
                 match s.check(&sid, 1) {
-                    Ok(o) if Some(o.client()) == ctx.clientid => st::OK,
-                    Ok(_) => st::BAD_STATEID,
+                    Ok(o) if Some(o.client()) == ctx.clientid => Nfsstat4::NFS4_OK,
+                    Ok(_) => Nfsstat4::NFS4ERR_BAD_STATEID,
                     Err(e) => e,
                 }
             };
-            e.u32(status);
+            e.encode(&status);
         }
         Ok(e)
     }

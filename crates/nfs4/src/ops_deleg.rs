@@ -24,8 +24,8 @@ use xdr::{Decoder, Encoder};
 use crate::attr::Bitmap;
 use crate::compound::{callback_sec, Ctx, Nfs4, OpResult};
 use crate::ops_file::{file_key, put_stateid};
-use crate::proto::{fattr as fa, share, st};
 use crate::state::{Deleg, FileKey, State, StateObj, Stateid};
+use nfs4wire::Nfsstat4;
 
 /// CB_COMPOUND operation numbers.
 const OP_CB_GETATTR: u32 = 3;
@@ -61,19 +61,32 @@ impl Nfs4 {
         if minor == 0 {
             return None;
         }
-        let read_only = access == share::ACCESS_READ;
+        let read_only = access == nfs4wire::OPEN4_SHARE_ACCESS_READ;
         let write = match want {
-            0 | share::WANT_READ_DELEG | share::WANT_ANY_DELEG if read_only => false,
-            share::WANT_WRITE_DELEG | share::WANT_ANY_DELEG if !read_only => true,
+            0
+            | nfs4wire::OPEN4_SHARE_ACCESS_WANT_READ_DELEG
+            | nfs4wire::OPEN4_SHARE_ACCESS_WANT_ANY_DELEG
+                if read_only =>
+            {
+                false
+            }
+            nfs4wire::OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG
+            | nfs4wire::OPEN4_SHARE_ACCESS_WANT_ANY_DELEG
+                if !read_only =>
+            {
+                true
+            }
             // unasked, only where the holder may also read (to fill partial pages it caches)
-            0 if access == share::ACCESS_BOTH && self.unasked_write_delegations => true,
+            0 if access == nfs4wire::OPEN4_SHARE_ACCESS_BOTH && self.unasked_write_delegations => {
+                true
+            }
             _ => return None,
         };
         s.back_session(client)?;
         // A read delegation lets other clients read; a write delegation, nothing.
         let conflict = s.states.on_file(file).any(|(_, o)| match o {
             StateObj::Open(o) => {
-                o.client != client && (write || o.access & share::ACCESS_WRITE != 0)
+                o.client != client && (write || o.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE != 0)
             }
             StateObj::Deleg(d) => !d.revoked,
             StateObj::Lock(_) => false,
@@ -102,7 +115,7 @@ impl Nfs4 {
         let write = held == 2;
         let conflict = s.states.on_file(file).any(|(_, o)| match o {
             StateObj::Open(o) => {
-                o.client != client && (write || o.access & share::ACCESS_WRITE != 0)
+                o.client != client && (write || o.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE != 0)
             }
             StateObj::Deleg(d) => d.client != client && !d.revoked,
             StateObj::Lock(_) => false,
@@ -142,7 +155,7 @@ impl Nfs4 {
         file: FileKey,
         client: u64,
         reading: bool,
-    ) -> Result<(), u32> {
+    ) -> Result<(), Nfsstat4> {
         let conflicting = |s: &State| -> Vec<([u8; 12], Deleg)> {
             s.states
                 .on_file(file)
@@ -161,7 +174,7 @@ impl Nfs4 {
         }
         if vfs::nowait::active() {
             vfs::nowait::give_up();
-            return Err(st::DELAY);
+            return Err(Nfsstat4::NFS4ERR_DELAY);
         }
         // a holder whose lease ran out loses its state to the conflicting access
         s.release_courtesy(file);
@@ -188,7 +201,7 @@ impl Nfs4 {
             }
         }
         if wait {
-            Err(st::DELAY)
+            Err(Nfsstat4::NFS4ERR_DELAY)
         } else {
             Ok(())
         }
@@ -307,7 +320,7 @@ impl Nfs4 {
         let waiter = self.callback(&mut self.state.lock(), d.client, 1, |e| {
             e.u32(OP_CB_GETATTR);
             e.opaque(&d.fh);
-            Bitmap::of(&[fa::CHANGE, fa::SIZE]).encode(e);
+            Bitmap::of(&[nfs4wire::FATTR4_CHANGE, nfs4wire::FATTR4_SIZE]).encode(e);
         })?;
         let reply = waiter.wait(CB_GETATTR_WAIT)?;
         let got = decode_cb_getattr(reply);
@@ -326,7 +339,7 @@ impl Nfs4 {
         key: FileKey,
         file: &vfs::Attr,
         client: u64,
-    ) -> Result<Option<(u64, vfs::Time)>, u32> {
+    ) -> Result<Option<(u64, vfs::Time)>, Nfsstat4> {
         let mut s = self.state.lock();
         // a holder whose lease ran out is not asked: its state goes
         s.release_courtesy(key);
@@ -371,8 +384,8 @@ impl Nfs4 {
         let mut s = self.state.lock();
         match s.check(&sid, ctx.minor)? {
             StateObj::Deleg(x) if x.file == file_key(&n) => {}
-            StateObj::Deleg(_) => return Err(st::BAD_STATEID.into()),
-            _ => return Err(st::BAD_STATEID.into()),
+            StateObj::Deleg(_) => return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into()),
+            _ => return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into()),
         }
         s.states.remove(&sid.other);
         Ok(Encoder::new())
@@ -389,7 +402,7 @@ impl Nfs4 {
             }
         }
         let Some((sid, _, _)) = ctx.session else {
-            return Err(st::OP_NOT_IN_SESSION.into());
+            return Err(Nfsstat4::NFS4ERR_OP_NOT_IN_SESSION.into());
         };
         let mut s = self.state.lock();
         if let Some(sess) = s.sessions.get_mut(&sid) {
@@ -517,22 +530,31 @@ fn decode_cb_getattr(reply: Bytes) -> Option<(u64, u64)> {
         && d.opaque(msg::MAX_AUTH_BYTES).is_ok()
         && d.u32().ok()? == 0; // SUCCESS
     let compound_ok = accepted
-        && d.u32().ok()? == st::OK
+        && d.u32().ok()? == Nfsstat4::NFS4_OK.0
         && d.opaque(crate::proto::NFS4_OPAQUE_LIMIT).is_ok()
         && d.u32().ok()? == 2;
     let sequence_ok = compound_ok
         && d.u32().ok()? == OP_CB_SEQUENCE
-        && d.u32().ok()? == st::OK
+        && d.u32().ok()? == Nfsstat4::NFS4_OK.0
         && d.opaque_fixed(16 + 4 * 4).is_ok(); // session, sequence, slot, highest, target
-    let getattr_ok = sequence_ok && d.u32().ok()? == OP_CB_GETATTR && d.u32().ok()? == st::OK;
+    let getattr_ok =
+        sequence_ok && d.u32().ok()? == OP_CB_GETATTR && d.u32().ok()? == Nfsstat4::NFS4_OK.0;
     if !getattr_ok {
         return None;
     }
     let got = Bitmap::decode(&mut d).ok()?;
     let mut v = Decoder::new(d.opaque(crate::attr::MAX_ATTR_VALS).ok()?);
     // values in attribute order: change (3) before size (4)
-    let change = got.has(fa::CHANGE).then(|| v.u64()).transpose().ok()??;
-    let size = got.has(fa::SIZE).then(|| v.u64()).transpose().ok()??;
+    let change = got
+        .has(nfs4wire::FATTR4_CHANGE)
+        .then(|| v.u64())
+        .transpose()
+        .ok()??;
+    let size = got
+        .has(nfs4wire::FATTR4_SIZE)
+        .then(|| v.u64())
+        .transpose()
+        .ok()??;
     Some((change, size))
 }
 
@@ -540,7 +562,7 @@ fn decode_cb_getattr(reply: Bytes) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
 
-    fn reply(status: u32, getattr_status: u32, attrs: &[u32], vals: &[u64]) -> Bytes {
+    fn reply(status: Nfsstat4, getattr_status: Nfsstat4, attrs: &[u32], vals: &[u64]) -> Bytes {
         let mut e = Encoder::new();
         e.u32(7); // xid
         e.u32(1);
@@ -548,14 +570,14 @@ mod tests {
         e.u32(0);
         e.opaque(b"");
         e.u32(0);
-        e.u32(status);
+        e.encode(&status);
         e.opaque(b"");
         e.u32(2);
         e.u32(OP_CB_SEQUENCE);
-        e.u32(st::OK);
+        e.encode(&Nfsstat4::NFS4_OK);
         e.opaque_fixed(&[0; 32]);
         e.u32(OP_CB_GETATTR);
-        e.u32(getattr_status);
+        e.encode(&getattr_status);
         Bitmap::of(attrs).encode(&mut e);
         let mut v = Encoder::new();
         for x in vals {
@@ -567,25 +589,43 @@ mod tests {
 
     #[test]
     fn a_cb_getattr_reply_gives_change_and_size_or_nothing() {
-        let both = [fa::CHANGE, fa::SIZE];
+        let both = [nfs4wire::FATTR4_CHANGE, nfs4wire::FATTR4_SIZE];
         assert_eq!(
-            decode_cb_getattr(reply(st::OK, st::OK, &both, &[9, 5])),
+            decode_cb_getattr(reply(Nfsstat4::NFS4_OK, Nfsstat4::NFS4_OK, &both, &[9, 5])),
             Some((9, 5))
         );
         assert_eq!(
-            decode_cb_getattr(reply(st::OK, st::BADHANDLE, &both, &[9, 5])),
+            decode_cb_getattr(reply(
+                Nfsstat4::NFS4_OK,
+                Nfsstat4::NFS4ERR_BADHANDLE,
+                &both,
+                &[9, 5]
+            )),
             None
         );
         assert_eq!(
-            decode_cb_getattr(reply(st::DELAY, st::OK, &both, &[9, 5])),
+            decode_cb_getattr(reply(
+                Nfsstat4::NFS4ERR_DELAY,
+                Nfsstat4::NFS4_OK,
+                &both,
+                &[9, 5]
+            )),
             None
         );
         assert_eq!(
-            decode_cb_getattr(reply(st::OK, st::OK, &[fa::SIZE], &[5])),
+            decode_cb_getattr(reply(
+                Nfsstat4::NFS4_OK,
+                Nfsstat4::NFS4_OK,
+                &[nfs4wire::FATTR4_SIZE],
+                &[5]
+            )),
             None
         );
-        assert_eq!(decode_cb_getattr(reply(st::OK, st::OK, &both, &[9])), None);
-        let whole = reply(st::OK, st::OK, &both, &[9, 5]);
+        assert_eq!(
+            decode_cb_getattr(reply(Nfsstat4::NFS4_OK, Nfsstat4::NFS4_OK, &both, &[9])),
+            None
+        );
+        let whole = reply(Nfsstat4::NFS4_OK, Nfsstat4::NFS4_OK, &both, &[9, 5]);
         for cut in 0..whole.len() {
             assert_eq!(decode_cb_getattr(whole.slice(..cut)), None, "cut at {cut}");
         }
@@ -601,7 +641,7 @@ mod tests {
             to: u32,
         ) {
             let _ = decode_cb_getattr(Bytes::from(junk));
-            let mut v = reply(st::OK, st::OK, &[fa::CHANGE, fa::SIZE], &[9, 5]).to_vec();
+            let mut v = reply(Nfsstat4::NFS4_OK, Nfsstat4::NFS4_OK, &[nfs4wire::FATTR4_CHANGE, nfs4wire::FATTR4_SIZE], &[9, 5]).to_vec();
             let i = (at * 4).min(v.len() - 4);
             v[i..i + 4].copy_from_slice(&to.to_be_bytes());
             let _ = decode_cb_getattr(Bytes::from(v));

@@ -6,7 +6,7 @@ use xdr::{Decoder, Encoder};
 use crate::attr;
 use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
 use crate::ops_fh::component;
-use crate::proto::{ftype, st};
+use nfs4wire::{NfsFtype4, Nfsstat4};
 
 /// Encodes change_info4 from directory attributes before and after.
 pub fn change_info(e: &mut Encoder, before: &vfs::Attr, after: Option<&vfs::Attr>) {
@@ -19,40 +19,40 @@ impl Nfs4 {
     /// The current handle as a real directory (pseudo directories are read-only).
     pub(crate) fn cur_dir(&self, ctx: &Ctx<'_>) -> Result<(vfs::Caller, Node), OpFail> {
         let (c, n) = match ctx.cur()? {
-            Fh::Pseudo(_) => return Err(st::ROFS.into()),
+            Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ROFS.into()),
             Fh::Real(_) => self.real(ctx)?,
         };
         match n.attr.ftype {
             FileType::Directory => Ok((c, n)),
-            _ => Err(st::NOTDIR.into()),
+            _ => Err(Nfsstat4::NFS4ERR_NOTDIR.into()),
         }
     }
 
     pub(crate) fn create(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let t = d.u32()?;
+        // an unknown type is BADTYPE (RFC 8881 section 18.4.3), not a decoding failure
+        let t = NfsFtype4::from_i32(d.i32()?);
         let kind = match t {
-            ftype::LNK => Kind::Link(d.opaque(4096)?),
-            ftype::BLK | ftype::CHR => {
+            Some(NfsFtype4::Nf4lnk) => Kind::Link(d.opaque(4096)?),
+            Some(t @ (NfsFtype4::Nf4blk | NfsFtype4::Nf4chr)) => {
                 let ma = d.u32()?;
                 let mi = d.u32()?;
-                Kind::Special(if t == ftype::BLK {
+                Kind::Special(if t == NfsFtype4::Nf4blk {
                     SpecialFile::Block(ma, mi)
                 } else {
                     SpecialFile::Char(ma, mi)
                 })
             }
-            ftype::SOCK => Kind::Special(SpecialFile::Socket),
-            ftype::FIFO => Kind::Special(SpecialFile::Fifo),
-            ftype::DIR => Kind::Dir,
-            ftype::REG => return Err(st::BADTYPE.into()),
-            _ => return Err(st::BADTYPE.into()),
+            Some(NfsFtype4::Nf4sock) => Kind::Special(SpecialFile::Socket),
+            Some(NfsFtype4::Nf4fifo) => Kind::Special(SpecialFile::Fifo),
+            Some(NfsFtype4::Nf4dir) => Kind::Dir,
+            _ => return Err(Nfsstat4::NFS4ERR_BADTYPE.into()),
         };
         let name = component(d)?;
         let (s, bm) = attr::decode_sattr(d, ctx.minor, &self.idmap)?;
         let (c, dir) = self.cur_dir(ctx)?;
         if let Kind::Link(target) = &kind {
             if target.is_empty() {
-                return Err(st::INVAL.into());
+                return Err(Nfsstat4::NFS4ERR_INVAL.into());
             }
         }
         let s = SetAttrs { size: None, ..s };
@@ -86,15 +86,18 @@ impl Nfs4 {
     pub(crate) fn rename(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let old = d.opaque(crate::ops_fh::MAX_COMPONENT)?;
         let new = d.opaque(crate::ops_fh::MAX_COMPONENT)?;
-        let saved = ctx.saved.clone().ok_or(OpFail::from(st::NOFILEHANDLE))?;
+        let saved = ctx
+            .saved
+            .clone()
+            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_NOFILEHANDLE))?;
         ctx.cur()?;
         let (c, to) = self.cur_dir(ctx)?;
         let from = match saved {
-            Fh::Pseudo(_) => return Err(st::XDEV.into()),
+            Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_XDEV.into()),
             Fh::Real(fh) => self.vfs.authorize(&fh, &ctx.client)?.1,
         };
         if from.attr.ftype != FileType::Directory {
-            return Err(st::NOTDIR.into());
+            return Err(Nfsstat4::NFS4ERR_NOTDIR.into());
         }
         let old = crate::ops_fh::check_name(&old)?;
         let new = crate::ops_fh::check_name(&new)?;
@@ -113,16 +116,19 @@ impl Nfs4 {
 
     pub(crate) fn link(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let name = d.opaque(crate::ops_fh::MAX_COMPONENT)?;
-        let saved = ctx.saved.clone().ok_or(OpFail::from(st::NOFILEHANDLE))?;
+        let saved = ctx
+            .saved
+            .clone()
+            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_NOFILEHANDLE))?;
         ctx.cur()?;
         let (c, dir) = self.cur_dir(ctx)?;
         let name = crate::ops_fh::check_name(&name)?;
         let src = match saved {
-            Fh::Pseudo(_) => return Err(st::XDEV.into()),
+            Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_XDEV.into()),
             Fh::Real(fh) => self.vfs.authorize(&fh, &ctx.client)?.1,
         };
         if src.attr.ftype == FileType::Directory {
-            return Err(st::ISDIR.into());
+            return Err(Nfsstat4::NFS4ERR_ISDIR.into());
         }
         self.recall_before_change(ctx, src.file_id())?;
         self.vfs.link(&c, &src, &dir, &name)?;

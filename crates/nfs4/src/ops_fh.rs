@@ -7,8 +7,9 @@ use xdr::{Decoder, Encoder};
 
 use crate::attr::{self, Bitmap, Object};
 use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
-use crate::proto::{fattr as fa, st, NFS4_VERIFIER_SIZE};
+use crate::proto::NFS4_VERIFIER_SIZE;
 use crate::pseudo::{PseudoFs, Target};
+use nfs4wire::Nfsstat4;
 
 /// ACCESS4_XAREAD (RFC 8276).
 const XAREAD: u32 = 0x40;
@@ -29,16 +30,16 @@ pub fn component(d: &mut Decoder) -> Result<Bytes, OpFail> {
 /// Checks a component4: non-empty UTF-8, not `.` or `..`, no `/` or NUL, not too long.
 pub fn check_name(name: &Bytes) -> Result<Bytes, OpFail> {
     if name.is_empty() {
-        return Err(st::INVAL.into());
+        return Err(Nfsstat4::NFS4ERR_INVAL.into());
     }
     if std::str::from_utf8(name).is_err() {
-        return Err(st::INVAL.into());
+        return Err(Nfsstat4::NFS4ERR_INVAL.into());
     }
     if name.len() > vfs::fs::NAME_MAX {
-        return Err(st::NAMETOOLONG.into());
+        return Err(Nfsstat4::NFS4ERR_NAMETOOLONG.into());
     }
     if &name[..] == b"." || &name[..] == b".." || name.contains(&b'/') || name.contains(&0) {
-        return Err(st::BADNAME.into());
+        return Err(Nfsstat4::NFS4ERR_BADNAME.into());
     }
     Ok(name.clone())
 }
@@ -98,7 +99,7 @@ impl Nfs4 {
         let req = Bitmap::decode(d)?;
         let fh = ctx.cur()?.clone();
         if attr::has_write_only(&req) {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         if let Fh::Real(_) = fh {
             if self
@@ -162,7 +163,7 @@ impl Nfs4 {
         let mask = d.u32()?;
         // 0x40..0x100 are the RFC 8276 extended-attribute bits the 4.2 client asks for.
         if mask & !0x1ff != 0 {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         // `all`: the read/modify rights too, from which the extended-attribute bits follow.
         let (all, is_dir) = match ctx.cur()? {
@@ -212,15 +213,15 @@ impl Nfs4 {
                         self.vfs.authorize(&fh, &ctx.client)?;
                         Fh::Real(fh)
                     }
-                    None => return Err(st::NOENT.into()),
+                    None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
                 });
             }
             Fh::Real(_) => {
                 let (c, n) = self.real(ctx)?;
                 match n.attr.ftype {
                     FileType::Directory => {}
-                    FileType::Symlink => return Err(st::SYMLINK.into()),
-                    _ => return Err(st::NOTDIR.into()),
+                    FileType::Symlink => return Err(Nfsstat4::NFS4ERR_SYMLINK.into()),
+                    _ => return Err(Nfsstat4::NFS4ERR_NOTDIR.into()),
                 }
                 let name = check_name(&name)?;
                 let (fh, _) = self.vfs.lookup(&c, &n, &name)?;
@@ -234,7 +235,7 @@ impl Nfs4 {
         match ctx.cur()?.clone() {
             Fh::Pseudo(i) => {
                 if i == 0 {
-                    return Err(st::NOENT.into());
+                    return Err(Nfsstat4::NFS4ERR_NOENT.into());
                 }
                 ctx.cur = Some(Fh::Pseudo(self.pseudo.dirs[i].parent));
             }
@@ -242,13 +243,13 @@ impl Nfs4 {
                 let (c, n) = self.real(ctx)?;
                 match n.attr.ftype {
                     FileType::Directory => {}
-                    FileType::Symlink => return Err(st::SYMLINK.into()),
-                    _ => return Err(st::NOTDIR.into()),
+                    FileType::Symlink => return Err(Nfsstat4::NFS4ERR_SYMLINK.into()),
+                    _ => return Err(Nfsstat4::NFS4ERR_NOTDIR.into()),
                 }
                 if self.vfs.is_export_root(&n) {
                     match self.pseudo.parent_of_export(&n.fh) {
                         Some(p) => ctx.cur = Some(Fh::Pseudo(p)),
-                        None => return Err(st::NOENT.into()),
+                        None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
                     }
                 } else {
                     let (fh, _) = self.vfs.lookup(&c, &n, b"..")?;
@@ -265,10 +266,13 @@ impl Nfs4 {
         let sup = attr::supported(ctx.minor);
         for b in bm.bits() {
             if !sup.has(b) {
-                return Err(st::ATTRNOTSUPP.into());
+                return Err(Nfsstat4::NFS4ERR_ATTRNOTSUPP.into());
             }
-            if b == fa::RDATTR_ERROR || b == fa::TIME_ACCESS_SET || b == fa::TIME_MODIFY_SET {
-                return Err(st::INVAL.into());
+            if b == nfs4wire::FATTR4_RDATTR_ERROR
+                || b == nfs4wire::FATTR4_TIME_ACCESS_SET
+                || b == nfs4wire::FATTR4_TIME_MODIFY_SET
+            {
+                return Err(Nfsstat4::NFS4ERR_INVAL.into());
             }
         }
         let mut e = Encoder::new();
@@ -281,14 +285,14 @@ impl Nfs4 {
         let same = our_vals == vals;
         match (same, want_same) {
             (true, true) | (false, false) => Ok(Encoder::new()),
-            (false, true) => Err(st::NOT_SAME.into()),
-            (true, false) => Err(st::SAME.into()),
+            (false, true) => Err(Nfsstat4::NFS4ERR_NOT_SAME.into()),
+            (true, false) => Err(Nfsstat4::NFS4ERR_SAME.into()),
         }
     }
 
     pub(crate) fn setattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let sid = self.stateid_arg(ctx, d)?;
-        let attrsset_fail = |status: u32| {
+        let attrsset_fail = |status: Nfsstat4| {
             let mut b = Encoder::new();
             Bitmap::default().encode(&mut b);
             OpFail {
@@ -298,16 +302,16 @@ impl Nfs4 {
         };
         let (s, bm) = attr::decode_sattr(d, ctx.minor, &self.idmap).map_err(attrsset_fail)?;
         let (c, n) = match ctx.cur() {
-            Ok(Fh::Pseudo(_)) => return Err(attrsset_fail(st::ROFS)),
+            Ok(Fh::Pseudo(_)) => return Err(attrsset_fail(Nfsstat4::NFS4ERR_ROFS)),
             Ok(Fh::Real(_)) => self.real(ctx).map_err(|f| attrsset_fail(f.status))?,
             Err(f) => return Err(attrsset_fail(f.status)),
         };
         if let Some(size) = s.size {
             if n.attr.ftype == FileType::Directory {
-                return Err(attrsset_fail(st::ISDIR));
+                return Err(attrsset_fail(Nfsstat4::NFS4ERR_ISDIR));
             }
             if n.attr.ftype != FileType::Regular {
-                return Err(attrsset_fail(st::INVAL));
+                return Err(attrsset_fail(Nfsstat4::NFS4ERR_INVAL));
             }
             self.check_io_stateid(ctx, &sid, &n, true, size.min(n.attr.size), u64::MAX)
                 .map_err(|f| attrsset_fail(f.status))?;
@@ -329,13 +333,13 @@ impl Nfs4 {
         match ctx.cur()?.clone() {
             Fh::Pseudo(i) => {
                 if self.pseudo.lookup(i, &name).is_none() {
-                    return Err(st::NOENT.into());
+                    return Err(Nfsstat4::NFS4ERR_NOENT.into());
                 }
             }
             Fh::Real(_) => {
                 let (c, n) = self.real(ctx)?;
                 if n.attr.ftype != FileType::Directory {
-                    return Err(st::NOTDIR.into());
+                    return Err(Nfsstat4::NFS4ERR_NOTDIR.into());
                 }
                 self.vfs.lookup(&c, &n, &name)?;
             }
@@ -349,17 +353,17 @@ impl Nfs4 {
     pub(crate) fn secinfo_no_name(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
         let style = d.u32()?;
         if style > 1 {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         let cur = ctx.cur()?.clone();
         if style == 1 {
             // SECINFO_STYLE4_PARENT
             match cur {
-                Fh::Pseudo(0) => return Err(st::NOENT.into()),
+                Fh::Pseudo(0) => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
                 Fh::Real(_) => {
                     let (_, n) = self.real(ctx)?;
                     if n.attr.ftype != FileType::Directory {
-                        return Err(st::NOTDIR.into());
+                        return Err(Nfsstat4::NFS4ERR_NOTDIR.into());
                     }
                 }
                 Fh::Pseudo(_) => {}
@@ -371,11 +375,11 @@ impl Nfs4 {
 
     pub(crate) fn readlink(&self, ctx: &mut Ctx<'_>) -> OpResult {
         let (c, n) = match ctx.cur()? {
-            Fh::Pseudo(_) => return Err(st::INVAL.into()),
+            Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_INVAL.into()),
             Fh::Real(_) => self.real(ctx)?,
         };
         if n.attr.ftype != FileType::Symlink {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         let t = self.vfs.readlink(&c, &n)?;
         let mut e = Encoder::new();
@@ -392,14 +396,14 @@ impl Nfs4 {
         let maxcount = (ctx.cap_reply(d.u32()?) as usize).min(1 << 20);
         let req = Bitmap::decode(d)?;
         if cookie == 1 || cookie == 2 {
-            return Err(st::BAD_COOKIE.into());
+            return Err(Nfsstat4::NFS4ERR_BAD_COOKIE.into());
         }
         if attr::has_write_only(&req) {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         // Not even room for the verifier and an empty list.
         if maxcount < 8 + 4 + 4 {
-            return Err(st::TOOSMALL.into());
+            return Err(Nfsstat4::NFS4ERR_TOOSMALL.into());
         }
         // status already counted; verifier, end-of-list word and eof.
         let mut used = 8 + 4 + 4 + 16;
@@ -428,7 +432,7 @@ impl Nfs4 {
                     (cookie - 2) as usize
                 };
                 if cookie != 0 && verf != [0; 8] && verf != pseudo_verifier() {
-                    return Err(st::NOT_SAME.into());
+                    return Err(Nfsstat4::NFS4ERR_NOT_SAME.into());
                 }
                 let mut eof = true;
                 for (k, (name, t)) in dir.children.iter().enumerate().skip(start) {
@@ -438,7 +442,7 @@ impl Nfs4 {
                         Target::Export(fh) => Fh::Real(fh.clone()),
                     };
                     if self.encode_attrs(&mut a, &fh, &req, ctx).is_err() {
-                        rdattr_error(&mut a, &req, st::ACCESS)?;
+                        rdattr_error(&mut a, &req, Nfsstat4::NFS4ERR_ACCESS)?;
                     }
                     if !push(&mut entries, k as u64 + 3, name, a) {
                         eof = false;
@@ -451,11 +455,11 @@ impl Nfs4 {
                 let (c, n) = self.real(ctx)?;
                 match n.attr.ftype {
                     FileType::Directory => {}
-                    FileType::Symlink => return Err(st::SYMLINK.into()),
-                    _ => return Err(st::NOTDIR.into()),
+                    FileType::Symlink => return Err(Nfsstat4::NFS4ERR_SYMLINK.into()),
+                    _ => return Err(Nfsstat4::NFS4ERR_NOTDIR.into()),
                 }
                 if cookie != 0 && verf != [0; 8] && verf != self.vfs.cookie_verifier(&n) {
-                    return Err(st::NOT_SAME.into());
+                    return Err(Nfsstat4::NFS4ERR_NOT_SAME.into());
                 }
                 let minor = ctx.minor;
                 let mut err = None;
@@ -471,7 +475,8 @@ impl Nfs4 {
                                 self.encode_entry_attrs(&mut a, &n, fh, attr, &req, minor)
                             }
                             None => {
-                                if let Err(f) = rdattr_error(&mut a, &req, st::ACCESS) {
+                                if let Err(f) = rdattr_error(&mut a, &req, Nfsstat4::NFS4ERR_ACCESS)
+                                {
                                     err = Some(f);
                                     return false;
                                 }
@@ -487,7 +492,7 @@ impl Nfs4 {
             }
         };
         if n_entries == 0 && !eof {
-            return Err(st::TOOSMALL.into());
+            return Err(Nfsstat4::NFS4ERR_TOOSMALL.into());
         }
         let mut e = Encoder::new();
         e.opaque_fixed(&out_verf);
@@ -533,13 +538,13 @@ impl Nfs4 {
 }
 
 /// Encodes an entry whose attributes cannot be read: only rdattr_error, when asked for.
-fn rdattr_error(e: &mut Encoder, req: &Bitmap, status: u32) -> Result<(), OpFail> {
-    if !req.has(fa::RDATTR_ERROR) {
+fn rdattr_error(e: &mut Encoder, req: &Bitmap, status: Nfsstat4) -> Result<(), OpFail> {
+    if !req.has(nfs4wire::FATTR4_RDATTR_ERROR) {
         return Err(status.into());
     }
-    Bitmap::of(&[fa::RDATTR_ERROR]).encode(e);
+    Bitmap::of(&[nfs4wire::FATTR4_RDATTR_ERROR]).encode(e);
     let mut v = Encoder::new();
-    v.u32(status);
+    v.encode(&status);
     e.opaque(&v.finish().to_bytes());
     Ok(())
 }

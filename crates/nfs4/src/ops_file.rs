@@ -8,8 +8,8 @@ use vfs::{Extent, FileType, Node, Span, Stability};
 use xdr::{Decoder, Encoder, Pages, Payload, Reply};
 
 use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
-use crate::proto::{share, st};
 use crate::state::{access_bits, FileKey, OwnerSeq, State, StateObj, Stateid};
+use nfs4wire::Nfsstat4;
 
 /// The file key of a node.
 pub fn file_key(n: &Node) -> FileKey {
@@ -32,28 +32,28 @@ pub fn get_stateid(d: &mut Decoder) -> Result<Stateid, OpFail> {
 }
 
 /// Statuses after which an NFSv4.0 owner's seqid does not advance (RFC 7530 section 9.1.7).
-fn seqid_unchanged(status: u32) -> bool {
+fn seqid_unchanged(status: Nfsstat4) -> bool {
     matches!(
         status,
-        st::STALE_CLIENTID
-            | st::STALE_STATEID
-            | st::BAD_STATEID
-            | st::BAD_SEQID
-            | st::BADXDR
-            | st::RESOURCE
-            | st::NOFILEHANDLE
-            | st::MOVED
+        Nfsstat4::NFS4ERR_STALE_CLIENTID
+            | Nfsstat4::NFS4ERR_STALE_STATEID
+            | Nfsstat4::NFS4ERR_BAD_STATEID
+            | Nfsstat4::NFS4ERR_BAD_SEQID
+            | Nfsstat4::NFS4ERR_BADXDR
+            | Nfsstat4::NFS4ERR_RESOURCE
+            | Nfsstat4::NFS4ERR_NOFILEHANDLE
+            | Nfsstat4::NFS4ERR_MOVED
     )
 }
 
-fn clone_result(r: &Result<Reply, (u32, Option<Reply>)>) -> (u32, Reply) {
+fn clone_result(r: &Result<Reply, (Nfsstat4, Option<Reply>)>) -> (Nfsstat4, Reply) {
     match r {
-        Ok(b) => (st::OK, b.clone()),
+        Ok(b) => (Nfsstat4::NFS4_OK, b.clone()),
         Err((s, b)) => (*s, b.clone().unwrap_or_default()),
     }
 }
 
-fn to_op_result(r: Result<Reply, (u32, Option<Reply>)>) -> OpResult {
+fn to_op_result(r: Result<Reply, (Nfsstat4, Option<Reply>)>) -> OpResult {
     match r {
         Ok(b) => {
             let mut e = Encoder::new();
@@ -101,7 +101,7 @@ impl Nfs4 {
             if o.confirmed || key.2 || !opening {
                 if seqid == o.seqid {
                     if let Some((status, body)) = &o.last {
-                        let r = if *status == st::OK {
+                        let r = if *status == Nfsstat4::NFS4_OK {
                             Ok(body.clone())
                         } else {
                             Err((*status, Some(body.clone())))
@@ -110,7 +110,7 @@ impl Nfs4 {
                     }
                 }
                 if seqid != o.seqid.wrapping_add(1) {
-                    return Err(st::BAD_SEQID.into());
+                    return Err(Nfsstat4::NFS4ERR_BAD_SEQID.into());
                 }
             }
         }
@@ -135,7 +135,9 @@ impl Nfs4 {
     pub(crate) fn stateid_arg(&self, ctx: &Ctx<'_>, d: &mut Decoder) -> Result<Stateid, OpFail> {
         let sid = get_stateid(d)?;
         if ctx.minor >= 1 && sid == Stateid::CURRENT {
-            return ctx.cur_sid.ok_or(OpFail::from(st::BAD_STATEID));
+            return ctx
+                .cur_sid
+                .ok_or(OpFail::from(Nfsstat4::NFS4ERR_BAD_STATEID));
         }
         Ok(sid)
     }
@@ -160,21 +162,21 @@ impl Nfs4 {
         let mut s = self.state.lock();
         if sid.is_special() {
             if *sid != Stateid::ANON && *sid != Stateid::BYPASS {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             }
             s.release_courtesy(file);
             self.break_delegations(&mut s, file, ctx.clientid.unwrap_or(u64::MAX), !write)?;
             let want = if write {
-                share::DENY_WRITE
+                nfs4wire::OPEN4_SHARE_DENY_WRITE
             } else {
-                share::DENY_READ
+                nfs4wire::OPEN4_SHARE_DENY_READ
             };
             let denied = s
                 .states
                 .on_file(file)
                 .any(|(_, o)| matches!(o, StateObj::Open(o) if o.deny & want != 0));
             if denied && (write || *sid != Stateid::BYPASS) {
-                return Err(st::LOCKED.into());
+                return Err(Nfsstat4::NFS4ERR_LOCKED.into());
             }
             return Ok(());
         }
@@ -185,15 +187,15 @@ impl Nfs4 {
                 l.client,
                 match s.states.get(&l.open) {
                     Some(StateObj::Open(o)) => o.access,
-                    _ => return Err(st::BAD_STATEID.into()),
+                    _ => return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into()),
                 },
             ),
             // A read delegation allows reading only, a write delegation both.
-            StateObj::Deleg(d) if d.write => (d.client, share::ACCESS_BOTH),
-            StateObj::Deleg(d) => (d.client, share::ACCESS_READ),
+            StateObj::Deleg(d) if d.write => (d.client, nfs4wire::OPEN4_SHARE_ACCESS_BOTH),
+            StateObj::Deleg(d) => (d.client, nfs4wire::OPEN4_SHARE_ACCESS_READ),
         };
         if obj.file() != file {
-            return Err(st::BAD_STATEID.into());
+            return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
         }
         self.break_delegations(&mut s, file, client, !write)?;
         // (NFSv4.1+: the COMPOUND's SEQUENCE renewed the lease already)
@@ -201,12 +203,12 @@ impl Nfs4 {
             let _ = s.renew(client);
         }
         let need = if write {
-            share::ACCESS_WRITE
+            nfs4wire::OPEN4_SHARE_ACCESS_WRITE
         } else {
-            share::ACCESS_READ
+            nfs4wire::OPEN4_SHARE_ACCESS_READ
         };
         if access & need == 0 {
-            return Err(st::OPENMODE.into());
+            return Err(Nfsstat4::NFS4ERR_OPENMODE.into());
         }
         Ok(())
     }
@@ -218,14 +220,16 @@ impl Nfs4 {
         clientid: u64,
     ) -> Result<u64, OpFail> {
         if ctx.minor >= 1 {
-            return ctx.clientid.ok_or(OpFail::from(st::BADSESSION));
+            return ctx
+                .clientid
+                .ok_or(OpFail::from(Nfsstat4::NFS4ERR_BADSESSION));
         }
         if s.is_stale_client(clientid) {
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
         match s.clients.get(&clientid) {
             Some(c) if c.confirmed => {}
-            Some(_) | None => return Err(st::STALE_CLIENTID.into()),
+            Some(_) | None => return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into()),
         }
         s.renew(clientid)?;
         Ok(clientid)
@@ -234,10 +238,10 @@ impl Nfs4 {
     pub(crate) fn regular(&self, ctx: &Ctx<'_>, n: &Node) -> Result<(), OpFail> {
         match n.attr.ftype {
             FileType::Regular => Ok(()),
-            FileType::Directory => Err(st::ISDIR.into()),
+            FileType::Directory => Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             // NFSv4.0 has no WRONG_TYPE; knfsd answers SYMLINK for every other type.
-            _ if ctx.minor == 0 => Err(st::SYMLINK.into()),
-            _ => Err(st::WRONG_TYPE.into()),
+            _ if ctx.minor == 0 => Err(Nfsstat4::NFS4ERR_SYMLINK.into()),
+            _ => Err(Nfsstat4::NFS4ERR_WRONG_TYPE.into()),
         }
     }
 
@@ -258,19 +262,19 @@ impl Nfs4 {
                 .lock()
                 .check(&sid, 0)
                 .err()
-                .unwrap_or(st::BAD_STATEID)
+                .unwrap_or(Nfsstat4::NFS4ERR_BAD_STATEID)
                 .into());
         };
         let r = self.sequenced(ctx, Some(key.clone()), seqid, |s| {
             let _ = s.check(&sid, 0)?;
             if s.owners.get(&key).is_some_and(|o| o.confirmed) {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             }
             let Some(StateObj::Open(o)) = s.states.get_mut(&sid.other) else {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             };
             if o.file != file_key(&n) {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             }
             o.seqid += 1;
             let out = Stateid {
@@ -310,10 +314,10 @@ impl Nfs4 {
         self.sequenced(ctx, key, seqid, |s| {
             s.check(&sid, ctx.minor)?;
             let Some(StateObj::Open(o)) = s.states.get_mut(&sid.other) else {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             };
             if o.file != file_key(&n) {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             }
             // Only to a combination some OPEN of this state asked for (RFC 7530 16.19.4).
             if access == 0
@@ -324,7 +328,7 @@ impl Nfs4 {
                 || o.access_seen & (1 << access) == 0
                 || o.deny_seen & (1 << deny) == 0
             {
-                return Err(st::INVAL.into());
+                return Err(Nfsstat4::NFS4ERR_INVAL.into());
             }
             o.access = access;
             o.deny = deny;
@@ -345,17 +349,17 @@ impl Nfs4 {
         // The file may be gone (removed while open): match the open by handle.
         let fh = match ctx.cur()? {
             Fh::Real(fh) => fh.clone(),
-            Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
         };
         let key = self.owner_of(&sid);
         let minor = ctx.minor;
         self.sequenced(ctx, key, seqid, |s| {
             s.check(&sid, minor)?;
             let Some(StateObj::Open(o)) = s.states.get(&sid.other).cloned() else {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             };
             if o.fh != fh {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             }
             let lock_states: Vec<([u8; 12], Bytes)> = s
                 .states
@@ -369,7 +373,7 @@ impl Nfs4 {
                 .iter()
                 .any(|(_, owner)| s.owner_has_locks(o.file, o.client, owner))
             {
-                return Err(st::LOCKS_HELD.into());
+                return Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into());
             }
             for (k, _) in lock_states {
                 s.states.remove(&k);
@@ -401,14 +405,14 @@ impl Nfs4 {
 
     fn io_node(&self, ctx: &Ctx<'_>) -> Result<(vfs::Caller, Node), OpFail> {
         let (c, n) = match ctx.cur()? {
-            Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             Fh::Real(_) => self.real(ctx)?,
         };
         match n.attr.ftype {
             FileType::Regular => Ok((c, n)),
-            FileType::Directory => Err(st::ISDIR.into()),
-            FileType::Symlink if ctx.minor == 0 => Err(st::INVAL.into()),
-            _ => Err(st::INVAL.into()),
+            FileType::Directory => Err(Nfsstat4::NFS4ERR_ISDIR.into()),
+            FileType::Symlink if ctx.minor == 0 => Err(Nfsstat4::NFS4ERR_INVAL.into()),
+            _ => Err(Nfsstat4::NFS4ERR_INVAL.into()),
         }
     }
 
@@ -459,13 +463,13 @@ impl Nfs4 {
             .checked_add(data.len() as u64)
             .is_none_or(|end| end > i64::MAX as u64)
         {
-            return Err(st::FBIG.into());
+            return Err(Nfsstat4::NFS4ERR_FBIG.into());
         }
         let how = match stable {
             0 => Stability::Unstable,
             1 => Stability::DataSync,
             2 => Stability::FileSync,
-            _ => return Err(st::BADXDR.into()),
+            _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
         };
         let (done, _) = self.vfs.write(&c, &n, offset, &data, how)?;
         let mut e = Encoder::new();
@@ -535,7 +539,7 @@ impl Nfs4 {
                             offset,
                             data: bulk.slice(at..at + len),
                         },
-                        Span::Data { .. } => return Err(st::SERVERFAULT.into()),
+                        Span::Data { .. } => return Err(Nfsstat4::NFS4ERR_SERVERFAULT.into()),
                         Span::Hole { offset, len } => Extent::Hole { offset, len },
                     });
                 }
@@ -577,12 +581,12 @@ impl Nfs4 {
         let offset = d.u64()?;
         let what = d.u32()?;
         if what > 1 {
-            return Err(st::UNION_NOTSUPP.into());
+            return Err(Nfsstat4::NFS4ERR_UNION_NOTSUPP.into());
         }
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, 0)?;
         if offset >= n.attr.size {
-            return Err(st::NXIO.into());
+            return Err(Nfsstat4::NFS4ERR_NXIO.into());
         }
         let found = self.vfs.seek(&c, &n, offset, what == 0)?;
         let size = self.vfs.getattr(&n)?.size;
@@ -606,7 +610,12 @@ impl Nfs4 {
         let len = d.u64()?;
         let (c, n) = self.io_node(ctx)?;
         if len == 0 || offset.checked_add(len).is_none_or(|e| e > i64::MAX as u64) {
-            return Err(if len == 0 { st::INVAL } else { st::FBIG }.into());
+            return Err(if len == 0 {
+                Nfsstat4::NFS4ERR_INVAL
+            } else {
+                Nfsstat4::NFS4ERR_FBIG
+            }
+            .into());
         }
         self.check_io_stateid(ctx, &sid, &n, true, offset, len)?;
         self.vfs.allocate(&c, &n, offset, len, punch)?;
@@ -614,16 +623,19 @@ impl Nfs4 {
     }
 
     fn src_dst(&self, ctx: &Ctx<'_>) -> Result<(vfs::Caller, Node, Node), OpFail> {
-        let saved = ctx.saved.clone().ok_or(OpFail::from(st::NOFILEHANDLE))?;
+        let saved = ctx
+            .saved
+            .clone()
+            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_NOFILEHANDLE))?;
         let (c, dst) = self.io_node(ctx)?;
         let src = match saved {
-            Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             Fh::Real(fh) => self.vfs.authorize(&fh, &ctx.client)?.1,
         };
         match src.attr.ftype {
             FileType::Regular => Ok((c, src, dst)),
-            FileType::Directory => Err(st::ISDIR.into()),
-            _ => Err(st::INVAL.into()),
+            FileType::Directory => Err(Nfsstat4::NFS4ERR_ISDIR.into()),
+            _ => Err(Nfsstat4::NFS4ERR_INVAL.into()),
         }
     }
 
@@ -645,18 +657,18 @@ impl Nfs4 {
                     d.opaque(1024)?;
                     d.opaque(1024)?;
                 }
-                _ => return Err(st::BADXDR.into()),
+                _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
             }
         }
         if nservers > 0 {
-            return Err(st::NOTSUPP.into());
+            return Err(Nfsstat4::NFS4ERR_NOTSUPP.into());
         }
         let (c, src, dst) = self.src_dst(ctx)?;
         self.check_io_stateid(ctx, &src_sid, &src, false, src_off, count)?;
         self.check_io_stateid(ctx, &dst_sid, &dst, true, dst_off, count)?;
         if src_off > src.attr.size || (count != 0 && src_off.saturating_add(count) > src.attr.size)
         {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         if file_key(&src) == file_key(&dst) {
             let len = if count == 0 {
@@ -665,7 +677,7 @@ impl Nfs4 {
                 count
             };
             if src_off < dst_off.saturating_add(len) && dst_off < src_off.saturating_add(len) {
-                return Err(st::INVAL.into());
+                return Err(Nfsstat4::NFS4ERR_INVAL.into());
             }
         }
         let n = self

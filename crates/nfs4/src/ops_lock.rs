@@ -5,27 +5,30 @@ use xdr::{Decoder, Encoder};
 
 use crate::compound::{Ctx, Nfs4, OpFail, OpResult};
 use crate::ops_file::{file_key, put_stateid};
-use crate::proto::{share, st, NFS4_OPAQUE_LIMIT};
+use crate::proto::NFS4_OPAQUE_LIMIT;
 use crate::state::{Lock, LockState, State, StateObj, Stateid};
+use nfs4wire::Nfsstat4;
 
 /// READ_LT / READW_LT are shared locks; WRITE_LT / WRITEW_LT exclusive.
 fn is_write(locktype: u32) -> Result<bool, OpFail> {
     match locktype {
         1 | 3 => Ok(false),
         2 | 4 => Ok(true),
-        _ => Err(st::INVAL.into()),
+        _ => Err(Nfsstat4::NFS4ERR_INVAL.into()),
     }
 }
 
 /// The end (exclusive) of a lock range, or INVAL for an empty or overflowing one.
 fn range_end(offset: u64, length: u64) -> Result<u64, OpFail> {
     if length == 0 {
-        return Err(st::INVAL.into());
+        return Err(Nfsstat4::NFS4ERR_INVAL.into());
     }
     if length == u64::MAX {
         return Ok(u64::MAX);
     }
-    offset.checked_add(length).ok_or(OpFail::from(st::INVAL))
+    offset
+        .checked_add(length)
+        .ok_or(OpFail::from(Nfsstat4::NFS4ERR_INVAL))
 }
 
 /// LOCK4denied for a conflicting lock.
@@ -42,7 +45,7 @@ fn denied(s: &State, l: &Lock) -> OpFail {
     e.u64(l.client);
     e.opaque(&l.owner);
     OpFail {
-        status: st::DENIED,
+        status: Nfsstat4::NFS4ERR_DENIED,
         body: Some(e),
     }
 }
@@ -86,14 +89,14 @@ impl Nfs4 {
             }
         };
         let (_, n) = match ctx.cur()? {
-            crate::compound::Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            crate::compound::Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             crate::compound::Fh::Real(_) => self.real(ctx)?,
         };
         if n.attr.ftype == vfs::FileType::Directory {
-            return Err(st::ISDIR.into());
+            return Err(Nfsstat4::NFS4ERR_ISDIR.into());
         }
         if n.attr.ftype != vfs::FileType::Regular {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         let end = range_end(offset, length)?;
         let file = file_key(&n);
@@ -134,29 +137,29 @@ impl Nfs4 {
                         return Err(s
                             .check(open_sid, minor)
                             .err()
-                            .unwrap_or(st::BAD_STATEID)
+                            .unwrap_or(Nfsstat4::NFS4ERR_BAD_STATEID)
                             .into());
                     };
                     if o.file != file {
-                        return Err(st::BAD_STATEID.into());
+                        return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
                     }
                     if minor == 0 && *clientid != o.client {
                         let unknown =
                             s.is_stale_client(*clientid) || !s.clients.contains_key(clientid);
                         return Err(if unknown {
-                            st::STALE_CLIENTID
+                            Nfsstat4::NFS4ERR_STALE_CLIENTID
                         } else {
-                            st::INVAL
+                            Nfsstat4::NFS4ERR_INVAL
                         }
                         .into());
                     }
                     let need = if write {
-                        share::ACCESS_WRITE
+                        nfs4wire::OPEN4_SHARE_ACCESS_WRITE
                     } else {
-                        share::ACCESS_READ
+                        nfs4wire::OPEN4_SHARE_ACCESS_READ
                     };
                     if o.access & need == 0 {
-                        return Err(st::OPENMODE.into());
+                        return Err(Nfsstat4::NFS4ERR_OPENMODE.into());
                     }
                     let existing = s.states.on_file(file).find_map(|(k, v)| match v {
                         StateObj::Lock(l) if l.client == o.client && l.owner == *owner => Some(k),
@@ -188,22 +191,26 @@ impl Nfs4 {
                 }
                 Locker::Exist { sid, .. } => {
                     let Ok(StateObj::Lock(l)) = s.check(sid, minor).cloned() else {
-                        return Err(s.check(sid, minor).err().unwrap_or(st::BAD_STATEID).into());
+                        return Err(s
+                            .check(sid, minor)
+                            .err()
+                            .unwrap_or(Nfsstat4::NFS4ERR_BAD_STATEID)
+                            .into());
                     };
                     if l.file != file {
-                        return Err(st::BAD_STATEID.into());
+                        return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
                     }
                     let access = match s.states.get(&l.open) {
                         Some(StateObj::Open(o)) => o.access,
-                        _ => return Err(st::BAD_STATEID.into()),
+                        _ => return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into()),
                     };
                     let need = if write {
-                        share::ACCESS_WRITE
+                        nfs4wire::OPEN4_SHARE_ACCESS_WRITE
                     } else {
-                        share::ACCESS_READ
+                        nfs4wire::OPEN4_SHARE_ACCESS_READ
                     };
                     if access & need == 0 {
-                        return Err(st::OPENMODE.into());
+                        return Err(Nfsstat4::NFS4ERR_OPENMODE.into());
                     }
                     (sid.other, l.client, l.owner.clone())
                 }
@@ -214,7 +221,7 @@ impl Nfs4 {
                     .reclaimed_locks
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             } else if s.in_grace() {
-                return Err(st::GRACE.into());
+                return Err(Nfsstat4::NFS4ERR_GRACE.into());
             }
             s.release_courtesy(file);
             if let Some(c) = s.lock_conflict(file, client, &owner, offset, end, write) {
@@ -232,7 +239,7 @@ impl Nfs4 {
                 },
             );
             let Some(StateObj::Lock(l)) = s.states.get_mut(&other) else {
-                return Err(st::SERVERFAULT.into());
+                return Err(Nfsstat4::NFS4ERR_SERVERFAULT.into());
             };
             l.seqid += 1;
             let sid = Stateid {
@@ -257,14 +264,14 @@ impl Nfs4 {
         let clientid = d.u64()?;
         let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
         let (_, n) = match ctx.cur()? {
-            crate::compound::Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            crate::compound::Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             crate::compound::Fh::Real(_) => self.real(ctx)?,
         };
         if n.attr.ftype == vfs::FileType::Directory {
-            return Err(st::ISDIR.into());
+            return Err(Nfsstat4::NFS4ERR_ISDIR.into());
         }
         if n.attr.ftype != vfs::FileType::Regular {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         let end = range_end(offset, length)?;
         let mut s = self.state.lock();
@@ -272,7 +279,7 @@ impl Nfs4 {
             ctx.clientid.unwrap_or(clientid)
         } else {
             if s.is_stale_client(clientid) || !s.clients.contains_key(&clientid) {
-                return Err(st::STALE_CLIENTID.into());
+                return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
             }
             let _ = s.renew(clientid);
             clientid
@@ -292,11 +299,11 @@ impl Nfs4 {
         let offset = d.u64()?;
         let length = d.u64()?;
         let (_, n) = match ctx.cur()? {
-            crate::compound::Fh::Pseudo(_) => return Err(st::ISDIR.into()),
+            crate::compound::Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             crate::compound::Fh::Real(_) => self.real(ctx)?,
         };
         if n.attr.ftype == vfs::FileType::Directory {
-            return Err(st::ISDIR.into());
+            return Err(Nfsstat4::NFS4ERR_ISDIR.into());
         }
         let end = range_end(offset, length)?;
         let file = file_key(&n);
@@ -310,14 +317,18 @@ impl Nfs4 {
         };
         self.sequenced(ctx, key, seqid, |s| {
             let Ok(StateObj::Lock(l)) = s.check(&sid, minor).cloned() else {
-                return Err(s.check(&sid, minor).err().unwrap_or(st::BAD_STATEID).into());
+                return Err(s
+                    .check(&sid, minor)
+                    .err()
+                    .unwrap_or(Nfsstat4::NFS4ERR_BAD_STATEID)
+                    .into());
             };
             if l.file != file {
-                return Err(st::BAD_STATEID.into());
+                return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             }
             s.remove_lock_range(file, l.client, &l.owner, offset, end);
             let Some(StateObj::Lock(l)) = s.states.get_mut(&sid.other) else {
-                return Err(st::SERVERFAULT.into());
+                return Err(Nfsstat4::NFS4ERR_SERVERFAULT.into());
             };
             l.seqid += 1;
             let mut e = Encoder::new();
@@ -337,14 +348,14 @@ impl Nfs4 {
         let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
         let mut s = self.state.lock();
         if s.is_stale_client(clientid) {
-            return Err(st::STALE_CLIENTID.into());
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
         let held = s
             .locks
             .values()
             .any(|v| v.iter().any(|l| l.client == clientid && l.owner == owner));
         if held {
-            return Err(st::LOCKS_HELD.into());
+            return Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into());
         }
         let gone: Vec<[u8; 12]> = s
             .states

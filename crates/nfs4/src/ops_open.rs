@@ -19,8 +19,9 @@ use crate::attr::{self, Bitmap};
 use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
 use crate::ops_dir::change_info;
 use crate::ops_file::{file_key, get_stateid, put_stateid, verifier};
-use crate::proto::{share, st, NFS4_OPAQUE_LIMIT};
+use crate::proto::NFS4_OPAQUE_LIMIT;
 use crate::state::{access_bits, Open, OwnerSeq, State, StateObj, Stateid};
+use nfs4wire::Nfsstat4;
 
 /// open_claim4, as far as rnfsd serves it.
 enum Claim {
@@ -77,16 +78,16 @@ impl OpenArgs {
                         Some(attr::decode_sattr(d, minor, idmap)?),
                     )
                 }
-                _ => return Err(st::BADXDR.into()),
+                _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
             }),
-            _ => return Err(st::BADXDR.into()),
+            _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
         };
         let claim = match d.u32()? {
             0 => Claim::Null(d.opaque(crate::ops_fh::MAX_COMPONENT)?),
             // open_delegation_type4: NONE, READ, WRITE, NONE_EXT (4.1)
             1 => match d.u32()? {
                 t @ 0..=3 => Claim::Previous(t),
-                _ => return Err(st::BADXDR.into()),
+                _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
             },
             2 => {
                 let sid = get_stateid(d)?;
@@ -96,20 +97,20 @@ impl OpenArgs {
                 // CLAIM_DELEGATE_PREV (a client that restarted and kept its delegations in
                 // stable storage): not supported, as CLAIM_DELEG_PREV_FH below.
                 d.opaque(crate::ops_fh::MAX_COMPONENT)?;
-                return Err(st::NOTSUPP.into());
+                return Err(Nfsstat4::NFS4ERR_NOTSUPP.into());
             }
             4 if minor >= 1 => Claim::Fh,
             5 if minor >= 1 => Claim::DelegCur(get_stateid(d)?, None),
-            6 if minor >= 1 => return Err(st::NOTSUPP.into()),
-            _ => return Err(st::BADXDR.into()),
+            6 if minor >= 1 => return Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
+            _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
         };
         if matches!(claim, Claim::DelegCur(..)) && create.is_some() {
             // A delegation is for an existing file (RFC 8881 section 18.16.3).
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         let access = access_bits(share_access);
         if !(1..=3).contains(&access) || share_deny > 3 {
-            return Err(st::INVAL.into());
+            return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         Ok(OpenArgs {
             seqid,
@@ -168,7 +169,7 @@ impl Nfs4 {
             let mut s = self.state.lock();
             if !s.clients.contains_key(&client) {
                 // expired or destroyed meanwhile
-                return Err(st::BADSESSION.into());
+                return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
             }
             self.open_state(ctx, &mut s, client, &a, &f)?
         };
@@ -234,7 +235,7 @@ impl Nfs4 {
         {
             // Non-reclaim opens wait for the grace period, and in 4.1 for the client's
             // RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
-            return Err(st::GRACE.into());
+            return Err(Nfsstat4::NFS4ERR_GRACE.into());
         }
         if ctx.minor >= 1 {
             return Ok((client, false));
@@ -261,7 +262,7 @@ impl Nfs4 {
         let f = match &a.claim {
             Claim::Fh | Claim::Previous(_) | Claim::DelegCur(_, None) => {
                 if a.create.is_some() {
-                    return Err(st::INVAL.into());
+                    return Err(Nfsstat4::NFS4ERR_INVAL.into());
                 }
                 Opened {
                     node: self.real(ctx)?.1,
@@ -279,10 +280,10 @@ impl Nfs4 {
         if !f.created {
             let (c, _) = self.vfs.authorize(&f.node.fh, &ctx.client)?;
             let mut want = 0;
-            if a.access & share::ACCESS_READ != 0 {
+            if a.access & nfs4wire::OPEN4_SHARE_ACCESS_READ != 0 {
                 want |= vfs::access::READ;
             }
-            if a.access & share::ACCESS_WRITE != 0 {
+            if a.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE != 0 {
                 want |= vfs::access::MODIFY;
             }
             let got = self.vfs.access(&c, &f.node, want);
@@ -293,9 +294,9 @@ impl Nfs4 {
             // granted (knfsd does the same).
             let delegated = matches!(a.claim, Claim::DelegCur(..))
                 && c.creds.uid == f.node.attr.uid
-                && (c.writable || a.access & share::ACCESS_WRITE == 0);
+                && (c.writable || a.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE == 0);
             if got != want && !delegated {
-                return Err(st::ACCESS.into());
+                return Err(Nfsstat4::NFS4ERR_ACCESS.into());
             }
         }
         Ok(f)
@@ -307,9 +308,9 @@ impl Nfs4 {
         let (c, dir) = match ctx.cur()? {
             Fh::Pseudo(_) => {
                 return Err(if a.create.is_some() {
-                    st::ROFS
+                    Nfsstat4::NFS4ERR_ROFS
                 } else {
-                    st::NOENT
+                    Nfsstat4::NFS4ERR_NOENT
                 }
                 .into())
             }
@@ -317,8 +318,8 @@ impl Nfs4 {
         };
         match dir.attr.ftype {
             FileType::Directory => {}
-            FileType::Symlink => return Err(st::SYMLINK.into()),
-            _ => return Err(st::NOTDIR.into()),
+            FileType::Symlink => return Err(Nfsstat4::NFS4ERR_SYMLINK.into()),
+            _ => return Err(Nfsstat4::NFS4ERR_NOTDIR.into()),
         }
         let (fh, created, attrset) = match &a.create {
             None => (
@@ -360,8 +361,8 @@ impl Nfs4 {
                     // The times hold the verifier: saying they were set makes the client set
                     // them (Linux sends a SETATTR with the times of now), as after knfsd's
                     // exclusive creates.
-                    bm.set(crate::proto::fattr::TIME_ACCESS);
-                    bm.set(crate::proto::fattr::TIME_MODIFY);
+                    bm.set(nfs4wire::FATTR4_TIME_ACCESS);
+                    bm.set(nfs4wire::FATTR4_TIME_MODIFY);
                 }
                 let bm = if made.created { bm } else { Bitmap::default() };
                 (made.fh, made.created, bm)
@@ -395,24 +396,25 @@ impl Nfs4 {
             match s.check(sid, ctx.minor)? {
                 StateObj::Deleg(x) if x.client == client && x.file == file => {
                     // nothing to write could have been opened under a read delegation
-                    if !x.write && a.access & share::ACCESS_WRITE != 0 {
-                        return Err(st::OPENMODE.into());
+                    if !x.write && a.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE != 0 {
+                        return Err(Nfsstat4::NFS4ERR_OPENMODE.into());
                     }
                 }
-                _ => return Err(st::BAD_STATEID.into()),
+                _ => return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into()),
             }
         }
         s.release_courtesy(file);
         // Opening to read conflicts with write delegations only.
-        let reading = a.access & share::ACCESS_WRITE == 0 && a.share_deny & share::DENY_READ == 0;
+        let reading = a.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE == 0
+            && a.share_deny & nfs4wire::OPEN4_SHARE_DENY_READ == 0;
         self.break_delegations(s, file, client, reading)?;
         if s.share_conflict(file, a.access, a.share_deny) {
-            return Err(st::SHARE_DENIED.into());
+            return Err(Nfsstat4::NFS4ERR_SHARE_DENIED.into());
         }
         Ok(match s.find_open(client, &a.owner, file) {
             Some(other) => {
                 let Some(StateObj::Open(o)) = s.states.get_mut(&other) else {
-                    return Err(st::SERVERFAULT.into());
+                    return Err(Nfsstat4::NFS4ERR_SERVERFAULT.into());
                 };
                 let before = o.clone();
                 o.access |= a.access;
@@ -497,7 +499,7 @@ impl Nfs4 {
         }
         e.u32(rflags);
         f.attrset.encode(&mut e);
-        let want = a.share_access & share::WANT_MASK;
+        let want = a.share_access & nfs4wire::OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
         let (fh, attr) = (&f.node.fh, &f.node.attr);
         let deleg = match a.claim {
             // what the client held before the restart, whatever it wants now
@@ -515,7 +517,7 @@ impl Nfs4 {
                 }
             }
             0 => e.u32(0), // OPEN_DELEGATE_NONE
-            share::WANT_NO_DELEG => {
+            nfs4wire::OPEN4_SHARE_ACCESS_WANT_NO_DELEG => {
                 e.u32(3); // OPEN_DELEGATE_NONE_EXT
                 e.u32(0); // WND4_NOT_WANTED
             }

@@ -5,14 +5,16 @@ use xdr::{Decoder, Encoder};
 
 use crate::compound::{nfsstat4, Ctx, Fh, Nfs4, OpFail, OpResult};
 use crate::ops_dir::change_info;
-use crate::proto::st;
+use nfs4wire::Nfsstat4;
 
 /// Maps backend errors, with ENODATA meaning "no such attribute".
 fn xerr(e: VfsError) -> OpFail {
     match e {
-        VfsError::Errno(libc::ENODATA) => st::NOXATTR.into(),
-        VfsError::Errno(libc::E2BIG) | VfsError::Errno(libc::ERANGE) => st::XATTR2BIG.into(),
-        VfsError::Errno(libc::ENOTSUP) => st::NOTSUPP.into(),
+        VfsError::Errno(libc::ENODATA) => Nfsstat4::NFS4ERR_NOXATTR.into(),
+        VfsError::Errno(libc::E2BIG) | VfsError::Errno(libc::ERANGE) => {
+            Nfsstat4::NFS4ERR_XATTR2BIG.into()
+        }
+        VfsError::Errno(libc::ENOTSUP) => Nfsstat4::NFS4ERR_NOTSUPP.into(),
         e => nfsstat4(e).into(),
     }
 }
@@ -20,10 +22,10 @@ fn xerr(e: VfsError) -> OpFail {
 fn key(d: &mut Decoder) -> Result<bytes::Bytes, OpFail> {
     let k = d.opaque(crate::ops_fh::MAX_COMPONENT)?;
     if k.is_empty() || std::str::from_utf8(&k).is_err() {
-        return Err(st::INVAL.into());
+        return Err(Nfsstat4::NFS4ERR_INVAL.into());
     }
     if k.len() > vfs::fs::NAME_MAX {
-        return Err(st::NAMETOOLONG.into());
+        return Err(Nfsstat4::NFS4ERR_NAMETOOLONG.into());
     }
     Ok(k)
 }
@@ -31,7 +33,7 @@ fn key(d: &mut Decoder) -> Result<bytes::Bytes, OpFail> {
 impl Nfs4 {
     fn xattr_node(&self, ctx: &Ctx<'_>) -> Result<(vfs::Caller, vfs::Node), OpFail> {
         match ctx.cur()? {
-            Fh::Pseudo(_) => Err(st::NOTSUPP.into()),
+            Fh::Pseudo(_) => Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
             Fh::Real(_) => self.real(ctx),
         }
     }
@@ -50,13 +52,13 @@ impl Nfs4 {
         let k = key(d)?;
         let v = d.opaque(vfs::fs::XATTR_SIZE_MAX + 1)?;
         if v.len() > vfs::fs::XATTR_SIZE_MAX {
-            return Err(st::XATTR2BIG.into());
+            return Err(Nfsstat4::NFS4ERR_XATTR2BIG.into());
         }
         let flags = match option {
             0 => 0,
             1 => libc::XATTR_CREATE,
             2 => libc::XATTR_REPLACE,
-            _ => return Err(st::INVAL.into()),
+            _ => return Err(Nfsstat4::NFS4ERR_INVAL.into()),
         };
         let (c, n) = self.xattr_node(ctx)?;
         self.vfs.setxattr(&c, &n, &k, &v, flags).map_err(xerr)?;
@@ -72,7 +74,7 @@ impl Nfs4 {
         let (c, n) = self.xattr_node(ctx)?;
         let names = self.vfs.listxattrs(&c, &n).map_err(xerr)?;
         if cookie as usize > names.len() {
-            return Err(st::BAD_COOKIE.into());
+            return Err(Nfsstat4::NFS4ERR_BAD_COOKIE.into());
         }
         let mut used = 8 + 4 + 4;
         let mut out = Vec::new();
@@ -87,7 +89,7 @@ impl Nfs4 {
             next += 1;
         }
         if out.is_empty() && next < names.len() {
-            return Err(st::TOOSMALL.into());
+            return Err(Nfsstat4::NFS4ERR_TOOSMALL.into());
         }
         let mut e = Encoder::new();
         e.u64(next as u64);

@@ -5,7 +5,8 @@
 use xdr::Decoder;
 
 use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
-use crate::proto::{op, st, NFS4_FHSIZE};
+use crate::proto::NFS4_FHSIZE;
+use nfs4wire::{NfsOpnum4, Nfsstat4};
 
 /// Where an operation stands in its COMPOUND.
 #[derive(Debug, Clone, Copy)]
@@ -82,23 +83,23 @@ impl OpDef {
     /// Runs the operation in a COMPOUND of minor version `ctx.minor`.
     pub fn run(&self, n: &Nfs4, ctx: &mut Ctx<'_>, d: &mut Decoder, pos: Pos) -> OpResult {
         if ctx.minor < self.since {
-            return Err(st::OP_ILLEGAL.into());
+            return Err(Nfsstat4::NFS4ERR_OP_ILLEGAL.into());
         }
         match self.handler {
             Some(h) if ctx.minor <= self.until => h(n, ctx, d, pos),
-            _ => Err(st::NOTSUPP.into()),
+            _ => Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
         }
     }
 }
 
 /// The operation with number `opnum`; None for a number no minor version defines.
-pub fn def(opnum: u32) -> Option<&'static OpDef> {
-    let i = opnum.checked_sub(FIRST)? as usize;
+pub fn def(opnum: NfsOpnum4) -> Option<&'static OpDef> {
+    let i = opnum.0.checked_sub(FIRST)? as usize;
     OPS.get(i)
 }
 
 /// The lowest operation number (ACCESS).
-const FIRST: u32 = op::ACCESS;
+const FIRST: u32 = NfsOpnum4::OP_ACCESS.0;
 /// Every minor version rnfsd serves.
 const ALL: u32 = crate::proto::MAX_MINOR;
 
@@ -119,7 +120,7 @@ const fn def_op(
 }
 
 /// The operations, indexed by number - [`FIRST`]; the test below checks each row's place.
-static OPS: [OpDef; (op::REMOVEXATTR - FIRST + 1) as usize] = {
+static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
     use flag::*;
     [
         def_op("ACCESS", 0, ALL, TRY, Some(|n, c, d, _| n.access(c, d))),
@@ -304,7 +305,7 @@ static OPS: [OpDef; (op::REMOVEXATTR - FIRST + 1) as usize] = {
             1,
             ALL,
             TRY,
-            Some(|_, _, _, _| Err(st::SEQUENCE_POS.into())),
+            Some(|_, _, _, _| Err(Nfsstat4::NFS4ERR_SEQUENCE_POS.into())),
         ),
         def_op("SET_SSV", 1, ALL, 0, None),
         def_op(
@@ -382,7 +383,11 @@ static OPS: [OpDef; (op::REMOVEXATTR - FIRST + 1) as usize] = {
 
 /// RESTOREFH: the saved file handle and stateid become current.
 fn restorefh(ctx: &mut Ctx<'_>) -> OpResult {
-    ctx.cur = Some(ctx.saved.clone().ok_or(OpFail::from(st::RESTOREFH))?);
+    ctx.cur = Some(
+        ctx.saved
+            .clone()
+            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_RESTOREFH))?,
+    );
     ctx.cur_sid = ctx.saved_sid;
     Ok(xdr::Encoder::new())
 }
@@ -431,39 +436,40 @@ mod tests {
     /// Each row sits at its operation's number, under the RFCs' name for it.
     #[test]
     fn every_row_is_at_its_number() {
-        let names: [(u32, &str); 10] = [
-            (op::ACCESS, "ACCESS"),
-            (op::PUTFH, "PUTFH"),
-            (op::RELEASE_LOCKOWNER, "RELEASE_LOCKOWNER"),
-            (op::BACKCHANNEL_CTL, "BACKCHANNEL_CTL"),
-            (op::SEQUENCE, "SEQUENCE"),
-            (op::RECLAIM_COMPLETE, "RECLAIM_COMPLETE"),
-            (op::ALLOCATE, "ALLOCATE"),
-            (op::READ_PLUS, "READ_PLUS"),
-            (op::CLONE, "CLONE"),
-            (op::REMOVEXATTR, "REMOVEXATTR"),
+        let names: [(NfsOpnum4, &str); 10] = [
+            (NfsOpnum4::OP_ACCESS, "ACCESS"),
+            (NfsOpnum4::OP_PUTFH, "PUTFH"),
+            (NfsOpnum4::OP_RELEASE_LOCKOWNER, "RELEASE_LOCKOWNER"),
+            (NfsOpnum4::OP_BACKCHANNEL_CTL, "BACKCHANNEL_CTL"),
+            (NfsOpnum4::OP_SEQUENCE, "SEQUENCE"),
+            (NfsOpnum4::OP_RECLAIM_COMPLETE, "RECLAIM_COMPLETE"),
+            (NfsOpnum4::OP_ALLOCATE, "ALLOCATE"),
+            (NfsOpnum4::OP_READ_PLUS, "READ_PLUS"),
+            (NfsOpnum4::OP_CLONE, "CLONE"),
+            (NfsOpnum4::OP_REMOVEXATTR, "REMOVEXATTR"),
         ];
         for (n, name) in names {
-            assert_eq!(def(n).map(|d| d.name), Some(name), "operation {n}");
+            assert_eq!(def(n).map(|d| d.name), Some(name), "operation {n:?}");
         }
-        assert!(def(0).is_none() && def(2).is_none() && def(op::REMOVEXATTR + 1).is_none());
-        assert!(def(op::ILLEGAL).is_none());
+        assert!(def(NfsOpnum4(0)).is_none() && def(NfsOpnum4(2)).is_none());
+        assert!(def(NfsOpnum4(NfsOpnum4::OP_REMOVEXATTR.0 + 1)).is_none());
+        assert!(def(NfsOpnum4::OP_ILLEGAL).is_none());
         // the minor versions: 4.0's own operations end at 0, 4.1's and 4.2's start there
-        for n in op::ACCESS..=op::REMOVEXATTR {
+        for n in (NfsOpnum4::OP_ACCESS.0..=NfsOpnum4::OP_REMOVEXATTR.0).map(NfsOpnum4) {
             let d = def(n).expect("every number in the range is defined");
             let since = match n {
-                _ if n < op::BACKCHANNEL_CTL => 0,
-                _ if n < op::ALLOCATE => 1,
+                _ if n < NfsOpnum4::OP_BACKCHANNEL_CTL => 0,
+                _ if n < NfsOpnum4::OP_ALLOCATE => 1,
                 _ => 2,
             };
             assert_eq!(d.since, since, "{}", d.name);
             let v40_only = matches!(
                 n,
-                op::OPEN_CONFIRM
-                    | op::RENEW
-                    | op::SETCLIENTID
-                    | op::SETCLIENTID_CONFIRM
-                    | op::RELEASE_LOCKOWNER
+                NfsOpnum4::OP_OPEN_CONFIRM
+                    | NfsOpnum4::OP_RENEW
+                    | NfsOpnum4::OP_SETCLIENTID
+                    | NfsOpnum4::OP_SETCLIENTID_CONFIRM
+                    | NfsOpnum4::OP_RELEASE_LOCKOWNER
             );
             assert_eq!(d.until == 0, v40_only, "{}", d.name);
         }
@@ -471,7 +477,7 @@ mod tests {
 
     #[test]
     fn reads_are_tried_only_when_small() {
-        let read = def(op::READ).expect("READ");
+        let read = def(NfsOpnum4::OP_READ).expect("READ");
         let args = |count: u32| {
             let mut e = xdr::Encoder::new();
             e.opaque_fixed(&[0; 16]);
@@ -482,7 +488,9 @@ mod tests {
         assert!(read.may_try(&args(vfs::nowait::READ_MAX)));
         assert!(!read.may_try(&args(vfs::nowait::READ_MAX + 1)));
         assert!(!read.may_try(&Decoder::new(bytes::Bytes::from_static(&[0; 8]))));
-        assert!(def(op::GETATTR).expect("GETATTR").may_try(&args(0)));
-        assert!(!def(op::WRITE).expect("WRITE").may_try(&args(0)));
+        assert!(def(NfsOpnum4::OP_GETATTR)
+            .expect("GETATTR")
+            .may_try(&args(0)));
+        assert!(!def(NfsOpnum4::OP_WRITE).expect("WRITE").may_try(&args(0)));
     }
 }

@@ -11,7 +11,8 @@ use vfs::IdHasher;
 use xdr::Reply;
 
 use crate::db::ClientDb;
-use crate::proto::{st, LEASE_SECONDS};
+use crate::proto::LEASE_SECONDS;
+use nfs4wire::Nfsstat4;
 
 /// A map keyed by ids the server hands out (see [`IdHasher`]).
 pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
@@ -253,7 +254,7 @@ pub struct OwnerSeq {
     /// Whether the open-owner is confirmed (OPEN_CONFIRM).
     pub confirmed: bool,
     /// The last reply (status and body) for replays.
-    pub last: Option<(u32, Reply)>,
+    pub last: Option<(Nfsstat4, Reply)>,
     /// The file and stateid the last OPEN made current, restored when it is replayed.
     pub last_open: Option<(Bytes, Stateid)>,
 }
@@ -582,14 +583,14 @@ impl State {
     }
 
     /// Whether `client` may reclaim now: grace runs and it held state before the restart.
-    pub fn may_reclaim(&mut self, client: u64) -> Result<(), u32> {
+    pub fn may_reclaim(&mut self, client: u64) -> Result<(), Nfsstat4> {
         if !self.in_grace() {
-            return Err(st::NO_GRACE);
+            return Err(Nfsstat4::NFS4ERR_NO_GRACE);
         }
         let owner = self.clients.get(&client).map(|c| c.owner.clone());
         match owner {
             Some(o) if self.reclaimable.contains(&o) && !self.reclaim_done.contains(&o) => Ok(()),
-            _ => Err(st::RECLAIM_BAD),
+            _ => Err(Nfsstat4::NFS4ERR_RECLAIM_BAD),
         }
     }
 
@@ -639,19 +640,19 @@ impl State {
     }
 
     /// Renews a client's lease.
-    pub fn renew(&mut self, client: u64) -> Result<(), u32> {
+    pub fn renew(&mut self, client: u64) -> Result<(), Nfsstat4> {
         if self.is_stale_client(client) {
-            return Err(st::STALE_CLIENTID);
+            return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID);
         }
         if self.expired_clients_ids.contains(&client) {
-            return Err(st::EXPIRED);
+            return Err(Nfsstat4::NFS4ERR_EXPIRED);
         }
         match self.clients.get_mut(&client) {
             Some(c) => {
                 c.renewed = Instant::now();
                 Ok(())
             }
-            None => Err(st::STALE_CLIENTID),
+            None => Err(Nfsstat4::NFS4ERR_STALE_CLIENTID),
         }
     }
 
@@ -739,34 +740,37 @@ impl State {
     }
 
     /// Looks a stateid up, checking its seqid (0 means "the current one" in NFSv4.1).
-    pub fn check(&self, sid: &Stateid, minor: u32) -> Result<&StateObj, u32> {
+    pub fn check(&self, sid: &Stateid, minor: u32) -> Result<&StateObj, Nfsstat4> {
         if sid.is_special() {
-            return Err(st::BAD_STATEID);
+            return Err(Nfsstat4::NFS4ERR_BAD_STATEID);
         }
         if self.expired_states.contains(&sid.other) {
-            return Err(st::EXPIRED);
+            return Err(Nfsstat4::NFS4ERR_EXPIRED);
         }
         if u32::from_be_bytes([sid.other[0], sid.other[1], sid.other[2], sid.other[3]]) != self.boot
         {
             return Err(if minor == 0 {
-                st::STALE_STATEID
+                Nfsstat4::NFS4ERR_STALE_STATEID
             } else {
-                st::BAD_STATEID
+                Nfsstat4::NFS4ERR_BAD_STATEID
             });
         }
-        let s = self.states.get(&sid.other).ok_or(st::BAD_STATEID)?;
+        let s = self
+            .states
+            .get(&sid.other)
+            .ok_or(Nfsstat4::NFS4ERR_BAD_STATEID)?;
         if matches!(s, StateObj::Deleg(d) if d.revoked) {
-            return Err(st::DELEG_REVOKED);
+            return Err(Nfsstat4::NFS4ERR_DELEG_REVOKED);
         }
         let cur = s.seqid();
         if sid.seqid == 0 && minor > 0 {
             return Ok(s);
         }
         if sid.seqid > cur {
-            return Err(st::BAD_STATEID);
+            return Err(Nfsstat4::NFS4ERR_BAD_STATEID);
         }
         if sid.seqid < cur {
-            return Err(st::OLD_STATEID);
+            return Err(Nfsstat4::NFS4ERR_OLD_STATEID);
         }
         Ok(s)
     }

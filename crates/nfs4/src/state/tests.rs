@@ -67,11 +67,20 @@ fn stateid_seqid_rules() {
     let sid = |seqid| Stateid { seqid, other };
     assert!(st.check(&sid(3), 1).is_ok());
     assert!(st.check(&sid(0), 1).is_ok());
-    assert_eq!(st.check(&sid(2), 1).err(), Some(st::OLD_STATEID));
-    assert_eq!(st.check(&sid(4), 1).err(), Some(st::BAD_STATEID));
+    assert_eq!(
+        st.check(&sid(2), 1).err(),
+        Some(Nfsstat4::NFS4ERR_OLD_STATEID)
+    );
+    assert_eq!(
+        st.check(&sid(4), 1).err(),
+        Some(Nfsstat4::NFS4ERR_BAD_STATEID)
+    );
     let mut stale = sid(3);
     stale.other[0] ^= 1;
-    assert_eq!(st.check(&stale, 0).err(), Some(st::STALE_STATEID));
+    assert_eq!(
+        st.check(&stale, 0).err(),
+        Some(Nfsstat4::NFS4ERR_STALE_STATEID)
+    );
 }
 
 fn file_n(fileid: u64) -> FileKey {
