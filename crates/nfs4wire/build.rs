@@ -52,8 +52,9 @@ fn main() {
         .bound("xattrvalue4", 16 << 20)
         // A READDIR reply can hold more than 1024 entries.
         .bound("entry4", 1 << 16)
-        // READ data goes out as a payload (bytes or file pages) without a copy.
+        // READ and READ_PLUS data go out as a payload (bytes or file pages) without a copy.
         .payload("READ4resok.data")
+        .payload("data4.d_data")
         // WRITE data, which a client sends, stays a segment of its own: not copied into the
         // encoder's buffer.
         .bulk("WRITE4args.data")

@@ -1,13 +1,12 @@
 //! fattr4: attribute bitmaps, encoding of the attributes we support, decoding of the ones a
 //! client may set.
 
-use bytes::Bytes;
 use vfs::{Attr, FileType, FsStat, SetAttrs, SetTime, Time};
 use xdr::{Decoder, Encoder};
 
 use crate::idmap::IdMap;
 use crate::proto::NFS4_FHSIZE;
-use nfs4wire::{NfsFtype4, Nfsstat4};
+use nfs4wire::{Bitmap4, Fattr4, NfsFtype4, Nfsstat4};
 
 /// Longest bitmap accepted from a client (words).
 pub const MAX_BITMAP_WORDS: usize = 1024;
@@ -63,14 +62,21 @@ impl Bitmap {
     }
     /// Encodes a bitmap4, dropping trailing zero words.
     pub fn encode(&self, e: &mut Encoder) {
-        let mut n = self.0.len();
-        while n > 0 && self.0[n - 1] == 0 {
-            n -= 1;
+        e.encode(&self.to_wire());
+    }
+    /// The bitmap4 to send: without trailing zero words.
+    pub fn to_wire(&self) -> Bitmap4 {
+        let mut w = self.0.clone();
+        while w.last() == Some(&0) {
+            w.pop();
         }
-        e.u32(n as u32);
-        for w in &self.0[..n] {
-            e.u32(*w);
-        }
+        w
+    }
+}
+
+impl From<Bitmap4> for Bitmap {
+    fn from(w: Bitmap4) -> Self {
+        Bitmap(w)
     }
 }
 
@@ -239,8 +245,8 @@ pub fn ftype4(t: FileType) -> u32 {
     }
 }
 
-/// Encodes the requested attributes of `o` as fattr4 (bitmap of what is returned + values).
-pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
+/// The requested attributes of `o` as a fattr4 (the bitmap of what is returned and the values).
+pub fn fattr(req: &Bitmap, o: &Object<'_>, minor: u32) -> Fattr4 {
     let sup = supported(minor);
     let mut got = Bitmap::default();
     let mut v = Encoder::new();
@@ -334,8 +340,10 @@ pub fn encode_fattr(e: &mut Encoder, req: &Bitmap, o: &Object<'_>, minor: u32) {
         }
         got.set(n);
     }
-    got.encode(e);
-    e.opaque(&v.finish().to_bytes());
+    Fattr4 {
+        attrmask: got.to_wire(),
+        attr_vals: v.finish().to_bytes(),
+    }
 }
 
 fn settime(d: &mut Decoder) -> Result<SetTime, Nfsstat4> {
@@ -353,17 +361,10 @@ fn settime(d: &mut Decoder) -> Result<SetTime, Nfsstat4> {
     }
 }
 
-/// Decodes a fattr4 to set; returns the changes and the bitmap of attributes set.
-pub fn decode_sattr(
-    d: &mut Decoder,
-    minor: u32,
-    idmap: &IdMap,
-) -> Result<(SetAttrs, Bitmap), Nfsstat4> {
-    let bm = Bitmap::decode(d).map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
-    let vals = d
-        .opaque(MAX_ATTR_VALS)
-        .map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
-    let mut v = Decoder::new(vals);
+/// The changes a fattr4 to set asks for, and the bitmap of the attributes it sets.
+pub fn decode_sattr(f: &Fattr4, minor: u32, idmap: &IdMap) -> Result<(SetAttrs, Bitmap), Nfsstat4> {
+    let bm = Bitmap(f.attrmask.clone());
+    let mut v = Decoder::new(f.attr_vals.clone());
     let sup = supported(minor);
     let mut s = SetAttrs::default();
     for n in bm.bits() {
@@ -394,15 +395,6 @@ pub fn decode_sattr(
     Ok((s, bm))
 }
 
-/// Decodes a fattr4 for VERIFY / NVERIFY: the bitmap and the raw values.
-pub fn decode_raw(d: &mut Decoder) -> Result<(Bitmap, Bytes), Nfsstat4> {
-    let bm = Bitmap::decode(d).map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
-    let vals = d
-        .opaque(MAX_ATTR_VALS)
-        .map_err(|_| Nfsstat4::NFS4ERR_BADXDR)?;
-    Ok((bm, vals))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,11 +417,9 @@ mod tests {
                 supported(minor).has(crate::proto::FATTR4_OPEN_ARGUMENTS),
                 minor == 2
             );
-            let mut e = Encoder::new();
-            encode_fattr(&mut e, &req, &o, minor);
-            let mut d = Decoder::new(e.finish().to_bytes());
-            let got = Bitmap::decode(&mut d).unwrap();
-            let mut v = Decoder::new(d.opaque(MAX_ATTR_VALS).unwrap());
+            let f = fattr(&req, &o, minor);
+            let got = Bitmap(f.attrmask);
+            let mut v = Decoder::new(f.attr_vals);
             if minor == 1 {
                 assert!(!got.has(crate::proto::FATTR4_OPEN_ARGUMENTS) && v.remaining() == 0);
                 continue;
@@ -464,48 +454,48 @@ mod tests {
 
     #[test]
     fn sattr_roundtrip_and_errors() {
-        let mut e = Encoder::new();
-        Bitmap::of(&[
-            nfs4wire::FATTR4_SIZE,
-            nfs4wire::FATTR4_MODE,
-            nfs4wire::FATTR4_OWNER,
-        ])
-        .encode(&mut e);
+        let f = |bits: &[u32], vals: Encoder| Fattr4 {
+            attrmask: Bitmap::of(bits).to_wire(),
+            attr_vals: vals.finish().to_bytes(),
+        };
         let mut v = Encoder::new();
         v.u64(10);
         v.u32(0o644);
         v.opaque(b"1000");
-        e.opaque(&v.finish().to_bytes());
-        let mut d = Decoder::new(e.finish().to_bytes());
-        let (s, _) = decode_sattr(&mut d, 1, &IdMap::default()).unwrap();
+        let set = f(
+            &[
+                nfs4wire::FATTR4_SIZE,
+                nfs4wire::FATTR4_MODE,
+                nfs4wire::FATTR4_OWNER,
+            ],
+            v,
+        );
+        let (s, _) = decode_sattr(&set, 1, &IdMap::default()).unwrap();
         assert_eq!((s.size, s.mode, s.uid), (Some(10), Some(0o644), Some(1000)));
 
-        let mut e = Encoder::new();
-        Bitmap::of(&[nfs4wire::FATTR4_TYPE]).encode(&mut e);
-        e.opaque(&[0, 0, 0, 1]);
+        let mut v = Encoder::new();
+        v.u32(1);
+        let set = f(&[nfs4wire::FATTR4_TYPE], v);
         assert_eq!(
-            decode_sattr(
-                &mut Decoder::new(e.finish().to_bytes()),
-                1,
-                &IdMap::default()
-            )
-            .err(),
+            decode_sattr(&set, 1, &IdMap::default()).err(),
             Some(Nfsstat4::NFS4ERR_INVAL)
         );
 
-        let mut e = Encoder::new();
-        Bitmap::of(&[nfs4wire::FATTR4_OWNER]).encode(&mut e);
         let mut v = Encoder::new();
         v.opaque(b"bob");
-        e.opaque(&v.finish().to_bytes());
+        let set = f(&[nfs4wire::FATTR4_OWNER], v);
         assert_eq!(
-            decode_sattr(
-                &mut Decoder::new(e.finish().to_bytes()),
-                1,
-                &IdMap::default()
-            )
-            .err(),
+            decode_sattr(&set, 1, &IdMap::default()).err(),
             Some(Nfsstat4::NFS4ERR_BADOWNER)
+        );
+        // values left over after the attributes the bitmap names
+        let mut v = Encoder::new();
+        v.u64(10);
+        v.u32(0);
+        let set = f(&[nfs4wire::FATTR4_SIZE], v);
+        assert_eq!(
+            decode_sattr(&set, 1, &IdMap::default()).err(),
+            Some(Nfsstat4::NFS4ERR_BADXDR)
         );
     }
 }

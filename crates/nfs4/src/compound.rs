@@ -13,7 +13,7 @@ use crate::optable::{self, OpDef, Pos};
 use crate::proto::{MAX_MINOR, MAX_OPS, NFS_V4};
 use crate::pseudo::PseudoFs;
 use crate::state::{State, Stateid};
-use nfs4wire::{NfsOpnum4, Nfsstat4};
+use nfs4wire::{CallbackSecParms4, NfsOpnum4, Nfsstat4, Sequence4args, Sequence4resok};
 
 /// NFS program number.
 pub const NFS_PROGRAM: u32 = 100003;
@@ -33,7 +33,17 @@ pub struct OpFail {
     /// Its status (not NFS4_OK).
     pub status: Nfsstat4,
     /// Body encoded after the status (e.g. LOCK4denied).
-    pub body: Option<Encoder>,
+    pub body: Option<Reply>,
+}
+
+impl OpFail {
+    /// A failure whose result has a body after the status (LOCK4denied, SETATTR's attrsset).
+    pub fn with_body(status: Nfsstat4, body: &impl xdr::Encode) -> Self {
+        OpFail {
+            status,
+            body: Some(Encoded::of(body).0),
+        }
+    }
 }
 
 impl From<Nfsstat4> for OpFail {
@@ -51,6 +61,25 @@ impl From<VfsError> for OpFail {
 impl From<xdr::XdrError> for OpFail {
     fn from(_: xdr::XdrError) -> Self {
         OpFail::from(Nfsstat4::NFS4ERR_BADXDR)
+    }
+}
+
+/// A result already encoded: what NFSv4.0's replay cache keeps and sends again.
+#[derive(Debug, Clone, Default)]
+pub struct Encoded(pub Reply);
+
+impl Encoded {
+    /// The encoding of `r`.
+    pub fn of(r: &impl xdr::Encode) -> Self {
+        let mut e = Encoder::new();
+        r.encode(&mut e);
+        Encoded(e.finish())
+    }
+}
+
+impl xdr::Encode for Encoded {
+    fn encode(&self, e: &mut Encoder) {
+        e.append(self.0.clone());
     }
 }
 
@@ -184,8 +213,8 @@ pub struct Counters {
 
 /// What SEQUENCE decided.
 pub enum SeqOutcome {
-    /// Execute the request; the SEQUENCE result body.
-    Proceed(Encoder),
+    /// Execute the request; the SEQUENCE result.
+    Proceed(Sequence4resok),
     /// A retransmission: answer with the cached reply.
     Replay(Reply),
 }
@@ -254,11 +283,12 @@ impl Nfs4 {
     }
 
     /// Resolves a handle given by PUTFH.
-    pub fn parse_fh(&self, fh: &[u8]) -> Result<Fh, Nfsstat4> {
-        match self.pseudo.parse(fh) {
+    pub fn parse_fh(&self, fh: Bytes) -> Result<Fh, Nfsstat4> {
+        match self.pseudo.parse(&fh) {
             Some(Ok(i)) => Ok(Fh::Pseudo(i)),
             Some(Err(())) => Err(Nfsstat4::NFS4ERR_BADHANDLE),
-            None => Ok(Fh::Real(Bytes::copy_from_slice(fh))),
+            // kept past this call (saved handles, state): not a slice of the request buffer
+            None => Ok(Fh::Real(Bytes::copy_from_slice(&fh))),
         }
     }
 
@@ -335,12 +365,15 @@ impl Nfs4 {
             };
             let def = optable::def(opnum);
             let res = if minor >= 1 && i == 0 && opnum == NfsOpnum4::OP_SEQUENCE {
-                match self.sequence(&mut ctx, &mut d, nops) {
+                match Sequence4args::decode(&mut d)
+                    .map_err(OpFail::from)
+                    .and_then(|a| self.sequence(&mut ctx, a, nops))
+                {
                     Ok(SeqOutcome::Replay(cached)) => {
                         out.append(cached);
                         return Ok(());
                     }
-                    Ok(SeqOutcome::Proceed(e)) => Ok(e),
+                    Ok(SeqOutcome::Proceed(ok)) => optable::body(Ok(ok)),
                     Err(f) => Err(f),
                 }
             } else if minor >= 1 && i == 0 && !def.is_some_and(OpDef::sessionless) {
@@ -401,7 +434,7 @@ impl Nfs4 {
                     status = f.status;
                     body.encode(&f.status);
                     if let Some(b) = f.body {
-                        body.append(b.finish());
+                        body.append(b);
                     }
                 }
             }
@@ -445,25 +478,21 @@ impl Nfs4 {
     }
 }
 
-/// Decodes a callback_sec_parms4: the credential to use for callbacks (None for RPCSEC_GSS,
-/// which we cannot use).
-pub fn callback_sec(d: &mut Decoder) -> Result<Option<Credential>, OpFail> {
-    Ok(match d.u32()? {
-        0 => Some(Credential::None),
-        1 => {
-            // kept by the session: its machine name must not be a slice of the call
-            let mut sys = sunrpc::AuthSys::decode(d)?;
-            sys.machine = Bytes::copy_from_slice(&sys.machine);
-            Some(Credential::Sys(sys))
-        }
-        6 => {
-            d.u32()?;
-            d.opaque(1024)?;
-            d.opaque(1024)?;
-            None
-        }
-        _ => return Err(Nfsstat4::NFS4ERR_INVAL.into()),
-    })
+/// The credential a callback_sec_parms4 gives for callbacks (None for RPCSEC_GSS, which
+/// rnfsd cannot use).
+pub fn callback_cred(p: &CallbackSecParms4) -> Option<Credential> {
+    match p {
+        CallbackSecParms4::AuthNone => Some(Credential::None),
+        CallbackSecParms4::AuthSys(a) => Some(Credential::Sys(sunrpc::AuthSys {
+            stamp: a.stamp,
+            // kept by the session: not a slice of the call
+            machine: Bytes::copy_from_slice(&a.machinename),
+            uid: a.uid,
+            gid: a.gid,
+            gids: a.gids.clone(),
+        })),
+        CallbackSecParms4::RpcsecGss(_) => None,
+    }
 }
 
 impl Program for Nfs4 {

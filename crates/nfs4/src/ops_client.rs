@@ -6,13 +6,17 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use sunrpc::Credential;
-use xdr::{Decoder, Encoder};
 
-use crate::compound::{callback_sec, Ctx, Nfs4, OpFail, OpResult, SeqOutcome};
-use crate::ops_file::get_stateid;
-use crate::proto::NFS4_OPAQUE_LIMIT;
-use crate::state::{ClientRec, Session, Slot, StateObj};
-use nfs4wire::Nfsstat4;
+use crate::compound::{callback_cred, Ctx, Encoded, Nfs4, OpFail, SeqOutcome};
+use crate::state::{ClientRec, Session, Slot, StateObj, Stateid};
+use nfs4wire::{
+    BindConnToSession4args, BindConnToSession4resok, ChannelAttrs4, ChannelDirFromClient4,
+    ChannelDirFromServer4, CreateSession4args, CreateSession4resok, DestroyClientid4args,
+    DestroySession4args, ExchangeId4args, ExchangeId4resok, FreeStateid4args, NfsImplId4, Nfsstat4,
+    Nfstime4, ReclaimComplete4args, Sequence4args, Sequence4resok, ServerOwner4, Setclientid4args,
+    Setclientid4resok, SetclientidConfirm4args, StateProtect4A, StateProtect4R, TestStateid4args,
+    TestStateid4resok,
+};
 
 /// Slots per session.
 const MAX_SLOTS: u32 = 64;
@@ -37,21 +41,7 @@ fn principal(ctx: &Ctx<'_>) -> u32 {
     }
 }
 
-fn verifier(d: &mut Decoder) -> Result<[u8; 8], OpFail> {
-    let v = d.opaque_fixed(8)?;
-    let mut out = [0u8; 8];
-    out.copy_from_slice(&v);
-    Ok(out)
-}
-
-fn session_id(d: &mut Decoder) -> Result<[u8; 16], OpFail> {
-    let v = d.opaque_fixed(16)?;
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&v);
-    Ok(out)
-}
-
-/// channel_attrs4 as sent by the client.
+/// The limits a channel_attrs4 asks for.
 struct ChannelAttrs {
     maxreq: u32,
     maxresp: u32,
@@ -60,30 +50,31 @@ struct ChannelAttrs {
     maxreqs: u32,
 }
 
-fn channel_attrs(d: &mut Decoder) -> Result<ChannelAttrs, OpFail> {
-    let _headerpad = d.u32()?;
-    let a = ChannelAttrs {
-        maxreq: d.u32()?,
-        maxresp: d.u32()?,
-        maxresp_cached: d.u32()?,
-        maxops: d.u32()?,
-        maxreqs: d.u32()?,
-    };
-    let n = d.array_len(1, 4)?;
-    for _ in 0..n {
-        d.u32()?;
+impl From<&ChannelAttrs4> for ChannelAttrs {
+    fn from(a: &ChannelAttrs4) -> Self {
+        ChannelAttrs {
+            maxreq: a.ca_maxrequestsize,
+            maxresp: a.ca_maxresponsesize,
+            maxresp_cached: a.ca_maxresponsesize_cached,
+            maxops: a.ca_maxoperations,
+            maxreqs: a.ca_maxrequests,
+        }
     }
-    Ok(a)
 }
 
-fn put_channel_attrs(e: &mut Encoder, a: &ChannelAttrs) {
-    e.u32(0);
-    e.u32(a.maxreq);
-    e.u32(a.maxresp);
-    e.u32(a.maxresp_cached);
-    e.u32(a.maxops);
-    e.u32(a.maxreqs);
-    e.u32(0);
+impl ChannelAttrs {
+    /// The channel_attrs4 that grants these limits (no header padding, no RDMA).
+    fn to_wire(&self) -> ChannelAttrs4 {
+        ChannelAttrs4 {
+            ca_headerpadsize: 0,
+            ca_maxrequestsize: self.maxreq,
+            ca_maxresponsesize: self.maxresp,
+            ca_maxresponsesize_cached: self.maxresp_cached,
+            ca_maxoperations: self.maxops,
+            ca_maxrequests: self.maxreqs,
+            ca_rdma_ird: Vec::new(),
+        }
+    }
 }
 
 impl Nfs4 {
@@ -117,13 +108,14 @@ impl Nfs4 {
         id
     }
 
-    pub(crate) fn setclientid(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let verf = verifier(d)?;
-        let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
-        let _cb_program = d.u32()?;
-        let _netid = d.opaque(64)?;
-        let _addr = d.opaque(256)?;
-        let _cb_ident = d.u32()?;
+    pub(crate) fn setclientid(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: Setclientid4args,
+    ) -> Result<Setclientid4resok, OpFail> {
+        let verf = a.client.verifier;
+        // kept in the state: not a slice of the request buffer
+        let owner = Bytes::copy_from_slice(&a.client.id);
         let who = principal(ctx);
         let mut s = self.state.lock();
         let confirmed = s
@@ -135,13 +127,12 @@ impl Nfs4 {
             let expired = s.expired_clients().contains(&c.id);
             let has_state = s.states.client_has_state(c.id);
             if c.principal != who && !expired && has_state {
-                let mut e = Encoder::new();
-                e.opaque(b"tcp");
-                e.opaque(b"0.0.0.0.0.0");
-                return Err(OpFail {
-                    status: Nfsstat4::NFS4ERR_CLID_INUSE,
-                    body: Some(e),
-                });
+                // clientaddr4 of the client in use: none to tell
+                let addr = nfs4wire::Clientaddr4 {
+                    na_r_netid: Bytes::from_static(b"tcp"),
+                    na_r_addr: Bytes::from_static(b"0.0.0.0.0.0"),
+                };
+                return Err(OpFail::with_body(Nfsstat4::NFS4ERR_CLID_INUSE, &addr));
             }
         }
         // Drop earlier unconfirmed records of this owner.
@@ -161,15 +152,18 @@ impl Nfs4 {
                 (id, s.clients[&id].confirm)
             }
         };
-        let mut e = Encoder::new();
-        e.u64(id);
-        e.opaque_fixed(&confirm);
-        Ok(e)
+        Ok(Setclientid4resok {
+            clientid: id,
+            setclientid_confirm: confirm,
+        })
     }
 
-    pub(crate) fn setclientid_confirm(&self, _ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let id = d.u64()?;
-        let confirm = verifier(d)?;
+    pub(crate) fn setclientid_confirm(
+        &self,
+        _ctx: &mut Ctx<'_>,
+        a: SetclientidConfirm4args,
+    ) -> Result<(), OpFail> {
+        let (id, confirm) = (a.clientid, a.setclientid_confirm);
         let mut s = self.state.lock();
         if s.is_stale_client(id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
@@ -195,29 +189,21 @@ impl Nfs4 {
             c.renewed = Instant::now();
         }
         s.record_confirmed(&c.owner, 0);
-        Ok(Encoder::new())
+        Ok(())
     }
 
-    pub(crate) fn exchange_id(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let verf = verifier(d)?;
-        let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
-        let flags = d.u32()?;
-        match d.u32()? {
-            0 => {}
-            1 => {
-                let _ = crate::attr::Bitmap::decode(d)?;
-                let _ = crate::attr::Bitmap::decode(d)?;
-                return Err(Nfsstat4::NFS4ERR_NOTSUPP.into());
-            }
-            2 => return Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
-            _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
-        }
-        let nimpl = d.array_len(1, 12)?;
-        for _ in 0..nimpl {
-            d.opaque(1024)?;
-            d.opaque(1024)?;
-            d.i64()?;
-            d.u32()?;
+    pub(crate) fn exchange_id(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: ExchangeId4args,
+    ) -> Result<ExchangeId4resok, OpFail> {
+        let verf = a.eia_clientowner.co_verifier;
+        // kept in the state: not a slice of the request buffer
+        let owner = Bytes::copy_from_slice(&a.eia_clientowner.co_ownerid);
+        let flags = a.eia_flags;
+        // state protection (SP4_MACH_CRED, SP4_SSV): not supported
+        if !matches!(a.eia_state_protect, StateProtect4A::Sp4None) {
+            return Err(Nfsstat4::NFS4ERR_NOTSUPP.into());
         }
         let valid = EXCHGID4_FLAG_SUPP_MOVED_REFER
             | EXCHGID4_FLAG_SUPP_MOVED_MIGR
@@ -274,41 +260,44 @@ impl Nfs4 {
             .clients
             .get(&id)
             .ok_or(OpFail::from(Nfsstat4::NFS4ERR_SERVERFAULT))?;
-        let mut e = Encoder::new();
-        e.u64(id);
-        e.u32(c.cs_seq);
         let mut rflags = EXCHGID4_FLAG_USE_NON_PNFS;
         if c.confirmed {
             rflags |= EXCHGID4_FLAG_CONFIRMED_R;
         }
-        e.u32(rflags);
-        e.u32(0); // SP4_NONE
-        e.u64(0); // server_owner.so_minor_id
-        e.opaque(b"rnfs");
-        e.opaque(b"rnfs");
-        e.u32(1);
-        e.opaque(b"rnfs.dev");
-        e.opaque(concat!("rnfsd ", env!("CARGO_PKG_VERSION")).as_bytes());
-        e.i64(0);
-        e.u32(0);
-        Ok(e)
+        Ok(ExchangeId4resok {
+            eir_clientid: id,
+            eir_sequenceid: c.cs_seq,
+            eir_flags: rflags,
+            eir_state_protect: StateProtect4R::Sp4None,
+            eir_server_owner: ServerOwner4 {
+                so_minor_id: 0,
+                so_major_id: Bytes::from_static(b"rnfs"),
+            },
+            eir_server_scope: Bytes::from_static(b"rnfs"),
+            eir_server_impl_id: vec![NfsImplId4 {
+                nii_domain: Bytes::from_static(b"rnfs.dev"),
+                nii_name: Bytes::from_static(
+                    concat!("rnfsd ", env!("CARGO_PKG_VERSION")).as_bytes(),
+                ),
+                nii_date: Nfstime4 {
+                    seconds: 0,
+                    nseconds: 0,
+                },
+            }],
+        })
     }
 
-    pub(crate) fn create_session(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let id = d.u64()?;
-        let seq = d.u32()?;
-        let flags = d.u32()?;
-        let fore = channel_attrs(d)?;
-        let back = channel_attrs(d)?;
-        let cb_program = d.u32()?;
-        let nsec = d.array_len(16, 4)?;
-        let mut cb_cred = None;
-        for _ in 0..nsec {
-            let c = callback_sec(d)?;
-            if cb_cred.is_none() {
-                cb_cred = c;
-            }
-        }
+    pub(crate) fn create_session(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: CreateSession4args,
+    ) -> Result<Encoded, OpFail> {
+        let (id, seq, flags) = (a.csa_clientid, a.csa_sequence, a.csa_flags);
+        let fore = ChannelAttrs::from(&a.csa_fore_chan_attrs);
+        let back = ChannelAttrs::from(&a.csa_back_chan_attrs);
+        let cb_program = a.csa_cb_program;
+        // the first flavor the server can use
+        let cb_cred = a.csa_sec_parms.iter().find_map(callback_cred);
         let mut s = self.state.lock();
         if s.is_stale_client(id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
@@ -318,11 +307,9 @@ impl Nfs4 {
         };
         if seq == c.cs_seq.wrapping_sub(1) {
             if let Some(r) = c.cs_reply {
-                let mut out = Encoder::new();
-                out.append(xdr::Reply {
+                return Ok(Encoded(xdr::Reply {
                     segments: vec![xdr::Segment::Inline(r)],
-                });
-                return Ok(out);
+                }));
             }
         }
         if !c.confirmed && c.renewed.elapsed() > s.lease {
@@ -391,13 +378,14 @@ impl Nfs4 {
                 minor: ctx.minor,
             },
         );
-        let mut e = Encoder::new();
-        e.opaque_fixed(&sid);
-        e.u32(seq);
-        e.u32(flags & 2); // no persistence, no RDMA mode change
-        put_channel_attrs(&mut e, &nego);
-        put_channel_attrs(&mut e, &back_nego);
-        let reply = e.finish().to_bytes();
+        let reply = Encoded::of(&CreateSession4resok {
+            csr_sessionid: sid,
+            csr_sequence: seq,
+            // no persistence, no RDMA mode change
+            csr_flags: flags & nfs4wire::CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
+            csr_fore_chan_attrs: nego.to_wire(),
+            csr_back_chan_attrs: back_nego.to_wire(),
+        });
         if !c.confirmed {
             s.record_confirmed(&c.owner, c.minor);
         }
@@ -405,26 +393,21 @@ impl Nfs4 {
             c.confirmed = true;
             c.renewed = Instant::now();
             c.cs_seq = c.cs_seq.wrapping_add(1);
-            c.cs_reply = Some(reply.clone());
+            c.cs_reply = Some(reply.0.to_bytes());
         }
-        let mut out = Encoder::new();
-        out.append(xdr::Reply {
-            segments: vec![xdr::Segment::Inline(reply)],
-        });
-        Ok(out)
+        Ok(reply)
     }
 
     pub(crate) fn sequence(
         &self,
         ctx: &mut Ctx<'_>,
-        d: &mut Decoder,
+        a: Sequence4args,
         nops: usize,
     ) -> Result<SeqOutcome, OpFail> {
-        let sid = session_id(d)?;
-        let seqid = d.u32()?;
-        let slotid = d.u32()? as usize;
-        let _highest = d.u32()?;
-        let cachethis = d.bool()?;
+        let sid = a.sa_sessionid;
+        let seqid = a.sa_sequenceid;
+        let slotid = a.sa_slotid as usize;
+        let cachethis = a.sa_cachethis;
         let mut s = self.state.lock();
         let Some(sess) = s.sessions.get_mut(&sid) else {
             return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
@@ -467,29 +450,31 @@ impl Nfs4 {
             return Err(Nfsstat4::NFS4ERR_REQ_TOO_BIG.into());
         }
         ctx.clientid = Some(client);
-        let mut e = Encoder::new();
-        e.opaque_fixed(&sid);
-        e.u32(seqid);
-        e.u32(slotid as u32);
-        e.u32(nslots as u32 - 1);
-        e.u32(nslots as u32 - 1);
-        // SEQ4_STATUS_RECALLABLE_STATE_REVOKED while a revoked delegation awaits FREE_STATEID.
-        e.u32(if s.states.has_revoked(client) {
-            0x40
-        } else {
-            0
-        });
-        Ok(SeqOutcome::Proceed(e))
+        let ok = Sequence4resok {
+            sr_sessionid: sid,
+            sr_sequenceid: seqid,
+            sr_slotid: slotid as u32,
+            sr_highest_slotid: nslots as u32 - 1,
+            sr_target_highest_slotid: nslots as u32 - 1,
+            // while a revoked delegation awaits FREE_STATEID
+            sr_status_flags: if s.states.has_revoked(client) {
+                nfs4wire::SEQ4_STATUS_RECALLABLE_STATE_REVOKED
+            } else {
+                0
+            },
+        };
+        Ok(SeqOutcome::Proceed(ok))
     }
 
+    /// DESTROY_SESSION, the `idx`th of `nops` operations.
     pub(crate) fn destroy_session(
         &self,
         ctx: &mut Ctx<'_>,
-        d: &mut Decoder,
+        a: DestroySession4args,
         idx: usize,
         nops: usize,
-    ) -> OpResult {
-        let sid = session_id(d)?;
+    ) -> Result<(), OpFail> {
+        let sid = a.dsa_sessionid;
         let mut s = self.state.lock();
         if !s.sessions.contains_key(&sid) {
             return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
@@ -501,13 +486,16 @@ impl Nfs4 {
         if ctx.session.is_some_and(|(cur, _, _)| cur == sid) {
             ctx.session = None;
         }
-        Ok(Encoder::new())
+        Ok(())
     }
 
-    pub(crate) fn bind_conn(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = session_id(d)?;
-        let dir = d.u32()?;
-        let _rdma = d.bool()?;
+    pub(crate) fn bind_conn(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: BindConnToSession4args,
+    ) -> Result<BindConnToSession4resok, OpFail> {
+        let sid = a.bctsa_sessid;
+        let dir = a.bctsa_dir as u32;
         let mut s = self.state.lock();
         let Some(sess) = s.sessions.get_mut(&sid) else {
             return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
@@ -515,27 +503,25 @@ impl Nfs4 {
         if dir & 2 != 0 && sess.back_channel {
             sess.back = ctx.rpc.back.clone();
         }
-        let out_dir = match dir {
-            1 => 1,
-            2 => 2,
-            3 | 7 => {
-                if sess.back_channel {
-                    3
-                } else {
-                    1
-                }
-            }
-            _ => return Err(Nfsstat4::NFS4ERR_INVAL.into()),
+        let out_dir = match a.bctsa_dir {
+            ChannelDirFromClient4::Cdfc4Fore => ChannelDirFromServer4::Cdfs4Fore,
+            ChannelDirFromClient4::Cdfc4Back => ChannelDirFromServer4::Cdfs4Back,
+            _ if sess.back_channel => ChannelDirFromServer4::Cdfs4Both,
+            _ => ChannelDirFromServer4::Cdfs4Fore,
         };
-        let mut e = Encoder::new();
-        e.opaque_fixed(&sid);
-        e.u32(out_dir);
-        e.bool(false);
-        Ok(e)
+        Ok(BindConnToSession4resok {
+            bctsr_sessid: sid,
+            bctsr_dir: out_dir,
+            bctsr_use_conn_in_rdma_mode: false,
+        })
     }
 
-    pub(crate) fn destroy_clientid(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let id = d.u64()?;
+    pub(crate) fn destroy_clientid(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: DestroyClientid4args,
+    ) -> Result<(), OpFail> {
+        let id = a.dca_clientid;
         let mut s = self.state.lock();
         if s.is_stale_client(id) || !s.clients.contains_key(&id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
@@ -545,17 +531,21 @@ impl Nfs4 {
         }
         let _ = ctx;
         s.expire(id);
-        Ok(Encoder::new())
+        Ok(())
     }
 
-    pub(crate) fn reclaim_complete(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let one_fs = d.bool()?;
+    pub(crate) fn reclaim_complete(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: ReclaimComplete4args,
+    ) -> Result<(), OpFail> {
+        let one_fs = a.rca_one_fs;
         let id = ctx
             .clientid
             .ok_or(OpFail::from(Nfsstat4::NFS4ERR_OP_NOT_IN_SESSION))?;
         if one_fs {
             ctx.cur()?;
-            return Ok(Encoder::new());
+            return Ok(());
         }
         let mut s = self.state.lock();
         let c = s
@@ -567,16 +557,20 @@ impl Nfs4 {
         }
         c.reclaim_complete = true;
         s.reclaim_complete(id);
-        Ok(Encoder::new())
+        Ok(())
     }
 
-    pub(crate) fn free_stateid(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
+    pub(crate) fn free_stateid(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: FreeStateid4args,
+    ) -> Result<(), OpFail> {
+        let sid = self.stateid(ctx, a.fsa_stateid)?;
         let mut s = self.state.lock();
         if let Some(StateObj::Deleg(d)) = s.states.get(&sid.other) {
             if d.revoked && Some(d.client) == ctx.clientid {
                 s.states.remove(&sid.other);
-                return Ok(Encoder::new());
+                return Ok(());
             }
         }
         let obj = s.check(&sid, 1)?.clone();
@@ -587,22 +581,19 @@ impl Nfs4 {
                     return Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into());
                 }
                 s.states.remove(&sid.other);
-                Ok(Encoder::new())
+                Ok(())
             }
         }
     }
 
-    pub(crate) fn test_stateid(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let n = d.array_len(1024, 16)?;
-        let mut sids = Vec::with_capacity(n);
-        for _ in 0..n {
-            sids.push(get_stateid(d)?);
-        }
+    pub(crate) fn test_stateid(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: TestStateid4args,
+    ) -> Result<TestStateid4resok, OpFail> {
         let s = self.state.lock();
-        let mut e = Encoder::new();
-        e.u32(n as u32);
-        for sid in sids {
-            let status = if sid.is_special() {
+        let codes = a.ts_stateids.into_iter().map(Stateid::from).map(|sid| {
+            if sid.is_special() {
                 Nfsstat4::NFS4ERR_BAD_STATEID
             } else {
                 match s.check(&sid, 1) {
@@ -610,9 +601,10 @@ impl Nfs4 {
                     Ok(_) => Nfsstat4::NFS4ERR_BAD_STATEID,
                     Err(e) => e,
                 }
-            };
-            e.encode(&status);
-        }
-        Ok(e)
+            }
+        });
+        Ok(TestStateid4resok {
+            tsr_status_codes: codes.collect(),
+        })
     }
 }

@@ -18,14 +18,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use sunrpc::{msg, Credential};
+use sunrpc::msg;
 use xdr::{Decoder, Encoder};
 
 use crate::attr::Bitmap;
-use crate::compound::{callback_sec, Ctx, Nfs4, OpResult};
+use crate::compound::{callback_cred, Ctx, Nfs4, OpFail};
 use crate::ops_file::{file_key, put_stateid};
 use crate::state::{Deleg, FileKey, State, StateObj, Stateid};
-use nfs4wire::Nfsstat4;
+use nfs4wire::{
+    BackchannelCtl4args, Delegreturn4args, NfsSpaceLimit4, Nfsace4, Nfsstat4, OpenDelegation4,
+    OpenReadDelegation4, OpenWriteDelegation4,
+};
 
 /// CB_COMPOUND operation numbers.
 const OP_CB_GETATTR: u32 = 3;
@@ -378,8 +381,8 @@ impl Nfs4 {
         }
     }
 
-    pub(crate) fn delegreturn(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
+    pub(crate) fn delegreturn(&self, ctx: &mut Ctx<'_>, a: Delegreturn4args) -> Result<(), OpFail> {
+        let sid = self.stateid(ctx, a.deleg_stateid)?;
         let (_, n) = self.real(ctx)?;
         let mut s = self.state.lock();
         match s.check(&sid, ctx.minor)? {
@@ -388,19 +391,17 @@ impl Nfs4 {
             _ => return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into()),
         }
         s.states.remove(&sid.other);
-        Ok(Encoder::new())
+        Ok(())
     }
 
-    pub(crate) fn backchannel_ctl(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let cb_program = d.u32()?;
-        let n = d.array_len(16, 4)?;
-        let mut cred: Option<Credential> = None;
-        for _ in 0..n {
-            let c = callback_sec(d)?;
-            if cred.is_none() {
-                cred = c;
-            }
-        }
+    pub(crate) fn backchannel_ctl(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: BackchannelCtl4args,
+    ) -> Result<(), OpFail> {
+        let cb_program = a.bca_cb_program;
+        // the first flavor the server can use
+        let cred = a.bca_sec_parms.iter().find_map(callback_cred);
         let Some((sid, _, _)) = ctx.session else {
             return Err(Nfsstat4::NFS4ERR_OP_NOT_IN_SESSION.into());
         };
@@ -411,25 +412,34 @@ impl Nfs4 {
                 sess.cb_cred = c;
             }
         }
-        Ok(Encoder::new())
+        Ok(())
     }
 }
 
-/// Encodes open_delegation4 for a granted delegation (`recall`: to be returned at once).
-pub fn encode_deleg(e: &mut Encoder, sid: &Stateid, write: bool, recall: bool) {
-    e.u32(if write { 2 } else { 1 }); // OPEN_DELEGATE_WRITE / _READ
-    put_stateid(e, sid);
-    e.bool(recall);
+/// The open_delegation4 of a granted delegation (`recall`: to be returned at once).
+pub fn delegation(sid: Stateid, write: bool, recall: bool) -> OpenDelegation4 {
+    // nfsace4 permissions: allow nothing beyond what the mode says
+    let permissions = Nfsace4 {
+        r#type: 0,
+        flag: 0,
+        access_mask: 0,
+        who: Bytes::new(),
+    };
     if write {
-        // nfs_space_limit4: no limit on how far the holder may extend the file.
-        e.u32(1); // NFS_LIMIT_SIZE
-        e.u64(u64::MAX);
+        OpenDelegation4::OpenDelegateWrite(OpenWriteDelegation4 {
+            stateid: sid.into(),
+            recall,
+            // no limit on how far the holder may extend the file
+            space_limit: NfsSpaceLimit4::NfsLimitSize(u64::MAX),
+            permissions,
+        })
+    } else {
+        OpenDelegation4::OpenDelegateRead(OpenReadDelegation4 {
+            stateid: sid.into(),
+            recall,
+            permissions,
+        })
     }
-    // nfsace4 permissions: allow nothing beyond what the mode says.
-    e.u32(0);
-    e.u32(0);
-    e.u32(0);
-    e.opaque(b"");
 }
 
 /// How long a change from NFSv3 waits for a recalled delegation to come back before it answers

@@ -1,18 +1,22 @@
 //! Namespace-changing operations: CREATE, REMOVE, RENAME, LINK.
 
 use vfs::{FileType, Node, SetAttrs, SpecialFile};
-use xdr::{Decoder, Encoder};
 
 use crate::attr;
-use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
-use crate::ops_fh::component;
-use nfs4wire::{NfsFtype4, Nfsstat4};
+use crate::compound::{Ctx, Fh, Nfs4, OpFail};
+use crate::ops_fh::check_name;
+use nfs4wire::{
+    ChangeInfo4, Create4args, Create4resok, Createtype4, Link4args, Link4resok, Nfsstat4,
+    Remove4args, Remove4resok, Rename4args, Rename4resok,
+};
 
-/// Encodes change_info4 from directory attributes before and after.
-pub fn change_info(e: &mut Encoder, before: &vfs::Attr, after: Option<&vfs::Attr>) {
-    e.bool(false);
-    e.u64(attr::change(before));
-    e.u64(after.map_or(attr::change(before), attr::change));
+/// change_info4 from a directory's attributes before and after.
+pub fn change_info(before: &vfs::Attr, after: Option<&vfs::Attr>) -> ChangeInfo4 {
+    ChangeInfo4 {
+        atomic: false,
+        before: attr::change(before),
+        after: after.map_or(attr::change(before), attr::change),
+    }
 }
 
 impl Nfs4 {
@@ -28,27 +32,19 @@ impl Nfs4 {
         }
     }
 
-    pub(crate) fn create(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        // an unknown type is BADTYPE (RFC 8881 section 18.4.3), not a decoding failure
-        let t = NfsFtype4::from_i32(d.i32()?);
-        let kind = match t {
-            Some(NfsFtype4::Nf4lnk) => Kind::Link(d.opaque(4096)?),
-            Some(t @ (NfsFtype4::Nf4blk | NfsFtype4::Nf4chr)) => {
-                let ma = d.u32()?;
-                let mi = d.u32()?;
-                Kind::Special(if t == NfsFtype4::Nf4blk {
-                    SpecialFile::Block(ma, mi)
-                } else {
-                    SpecialFile::Char(ma, mi)
-                })
-            }
-            Some(NfsFtype4::Nf4sock) => Kind::Special(SpecialFile::Socket),
-            Some(NfsFtype4::Nf4fifo) => Kind::Special(SpecialFile::Fifo),
-            Some(NfsFtype4::Nf4dir) => Kind::Dir,
-            _ => return Err(Nfsstat4::NFS4ERR_BADTYPE.into()),
+    pub(crate) fn create(&self, ctx: &mut Ctx<'_>, a: Create4args) -> Result<Create4resok, OpFail> {
+        let kind = match a.objtype {
+            Createtype4::Nf4lnk(target) => Kind::Link(target),
+            Createtype4::Nf4blk(d) => Kind::Special(SpecialFile::Block(d.specdata1, d.specdata2)),
+            Createtype4::Nf4chr(d) => Kind::Special(SpecialFile::Char(d.specdata1, d.specdata2)),
+            Createtype4::Nf4sock => Kind::Special(SpecialFile::Socket),
+            Createtype4::Nf4fifo => Kind::Special(SpecialFile::Fifo),
+            Createtype4::Nf4dir => Kind::Dir,
+            // regular files are made by OPEN, named attributes are not supported
+            Createtype4::Default(_) => return Err(Nfsstat4::NFS4ERR_BADTYPE.into()),
         };
-        let name = component(d)?;
-        let (s, bm) = attr::decode_sattr(d, ctx.minor, &self.idmap)?;
+        let name = check_name(&a.objname)?;
+        let (s, bm) = attr::decode_sattr(&a.createattrs, ctx.minor, &self.idmap)?;
         let (c, dir) = self.cur_dir(ctx)?;
         if let Kind::Link(target) = &kind {
             if target.is_empty() {
@@ -63,14 +59,14 @@ impl Nfs4 {
         };
         let after = self.vfs.getattr(&dir).ok();
         ctx.cur = Some(Fh::Real(fh));
-        let mut e = Encoder::new();
-        change_info(&mut e, &dir.attr, after.as_ref());
-        bm.encode(&mut e);
-        Ok(e)
+        Ok(Create4resok {
+            cinfo: change_info(&dir.attr, after.as_ref()),
+            attrset: bm.to_wire(),
+        })
     }
 
-    pub(crate) fn remove(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let name = component(d)?;
+    pub(crate) fn remove(&self, ctx: &mut Ctx<'_>, a: Remove4args) -> Result<Remove4resok, OpFail> {
+        let name = check_name(&a.target)?;
         let (c, dir) = self.cur_dir(ctx)?;
         // what is removed: a directory or not, and whose delegations to recall
         let a = self.vfs.entry_attr(&c, &dir, &name)?;
@@ -78,14 +74,12 @@ impl Nfs4 {
         self.vfs
             .remove(&c, &dir, &name, a.ftype == FileType::Directory)?;
         let after = self.vfs.getattr(&dir).ok();
-        let mut e = Encoder::new();
-        change_info(&mut e, &dir.attr, after.as_ref());
-        Ok(e)
+        Ok(Remove4resok {
+            cinfo: change_info(&dir.attr, after.as_ref()),
+        })
     }
 
-    pub(crate) fn rename(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let old = d.opaque(crate::ops_fh::MAX_COMPONENT)?;
-        let new = d.opaque(crate::ops_fh::MAX_COMPONENT)?;
+    pub(crate) fn rename(&self, ctx: &mut Ctx<'_>, a: Rename4args) -> Result<Rename4resok, OpFail> {
         let saved = ctx
             .saved
             .clone()
@@ -99,8 +93,8 @@ impl Nfs4 {
         if from.attr.ftype != FileType::Directory {
             return Err(Nfsstat4::NFS4ERR_NOTDIR.into());
         }
-        let old = crate::ops_fh::check_name(&old)?;
-        let new = crate::ops_fh::check_name(&new)?;
+        let old = check_name(&a.oldname)?;
+        let new = check_name(&a.newname)?;
         // the file renamed, and the one the new name replaces
         for (dir, name) in [(&from, &old), (&to, &new)] {
             self.recall_before_name_change(ctx, &c, dir, name)?;
@@ -108,21 +102,20 @@ impl Nfs4 {
         self.vfs.rename(&c, &from, &old, &to, &new)?;
         let fa = self.vfs.getattr(&from).ok();
         let ta = self.vfs.getattr(&to).ok();
-        let mut e = Encoder::new();
-        change_info(&mut e, &from.attr, fa.as_ref());
-        change_info(&mut e, &to.attr, ta.as_ref());
-        Ok(e)
+        Ok(Rename4resok {
+            source_cinfo: change_info(&from.attr, fa.as_ref()),
+            target_cinfo: change_info(&to.attr, ta.as_ref()),
+        })
     }
 
-    pub(crate) fn link(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let name = d.opaque(crate::ops_fh::MAX_COMPONENT)?;
+    pub(crate) fn link(&self, ctx: &mut Ctx<'_>, a: Link4args) -> Result<Link4resok, OpFail> {
         let saved = ctx
             .saved
             .clone()
             .ok_or(OpFail::from(Nfsstat4::NFS4ERR_NOFILEHANDLE))?;
         ctx.cur()?;
         let (c, dir) = self.cur_dir(ctx)?;
-        let name = crate::ops_fh::check_name(&name)?;
+        let name = check_name(&a.newname)?;
         let src = match saved {
             Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_XDEV.into()),
             Fh::Real(fh) => self.vfs.authorize(&fh, &ctx.client)?.1,
@@ -133,9 +126,9 @@ impl Nfs4 {
         self.recall_before_change(ctx, src.file_id())?;
         self.vfs.link(&c, &src, &dir, &name)?;
         let after = self.vfs.getattr(&dir).ok();
-        let mut e = Encoder::new();
-        change_info(&mut e, &dir.attr, after.as_ref());
-        Ok(e)
+        Ok(Link4resok {
+            cinfo: change_info(&dir.attr, after.as_ref()),
+        })
     }
 }
 

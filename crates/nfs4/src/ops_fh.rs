@@ -3,13 +3,16 @@
 
 use bytes::Bytes;
 use vfs::{Attr, FileType, Node};
-use xdr::{Decoder, Encoder};
+use xdr::Encoder;
 
 use crate::attr::{self, Bitmap, Object};
-use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
-use crate::proto::NFS4_VERIFIER_SIZE;
+use crate::compound::{Ctx, Fh, Nfs4, OpFail};
 use crate::pseudo::{PseudoFs, Target};
-use nfs4wire::Nfsstat4;
+use nfs4wire::{
+    Access4args, Access4resok, Bitmap4, Fattr4, Getattr4args, Getfh4resok, Lookup4args, Nfsstat4,
+    Readdir4args, Readlink4resok, Secinfo4, Secinfo4args, Secinfo4resok, SecinfoStyle4,
+    Setattr4args,
+};
 
 /// ACCESS4_XAREAD (RFC 8276).
 const XAREAD: u32 = 0x40;
@@ -17,15 +20,6 @@ const XAREAD: u32 = 0x40;
 const XAWRITE: u32 = 0x80;
 /// ACCESS4_XALIST.
 const XALIST: u32 = 0x100;
-
-/// Longest component name decoded (longer ones get NAMETOOLONG from the backend).
-pub const MAX_COMPONENT: usize = 4096;
-
-/// Decodes a component4 and checks it is a valid name.
-pub fn component(d: &mut Decoder) -> Result<Bytes, OpFail> {
-    let name = d.opaque(MAX_COMPONENT)?;
-    check_name(&name)
-}
 
 /// Checks a component4: non-empty UTF-8, not `.` or `..`, no `/` or NUL, not too long.
 pub fn check_name(name: &Bytes) -> Result<Bytes, OpFail> {
@@ -45,15 +39,9 @@ pub fn check_name(name: &Bytes) -> Result<Bytes, OpFail> {
 }
 
 impl Nfs4 {
-    /// Attributes and the object description of the current handle.
-    pub fn encode_attrs(
-        &self,
-        e: &mut Encoder,
-        fh: &Fh,
-        req: &Bitmap,
-        ctx: &Ctx<'_>,
-    ) -> Result<(), OpFail> {
-        match fh {
+    /// The attributes `req` asks for of the object `fh`.
+    pub fn attrs(&self, fh: &Fh, req: &Bitmap, ctx: &Ctx<'_>) -> Result<Fattr4, OpFail> {
+        Ok(match fh {
             Fh::Pseudo(i) => {
                 let a = self.pseudo.attr(*i);
                 let fhb = PseudoFs::fh(*i);
@@ -66,18 +54,17 @@ impl Nfs4 {
                     lease: self.lease_secs,
                     idmap: &self.idmap,
                 };
-                attr::encode_fattr(e, req, &o, ctx.minor);
+                attr::fattr(req, &o, ctx.minor)
             }
             Fh::Real(fhb) => {
                 let (_, n) = self.vfs.authorize(fhb, &ctx.client)?;
-                self.encode_node_attrs(e, &n, req, ctx.minor);
+                self.node_attrs(&n, req, ctx.minor)
             }
-        }
-        Ok(())
+        })
     }
 
-    /// Encodes fattr4 of a real object.
-    pub fn encode_node_attrs(&self, e: &mut Encoder, n: &Node, req: &Bitmap, minor: u32) {
+    /// The attributes `req` asks for of a real object.
+    pub fn node_attrs(&self, n: &Node, req: &Bitmap, minor: u32) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root(n) {
             self.pseudo.junction_fileid(&n.fh).unwrap_or(n.attr.fileid)
         } else {
@@ -92,11 +79,11 @@ impl Nfs4 {
             lease: self.lease_secs,
             idmap: &self.idmap,
         };
-        attr::encode_fattr(e, req, &o, minor);
+        attr::fattr(req, &o, minor)
     }
 
-    pub(crate) fn getattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let req = Bitmap::decode(d)?;
+    pub(crate) fn getattr(&self, ctx: &mut Ctx<'_>, a: Getattr4args) -> Result<Fattr4, OpFail> {
+        let req = Bitmap::from(a.attr_request);
         let fh = ctx.cur()?.clone();
         if attr::has_write_only(&req) {
             return Err(Nfsstat4::NFS4ERR_INVAL.into());
@@ -109,15 +96,11 @@ impl Nfs4 {
                 && attr::depends_on_data(&req)
             {
                 if let Some(n) = self.getattr_of_write_delegated(ctx)? {
-                    let mut e = Encoder::new();
-                    self.encode_node_attrs(&mut e, &n, &req, ctx.minor);
-                    return Ok(e);
+                    return Ok(self.node_attrs(&n, &req, ctx.minor));
                 }
             }
         }
-        let mut e = Encoder::new();
-        self.encode_attrs(&mut e, &fh, &req, ctx)?;
-        Ok(e)
+        self.attrs(&fh, &req, ctx)
     }
 
     /// Before another client is told a file's size or change attribute: a write delegation's
@@ -147,20 +130,19 @@ impl Nfs4 {
         Ok(Some(n))
     }
 
-    pub(crate) fn getfh(&self, ctx: &mut Ctx<'_>) -> OpResult {
-        let mut e = Encoder::new();
-        match ctx.cur()? {
-            Fh::Pseudo(i) => e.opaque(&PseudoFs::fh(*i)),
+    pub(crate) fn getfh(&self, ctx: &mut Ctx<'_>) -> Result<Getfh4resok, OpFail> {
+        let object = match ctx.cur()? {
+            Fh::Pseudo(i) => PseudoFs::fh(*i),
             Fh::Real(fh) => {
                 self.vfs.authorize(fh, &ctx.client)?;
-                e.opaque(fh)
+                fh.clone()
             }
-        }
-        Ok(e)
+        };
+        Ok(Getfh4resok { object })
     }
 
-    pub(crate) fn access(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let mask = d.u32()?;
+    pub(crate) fn access(&self, ctx: &mut Ctx<'_>, a: Access4args) -> Result<Access4resok, OpFail> {
+        let mask = a.access;
         // 0x40..0x100 are the RFC 8276 extended-attribute bits the 4.2 client asks for.
         if mask & !0x1ff != 0 {
             return Err(Nfsstat4::NFS4ERR_INVAL.into());
@@ -194,15 +176,15 @@ impl Nfs4 {
                 granted |= XAWRITE & mask;
             }
         }
-        let mut e = Encoder::new();
-        e.u32(mask & meaningful);
-        e.u32(granted & meaningful);
-        Ok(e)
+        Ok(Access4resok {
+            supported: mask & meaningful,
+            access: granted & meaningful,
+        })
     }
 
-    pub(crate) fn lookup(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
+    pub(crate) fn lookup(&self, ctx: &mut Ctx<'_>, a: Lookup4args) -> Result<(), OpFail> {
         let cur = ctx.cur()?.clone();
-        let name = d.opaque(MAX_COMPONENT)?;
+        let name = a.objname;
         match cur {
             Fh::Pseudo(i) => {
                 let name = check_name(&name)?;
@@ -228,10 +210,10 @@ impl Nfs4 {
                 ctx.cur = Some(Fh::Real(fh));
             }
         }
-        Ok(Encoder::new())
+        Ok(())
     }
 
-    pub(crate) fn lookupp(&self, ctx: &mut Ctx<'_>) -> OpResult {
+    pub(crate) fn lookupp(&self, ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
         match ctx.cur()?.clone() {
             Fh::Pseudo(i) => {
                 if i == 0 {
@@ -257,11 +239,17 @@ impl Nfs4 {
                 }
             }
         }
-        Ok(Encoder::new())
+        Ok(())
     }
 
-    pub(crate) fn verify(&self, ctx: &mut Ctx<'_>, d: &mut Decoder, want_same: bool) -> OpResult {
-        let (bm, vals) = attr::decode_raw(d)?;
+    /// VERIFY (`want_same`) and NVERIFY.
+    pub(crate) fn verify(
+        &self,
+        ctx: &mut Ctx<'_>,
+        f: Fattr4,
+        want_same: bool,
+    ) -> Result<(), OpFail> {
+        let bm = Bitmap::from(f.attrmask);
         let fh = ctx.cur()?.clone();
         let sup = attr::supported(ctx.minor);
         for b in bm.bits() {
@@ -275,32 +263,23 @@ impl Nfs4 {
                 return Err(Nfsstat4::NFS4ERR_INVAL.into());
             }
         }
-        let mut e = Encoder::new();
-        self.encode_attrs(&mut e, &fh, &bm, ctx)?;
-        let ours = e.finish().to_bytes();
-        // Skip our bitmap: compare only the values.
-        let mut od = Decoder::new(ours);
-        Bitmap::decode(&mut od)?;
-        let our_vals = od.opaque(attr::MAX_ATTR_VALS * 4)?;
-        let same = our_vals == vals;
+        // only the values are compared
+        let same = self.attrs(&fh, &bm, ctx)?.attr_vals == f.attr_vals;
         match (same, want_same) {
-            (true, true) | (false, false) => Ok(Encoder::new()),
+            (true, true) | (false, false) => Ok(()),
             (false, true) => Err(Nfsstat4::NFS4ERR_NOT_SAME.into()),
             (true, false) => Err(Nfsstat4::NFS4ERR_SAME.into()),
         }
     }
 
-    pub(crate) fn setattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
-        let attrsset_fail = |status: Nfsstat4| {
-            let mut b = Encoder::new();
-            Bitmap::default().encode(&mut b);
-            OpFail {
-                status,
-                body: Some(b),
-            }
-        };
-        let (s, bm) = attr::decode_sattr(d, ctx.minor, &self.idmap).map_err(attrsset_fail)?;
+    /// SETATTR; its result is the attrsset bitmap, empty when it fails.
+    pub(crate) fn setattr(&self, ctx: &mut Ctx<'_>, a: Setattr4args) -> Result<Bitmap4, OpFail> {
+        let attrsset_fail = |status: Nfsstat4| OpFail::with_body(status, &Bitmap4::new());
+        let sid = self
+            .stateid(ctx, a.stateid)
+            .map_err(|f| attrsset_fail(f.status))?;
+        let (s, bm) =
+            attr::decode_sattr(&a.obj_attributes, ctx.minor, &self.idmap).map_err(attrsset_fail)?;
         let (c, n) = match ctx.cur() {
             Ok(Fh::Pseudo(_)) => return Err(attrsset_fail(Nfsstat4::NFS4ERR_ROFS)),
             Ok(Fh::Real(_)) => self.real(ctx).map_err(|f| attrsset_fail(f.status))?,
@@ -322,14 +301,15 @@ impl Nfs4 {
         self.vfs
             .setattr(&c, &n, &s, None)
             .map_err(|e| attrsset_fail(crate::compound::nfsstat4(e)))?;
-        let mut e = Encoder::new();
-        bm.encode(&mut e);
-        Ok(e)
+        Ok(bm.to_wire())
     }
 
-    pub(crate) fn secinfo(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let name = d.opaque(MAX_COMPONENT)?;
-        let name = check_name(&name)?;
+    pub(crate) fn secinfo(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: Secinfo4args,
+    ) -> Result<Secinfo4resok, OpFail> {
+        let name = check_name(&a.name)?;
         match ctx.cur()?.clone() {
             Fh::Pseudo(i) => {
                 if self.pseudo.lookup(i, &name).is_none() {
@@ -350,14 +330,13 @@ impl Nfs4 {
         Ok(secinfo_sys())
     }
 
-    pub(crate) fn secinfo_no_name(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let style = d.u32()?;
-        if style > 1 {
-            return Err(Nfsstat4::NFS4ERR_INVAL.into());
-        }
+    pub(crate) fn secinfo_no_name(
+        &self,
+        ctx: &mut Ctx<'_>,
+        style: SecinfoStyle4,
+    ) -> Result<Secinfo4resok, OpFail> {
         let cur = ctx.cur()?.clone();
-        if style == 1 {
-            // SECINFO_STYLE4_PARENT
+        if style == SecinfoStyle4::SecinfoStyle4Parent {
             match cur {
                 Fh::Pseudo(0) => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
                 Fh::Real(_) => {
@@ -373,7 +352,7 @@ impl Nfs4 {
         Ok(secinfo_sys())
     }
 
-    pub(crate) fn readlink(&self, ctx: &mut Ctx<'_>) -> OpResult {
+    pub(crate) fn readlink(&self, ctx: &mut Ctx<'_>) -> Result<Readlink4resok, OpFail> {
         let (c, n) = match ctx.cur()? {
             Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_INVAL.into()),
             Fh::Real(_) => self.real(ctx)?,
@@ -381,20 +360,16 @@ impl Nfs4 {
         if n.attr.ftype != FileType::Symlink {
             return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
-        let t = self.vfs.readlink(&c, &n)?;
-        let mut e = Encoder::new();
-        e.opaque(&t);
-        Ok(e)
+        Ok(Readlink4resok {
+            link: self.vfs.readlink(&c, &n)?,
+        })
     }
 
-    pub(crate) fn readdir(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let cookie = d.u64()?;
-        let verf: [u8; 8] = d.opaque_fixed(NFS4_VERIFIER_SIZE)?[..]
-            .try_into()
-            .unwrap_or_default();
-        let _dircount = d.u32()?;
-        let maxcount = (ctx.cap_reply(d.u32()?) as usize).min(1 << 20);
-        let req = Bitmap::decode(d)?;
+    pub(crate) fn readdir(&self, ctx: &mut Ctx<'_>, a: Readdir4args) -> Result<ReaddirOk, OpFail> {
+        let cookie = a.cookie;
+        let verf = a.cookieverf;
+        let maxcount = (ctx.cap_reply(a.maxcount) as usize).min(1 << 20);
+        let req = Bitmap::from(a.attr_request);
         if cookie == 1 || cookie == 2 {
             return Err(Nfsstat4::NFS4ERR_BAD_COOKIE.into());
         }
@@ -409,9 +384,15 @@ impl Nfs4 {
         let mut used = 8 + 4 + 4 + 16;
         let mut entries = Encoder::new();
         let mut n_entries = 0usize;
-        let mut push = |e: &mut Encoder, cookie: u64, name: &[u8], attrs: Encoder| -> bool {
-            let a = attrs.finish();
-            let len = 4 + 8 + 4 + xdr::pad4(name.len()) + a.wire_len();
+        let mut push = |e: &mut Encoder, cookie: u64, name: &[u8], attrs: Fattr4| -> bool {
+            let len = 4
+                + 8
+                + 4
+                + xdr::pad4(name.len())
+                + 4
+                + 4 * attrs.attrmask.len()
+                + 4
+                + xdr::pad4(attrs.attr_vals.len());
             if used + len > maxcount {
                 return false;
             }
@@ -419,7 +400,7 @@ impl Nfs4 {
             e.bool(true);
             e.u64(cookie);
             e.opaque(name);
-            e.append(a);
+            e.encode(&attrs);
             n_entries += 1;
             true
         };
@@ -436,14 +417,14 @@ impl Nfs4 {
                 }
                 let mut eof = true;
                 for (k, (name, t)) in dir.children.iter().enumerate().skip(start) {
-                    let mut a = Encoder::new();
                     let fh = match t {
                         Target::Pseudo(j) => Fh::Pseudo(*j),
                         Target::Export(fh) => Fh::Real(fh.clone()),
                     };
-                    if self.encode_attrs(&mut a, &fh, &req, ctx).is_err() {
-                        rdattr_error(&mut a, &req, Nfsstat4::NFS4ERR_ACCESS)?;
-                    }
+                    let a = match self.attrs(&fh, &req, ctx) {
+                        Ok(a) => a,
+                        Err(_) => rdattr_error(&req, Nfsstat4::NFS4ERR_ACCESS)?,
+                    };
                     if !push(&mut entries, k as u64 + 3, name, a) {
                         eof = false;
                         break;
@@ -469,19 +450,16 @@ impl Nfs4 {
                         if &ent.name[..] == b"." || &ent.name[..] == b".." {
                             return true;
                         }
-                        let mut a = Encoder::new();
-                        match &ent.plus {
-                            Some((fh, attr)) => {
-                                self.encode_entry_attrs(&mut a, &n, fh, attr, &req, minor)
-                            }
-                            None => {
-                                if let Err(f) = rdattr_error(&mut a, &req, Nfsstat4::NFS4ERR_ACCESS)
-                                {
+                        let a = match &ent.plus {
+                            Some((fh, attr)) => self.entry_attrs(&n, fh, attr, &req, minor),
+                            None => match rdattr_error(&req, Nfsstat4::NFS4ERR_ACCESS) {
+                                Ok(a) => a,
+                                Err(f) => {
                                     err = Some(f);
                                     return false;
                                 }
-                            }
-                        }
+                            },
+                        };
                         push(&mut entries, ent.cookie, &ent.name, a)
                     })
                     .map_err(OpFail::from)?;
@@ -494,12 +472,31 @@ impl Nfs4 {
         if n_entries == 0 && !eof {
             return Err(Nfsstat4::NFS4ERR_TOOSMALL.into());
         }
-        let mut e = Encoder::new();
-        e.opaque_fixed(&out_verf);
-        e.append(entries.finish());
+        Ok(ReaddirOk {
+            cookieverf: out_verf,
+            entries: entries.finish(),
+            eof,
+        })
+    }
+}
+
+/// READDIR4resok with its entries already encoded: the generated `Dirlist4` is a linked list
+/// of boxed entries, which a reply of thousands of entries would allocate one by one.
+pub struct ReaddirOk {
+    /// The directory's cookie verifier.
+    pub cookieverf: [u8; 8],
+    /// The `entry4`s, each preceded by the `true` of its list link.
+    pub entries: xdr::Reply,
+    /// Whether the last entry is the directory's last.
+    pub eof: bool,
+}
+
+impl xdr::Encode for ReaddirOk {
+    fn encode(&self, e: &mut Encoder) {
+        e.opaque_fixed(&self.cookieverf);
+        e.append(self.entries.clone());
         e.bool(false);
-        e.bool(eof);
-        Ok(e)
+        e.bool(self.eof);
     }
 }
 
@@ -507,15 +504,7 @@ impl Nfs4 {
     /// fattr4 of an entry of `dir` from the attributes READDIR read with its handle: the
     /// entry is resolved (an open by handle and a stat more) only when a file-system
     /// attribute such as space_avail is asked for, which the Linux client's READDIR does not.
-    fn encode_entry_attrs(
-        &self,
-        e: &mut Encoder,
-        dir: &Node,
-        fh: &Bytes,
-        attr: &Attr,
-        req: &Bitmap,
-        minor: u32,
-    ) {
+    fn entry_attrs(&self, dir: &Node, fh: &Bytes, attr: &Attr, req: &Bitmap, minor: u32) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root_attr(dir, attr) {
             self.pseudo.junction_fileid(fh).unwrap_or(attr.fileid)
         } else {
@@ -533,20 +522,21 @@ impl Nfs4 {
             lease: self.lease_secs,
             idmap: &self.idmap,
         };
-        attr::encode_fattr(e, req, &o, minor);
+        attr::fattr(req, &o, minor)
     }
 }
 
-/// Encodes an entry whose attributes cannot be read: only rdattr_error, when asked for.
-fn rdattr_error(e: &mut Encoder, req: &Bitmap, status: Nfsstat4) -> Result<(), OpFail> {
+/// The attributes of an entry that cannot be read: only rdattr_error, when asked for.
+fn rdattr_error(req: &Bitmap, status: Nfsstat4) -> Result<Fattr4, OpFail> {
     if !req.has(nfs4wire::FATTR4_RDATTR_ERROR) {
         return Err(status.into());
     }
-    Bitmap::of(&[nfs4wire::FATTR4_RDATTR_ERROR]).encode(e);
     let mut v = Encoder::new();
     v.encode(&status);
-    e.opaque(&v.finish().to_bytes());
-    Ok(())
+    Ok(Fattr4 {
+        attrmask: Bitmap::of(&[nfs4wire::FATTR4_RDATTR_ERROR]).to_wire(),
+        attr_vals: v.finish().to_bytes(),
+    })
 }
 
 fn pseudo_verifier() -> [u8; 8] {
@@ -554,9 +544,6 @@ fn pseudo_verifier() -> [u8; 8] {
 }
 
 /// SECINFO result: AUTH_SYS only.
-fn secinfo_sys() -> Encoder {
-    let mut e = Encoder::new();
-    e.u32(1);
-    e.u32(1); // AUTH_SYS
-    e
+fn secinfo_sys() -> Secinfo4resok {
+    vec![Secinfo4::Default(nfs4wire::AUTH_SYS)]
 }

@@ -5,11 +5,16 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use vfs::{Extent, FileType, Node, Span, Stability};
-use xdr::{Decoder, Encoder, Pages, Payload, Reply};
+use xdr::{Encode, Encoder, Pages, Payload, Reply};
 
-use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
+use crate::compound::{Ctx, Encoded, Fh, Nfs4, OpFail};
 use crate::state::{access_bits, FileKey, OwnerSeq, State, StateObj, Stateid};
-use nfs4wire::Nfsstat4;
+use nfs4wire::{
+    Allocate4args, Clone4args, Close4args, Commit4args, Commit4resok, Copy4args, Copy4resok,
+    CopyRequirements4, Data4, DataContent4, DataInfo4, Nfsstat4, OpenConfirm4args,
+    OpenDowngrade4args, Read4args, Read4resok, ReadPlus4args, ReadPlusContent, ReadPlusRes4,
+    Seek4args, SeekRes4, StableHow4, Stateid4, Write4args, Write4resok, WriteResponse4,
+};
 
 /// The file key of a node.
 pub fn file_key(n: &Node) -> FileKey {
@@ -20,15 +25,6 @@ pub fn file_key(n: &Node) -> FileKey {
 pub fn put_stateid(e: &mut Encoder, s: &Stateid) {
     e.u32(s.seqid);
     e.opaque_fixed(&s.other);
-}
-
-/// Decodes a stateid4.
-pub fn get_stateid(d: &mut Decoder) -> Result<Stateid, OpFail> {
-    let seqid = d.u32()?;
-    let o = d.opaque_fixed(12)?;
-    let mut other = [0u8; 12];
-    other.copy_from_slice(&o);
-    Ok(Stateid { seqid, other })
 }
 
 /// Statuses after which an NFSv4.0 owner's seqid does not advance (RFC 7530 section 9.1.7).
@@ -46,67 +42,48 @@ fn seqid_unchanged(status: Nfsstat4) -> bool {
     )
 }
 
-fn clone_result(r: &Result<Reply, (Nfsstat4, Option<Reply>)>) -> (Nfsstat4, Reply) {
-    match r {
-        Ok(b) => (Nfsstat4::NFS4_OK, b.clone()),
-        Err((s, b)) => (*s, b.clone().unwrap_or_default()),
+/// A cached NFSv4.0 reply as the operation's result again.
+fn replayed(status: Nfsstat4, body: &Reply) -> Result<Encoded, OpFail> {
+    if status == Nfsstat4::NFS4_OK {
+        return Ok(Encoded(body.clone()));
     }
-}
-
-fn to_op_result(r: Result<Reply, (Nfsstat4, Option<Reply>)>) -> OpResult {
-    match r {
-        Ok(b) => {
-            let mut e = Encoder::new();
-            e.append(b);
-            Ok(e)
-        }
-        Err((status, body)) => Err(OpFail {
-            status,
-            body: body.map(|b| {
-                let mut e = Encoder::new();
-                e.append(b);
-                e
-            }),
-        }),
-    }
+    Err(OpFail {
+        status,
+        body: Some(body.clone()),
+    })
 }
 
 impl Nfs4 {
     /// Runs an NFSv4.0 seqid-sequenced operation for an owner: replays the last reply for a
     /// retransmission, rejects a bad seqid, and records the reply. NFSv4.1 ignores seqids.
-    pub(crate) fn sequenced(
+    pub(crate) fn sequenced<R: Encode>(
         &self,
         ctx: &Ctx<'_>,
         key: Option<(u64, Bytes, bool)>,
         seqid: u32,
-        f: impl FnOnce(&mut State) -> OpResult,
-    ) -> OpResult {
+        f: impl FnOnce(&mut State) -> Result<R, OpFail>,
+    ) -> Result<Encoded, OpFail> {
         self.sequenced_op(ctx, key, seqid, false, f)
     }
 
     /// [`Nfs4::sequenced`]; `opening` lets an OPEN restart an unconfirmed owner's sequence.
-    pub(crate) fn sequenced_op(
+    pub(crate) fn sequenced_op<R: Encode>(
         &self,
         ctx: &Ctx<'_>,
         key: Option<(u64, Bytes, bool)>,
         seqid: u32,
         opening: bool,
-        f: impl FnOnce(&mut State) -> OpResult,
-    ) -> OpResult {
+        f: impl FnOnce(&mut State) -> Result<R, OpFail>,
+    ) -> Result<Encoded, OpFail> {
         let mut s = self.state.lock();
         let Some(key) = key.filter(|_| ctx.minor == 0) else {
-            return f(&mut s);
+            return f(&mut s).map(|r| Encoded::of(&r));
         };
         if let Some(o) = s.owners.get(&key) {
             if o.confirmed || key.2 || !opening {
                 if seqid == o.seqid {
                     if let Some((status, body)) = &o.last {
-                        let r = if *status == Nfsstat4::NFS4_OK {
-                            Ok(body.clone())
-                        } else {
-                            Err((*status, Some(body.clone())))
-                        };
-                        return to_op_result(r);
+                        return replayed(*status, body);
                     }
                 }
                 if seqid != o.seqid.wrapping_add(1) {
@@ -114,10 +91,11 @@ impl Nfs4 {
                 }
             }
         }
-        let r = f(&mut s)
-            .map(|e| e.finish())
-            .map_err(|f| (f.status, f.body.map(Encoder::finish)));
-        let (status, body) = clone_result(&r);
+        let r = f(&mut s).map(|r| Encoded::of(&r));
+        let (status, body) = match &r {
+            Ok(b) => (Nfsstat4::NFS4_OK, b.0.clone()),
+            Err(f) => (f.status, f.body.clone().unwrap_or_default()),
+        };
         if !seqid_unchanged(status) {
             let o = s.owners.entry(key).or_insert_with(|| OwnerSeq {
                 seqid,
@@ -128,12 +106,16 @@ impl Nfs4 {
             o.seqid = seqid;
             o.last = Some((status, body));
         }
-        to_op_result(r)
+        r
     }
 
-    /// Decodes a stateid argument, resolving the NFSv4.1 "current stateid".
-    pub(crate) fn stateid_arg(&self, ctx: &Ctx<'_>, d: &mut Decoder) -> Result<Stateid, OpFail> {
-        let sid = get_stateid(d)?;
+    /// A stateid argument, the NFSv4.1 "current stateid" resolved.
+    pub(crate) fn stateid(
+        &self,
+        ctx: &Ctx<'_>,
+        sid: nfs4wire::Stateid4,
+    ) -> Result<Stateid, OpFail> {
+        let sid = Stateid::from(sid);
         if ctx.minor >= 1 && sid == Stateid::CURRENT {
             return ctx
                 .cur_sid
@@ -245,9 +227,13 @@ impl Nfs4 {
         }
     }
 
-    pub(crate) fn open_confirm(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = get_stateid(d)?;
-        let seqid = d.u32()?;
+    pub(crate) fn open_confirm(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: OpenConfirm4args,
+    ) -> Result<Encoded, OpFail> {
+        let sid = Stateid::from(a.open_stateid);
+        let seqid = a.seqid;
         let (_, n) = self.real(ctx)?;
         let owner = {
             let s = self.state.lock();
@@ -277,13 +263,10 @@ impl Nfs4 {
                 return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             }
             o.seqid += 1;
-            let out = Stateid {
+            Ok(Stateid4 {
                 seqid: o.seqid,
                 other: sid.other,
-            };
-            let mut e = Encoder::new();
-            put_stateid(&mut e, &out);
-            Ok(e)
+            })
         });
         if r.is_ok() {
             if let Some(o) = self.state.lock().owners.get_mut(&key) {
@@ -304,11 +287,15 @@ impl Nfs4 {
         }
     }
 
-    pub(crate) fn open_downgrade(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
-        let seqid = d.u32()?;
-        let access = access_bits(d.u32()?);
-        let deny = d.u32()?;
+    pub(crate) fn open_downgrade(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: OpenDowngrade4args,
+    ) -> Result<Encoded, OpFail> {
+        let sid = self.stateid(ctx, a.open_stateid)?;
+        let seqid = a.seqid;
+        let access = access_bits(a.share_access);
+        let deny = a.share_deny;
         let (_, n) = self.real(ctx)?;
         let key = self.owner_of(&sid);
         self.sequenced(ctx, key, seqid, |s| {
@@ -333,19 +320,16 @@ impl Nfs4 {
             o.access = access;
             o.deny = deny;
             o.seqid += 1;
-            let out = Stateid {
+            Ok(Stateid4 {
                 seqid: o.seqid,
                 other: sid.other,
-            };
-            let mut e = Encoder::new();
-            put_stateid(&mut e, &out);
-            Ok(e)
+            })
         })
     }
 
-    pub(crate) fn close(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let seqid = d.u32()?;
-        let sid = self.stateid_arg(ctx, d)?;
+    pub(crate) fn close(&self, ctx: &mut Ctx<'_>, a: Close4args) -> Result<Encoded, OpFail> {
+        let seqid = a.seqid;
+        let sid = self.stateid(ctx, a.open_stateid)?;
         // The file may be gone (removed while open): match the open by handle.
         let fh = match ctx.cur()? {
             Fh::Real(fh) => fh.clone(),
@@ -386,20 +370,17 @@ impl Nfs4 {
                 s.closed
                     .insert(sid.other, (o.client, o.owner.clone(), false));
             }
-            let out = if minor >= 1 {
-                Stateid {
+            Ok(if minor >= 1 {
+                Stateid4 {
                     seqid: u32::MAX,
                     other: [0; 12],
                 }
             } else {
-                Stateid {
+                Stateid4 {
                     seqid: o.seqid + 1,
                     other: sid.other,
                 }
-            };
-            let mut e = Encoder::new();
-            put_stateid(&mut e, &out);
-            Ok(e)
+            })
         })
     }
 
@@ -416,10 +397,10 @@ impl Nfs4 {
         }
     }
 
-    pub(crate) fn read(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
-        let offset = d.u64()?;
-        let count = ctx.cap_reply(d.u32()?);
+    pub(crate) fn read(&self, ctx: &mut Ctx<'_>, a: Read4args) -> Result<Read4resok, OpFail> {
+        let sid = self.stateid(ctx, a.stateid)?;
+        let offset = a.offset;
+        let count = ctx.cap_reply(a.count);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
         let pages = match ctx.rpc.takes_pages() {
@@ -446,17 +427,17 @@ impl Nfs4 {
         self.counters
             .read_bytes
             .fetch_add(data.len() as u64, Ordering::Relaxed);
-        let mut e = Encoder::new();
-        e.bool(eof);
-        e.opaque_payload(data);
-        Ok(e)
+        Ok(Read4resok { eof, data })
     }
 
-    pub(crate) fn write(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
-        let offset = d.u64()?;
-        let stable = d.u32()?;
-        let data = d.opaque(vfs::fs::MAX_IO as usize)?;
+    pub(crate) fn write(&self, ctx: &mut Ctx<'_>, a: Write4args) -> Result<Write4resok, OpFail> {
+        let sid = self.stateid(ctx, a.stateid)?;
+        let offset = a.offset;
+        let data = a.data;
+        // what rnfsd announces as maxwrite; the XDR's bound is larger
+        if data.len() > vfs::fs::MAX_IO as usize {
+            return Err(Nfsstat4::NFS4ERR_BADXDR.into());
+        }
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, true, offset, data.len() as u64)?;
         if offset
@@ -465,34 +446,35 @@ impl Nfs4 {
         {
             return Err(Nfsstat4::NFS4ERR_FBIG.into());
         }
-        let how = match stable {
-            0 => Stability::Unstable,
-            1 => Stability::DataSync,
-            2 => Stability::FileSync,
-            _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
+        let how = match a.stable {
+            StableHow4::Unstable4 => Stability::Unstable,
+            StableHow4::DataSync4 => Stability::DataSync,
+            StableHow4::FileSync4 => Stability::FileSync,
         };
         let (done, _) = self.vfs.write(&c, &n, offset, &data, how)?;
-        let mut e = Encoder::new();
-        e.u32(data.len() as u32);
-        e.u32(done as u32);
-        e.opaque_fixed(&self.vfs.write_verifier());
-        Ok(e)
+        Ok(Write4resok {
+            count: data.len() as u32,
+            committed: stable_how(done),
+            writeverf: self.vfs.write_verifier(),
+        })
     }
 
-    pub(crate) fn commit(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let _offset = d.u64()?;
-        let _count = d.u32()?;
+    pub(crate) fn commit(&self, ctx: &mut Ctx<'_>, _: Commit4args) -> Result<Commit4resok, OpFail> {
         let (c, n) = self.io_node(ctx)?;
         self.vfs.commit(&c, &n)?;
-        let mut e = Encoder::new();
-        e.opaque_fixed(&self.vfs.write_verifier());
-        Ok(e)
+        Ok(Commit4resok {
+            writeverf: self.vfs.write_verifier(),
+        })
     }
 
-    pub(crate) fn read_plus(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
-        let offset = d.u64()?;
-        let count = ctx.cap_reply(d.u32()?);
+    pub(crate) fn read_plus(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: ReadPlus4args,
+    ) -> Result<ReadPlusRes4, OpFail> {
+        let sid = self.stateid(ctx, a.rpa_stateid)?;
+        let offset = a.rpa_offset;
+        let count = ctx.cap_reply(a.rpa_count);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
         // A file without holes is one data extent, which a TCP client may get as file pages.
@@ -501,15 +483,17 @@ impl Nfs4 {
                 self.counters
                     .read_plus_data_bytes
                     .fetch_add(pages.len() as u64, Ordering::Relaxed);
-                let mut e = Encoder::new();
-                e.bool(eof);
-                e.u32(u32::from(!pages.is_empty()));
+                let mut contents = Vec::new();
                 if !pages.is_empty() {
-                    e.u32(0); // NFS4_CONTENT_DATA
-                    e.u64(offset);
-                    e.opaque_payload(Payload::Pages(pages));
+                    contents.push(ReadPlusContent::Nfs4ContentData(Data4 {
+                        d_offset: offset,
+                        d_data: Payload::Pages(pages),
+                    }));
                 }
-                return Ok(e);
+                return Ok(ReadPlusRes4 {
+                    rpr_eof: eof,
+                    rpr_contents: contents,
+                });
             }
         }
         // Over RDMA (a Write list) data extents are read straight into registered memory that
@@ -550,64 +534,68 @@ impl Nfs4 {
                 (extents, eof)
             }
         };
-        let mut e = Encoder::new();
-        e.bool(eof);
-        e.u32(extents.len() as u32);
-        for x in extents {
-            match x {
+        let contents = extents
+            .into_iter()
+            .map(|x| match x {
                 Extent::Data { offset, data } => {
                     self.counters
                         .read_plus_data_bytes
                         .fetch_add(data.len() as u64, Ordering::Relaxed);
-                    e.u32(0); // NFS4_CONTENT_DATA
-                    e.u64(offset);
-                    e.opaque_bulk(data);
+                    ReadPlusContent::Nfs4ContentData(Data4 {
+                        d_offset: offset,
+                        d_data: Payload::Bytes(data),
+                    })
                 }
                 Extent::Hole { offset, len } => {
                     self.counters
                         .read_plus_hole_bytes
                         .fetch_add(len, Ordering::Relaxed);
-                    e.u32(1); // NFS4_CONTENT_HOLE
-                    e.u64(offset);
-                    e.u64(len);
+                    ReadPlusContent::Nfs4ContentHole(DataInfo4 {
+                        di_offset: offset,
+                        di_length: len,
+                    })
                 }
-            }
-        }
-        Ok(e)
+            })
+            .collect();
+        Ok(ReadPlusRes4 {
+            rpr_eof: eof,
+            rpr_contents: contents,
+        })
     }
 
-    pub(crate) fn seek(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
-        let offset = d.u64()?;
-        let what = d.u32()?;
-        if what > 1 {
-            return Err(Nfsstat4::NFS4ERR_UNION_NOTSUPP.into());
-        }
+    pub(crate) fn seek(&self, ctx: &mut Ctx<'_>, a: Seek4args) -> Result<SeekRes4, OpFail> {
+        let sid = self.stateid(ctx, a.sa_stateid)?;
+        let offset = a.sa_offset;
+        let data = a.sa_what == DataContent4::Nfs4ContentData;
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, 0)?;
         if offset >= n.attr.size {
             return Err(Nfsstat4::NFS4ERR_NXIO.into());
         }
-        let found = self.vfs.seek(&c, &n, offset, what == 0)?;
+        let found = self.vfs.seek(&c, &n, offset, data)?;
         let size = self.vfs.getattr(&n)?.size;
-        let mut e = Encoder::new();
-        match found {
-            Some(o) => {
-                e.bool(o >= size);
-                e.u64(o);
-            }
-            None => {
-                e.bool(true);
-                e.u64(size);
-            }
-        }
-        Ok(e)
+        Ok(match found {
+            Some(o) => SeekRes4 {
+                sr_eof: o >= size,
+                sr_offset: o,
+            },
+            None => SeekRes4 {
+                sr_eof: true,
+                sr_offset: size,
+            },
+        })
     }
 
-    pub(crate) fn allocate(&self, ctx: &mut Ctx<'_>, d: &mut Decoder, punch: bool) -> OpResult {
-        let sid = self.stateid_arg(ctx, d)?;
-        let offset = d.u64()?;
-        let len = d.u64()?;
+    /// ALLOCATE, and DEALLOCATE (`punch`: its arguments are ALLOCATE's).
+    pub(crate) fn allocate(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: Allocate4args,
+        punch: bool,
+    ) -> Result<(), OpFail> {
+        let sid = self.stateid(ctx, a.aa_stateid)?;
+        let offset = a.aa_offset;
+        let len = a.aa_length;
         let (c, n) = self.io_node(ctx)?;
         if len == 0 || offset.checked_add(len).is_none_or(|e| e > i64::MAX as u64) {
             return Err(if len == 0 {
@@ -619,7 +607,7 @@ impl Nfs4 {
         }
         self.check_io_stateid(ctx, &sid, &n, true, offset, len)?;
         self.vfs.allocate(&c, &n, offset, len, punch)?;
-        Ok(Encoder::new())
+        Ok(())
     }
 
     fn src_dst(&self, ctx: &Ctx<'_>) -> Result<(vfs::Caller, Node, Node), OpFail> {
@@ -639,28 +627,12 @@ impl Nfs4 {
         }
     }
 
-    pub(crate) fn copy(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let src_sid = self.stateid_arg(ctx, d)?;
-        let dst_sid = self.stateid_arg(ctx, d)?;
-        let src_off = d.u64()?;
-        let dst_off = d.u64()?;
-        let count = d.u64()?;
-        let _consecutive = d.bool()?;
-        let _synchronous = d.bool()?;
-        let nservers = d.array_len(16, 4)?;
-        for _ in 0..nservers {
-            match d.u32()? {
-                1 | 2 => {
-                    d.opaque(1024)?;
-                }
-                3 => {
-                    d.opaque(1024)?;
-                    d.opaque(1024)?;
-                }
-                _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
-            }
-        }
-        if nservers > 0 {
+    pub(crate) fn copy(&self, ctx: &mut Ctx<'_>, a: Copy4args) -> Result<Copy4resok, OpFail> {
+        let src_sid = self.stateid(ctx, a.ca_src_stateid)?;
+        let dst_sid = self.stateid(ctx, a.ca_dst_stateid)?;
+        let (src_off, dst_off, count) = (a.ca_src_offset, a.ca_dst_offset, a.ca_count);
+        // inter-server copy: not supported
+        if !a.ca_source_server.is_empty() {
             return Err(Nfsstat4::NFS4ERR_NOTSUPP.into());
         }
         let (c, src, dst) = self.src_dst(ctx)?;
@@ -683,35 +655,40 @@ impl Nfs4 {
         let n = self
             .vfs
             .copy_range(&c, &src, &dst, src_off, dst_off, count, false)?;
-        let mut e = Encoder::new();
-        e.u32(0); // no callback id: the copy was synchronous
-        e.u64(n);
-        e.u32(0); // UNSTABLE4: COMMIT makes it durable
-        e.opaque_fixed(&self.vfs.write_verifier());
-        e.bool(true);
-        e.bool(true);
-        Ok(e)
+        Ok(Copy4resok {
+            cr_response: WriteResponse4 {
+                // no callback id: the copy was synchronous
+                wr_callback_id: Vec::new(),
+                wr_count: n,
+                // COMMIT makes it durable
+                wr_committed: StableHow4::Unstable4,
+                wr_writeverf: self.vfs.write_verifier(),
+            },
+            cr_requirements: CopyRequirements4 {
+                cr_consecutive: true,
+                cr_synchronous: true,
+            },
+        })
     }
 
-    pub(crate) fn clone_op(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let src_sid = self.stateid_arg(ctx, d)?;
-        let dst_sid = self.stateid_arg(ctx, d)?;
-        let src_off = d.u64()?;
-        let dst_off = d.u64()?;
-        let count = d.u64()?;
+    pub(crate) fn clone_op(&self, ctx: &mut Ctx<'_>, a: Clone4args) -> Result<(), OpFail> {
+        let src_sid = self.stateid(ctx, a.cl_src_stateid)?;
+        let dst_sid = self.stateid(ctx, a.cl_dst_stateid)?;
+        let (src_off, dst_off, count) = (a.cl_src_offset, a.cl_dst_offset, a.cl_count);
         let (c, src, dst) = self.src_dst(ctx)?;
         self.check_io_stateid(ctx, &src_sid, &src, false, src_off, count)?;
         self.check_io_stateid(ctx, &dst_sid, &dst, true, dst_off, count)?;
         self.vfs
             .copy_range(&c, &src, &dst, src_off, dst_off, count, true)?;
-        Ok(Encoder::new())
+        Ok(())
     }
 }
 
-/// Decodes a verifier4.
-pub(crate) fn verifier(d: &mut Decoder) -> Result<[u8; 8], OpFail> {
-    let v = d.opaque_fixed(8)?;
-    let mut out = [0u8; 8];
-    out.copy_from_slice(&v);
-    Ok(out)
+/// stable_how4 of how a write was made durable.
+fn stable_how(s: Stability) -> StableHow4 {
+    match s {
+        Stability::Unstable => StableHow4::Unstable4,
+        Stability::DataSync => StableHow4::DataSync4,
+        Stability::FileSync => StableHow4::FileSync4,
+    }
 }

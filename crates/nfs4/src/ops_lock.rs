@@ -1,21 +1,18 @@
 //! Byte-range locks: LOCK, LOCKT, LOCKU, RELEASE_LOCKOWNER.
 
 use bytes::Bytes;
-use xdr::{Decoder, Encoder};
 
-use crate::compound::{Ctx, Nfs4, OpFail, OpResult};
-use crate::ops_file::{file_key, put_stateid};
-use crate::proto::NFS4_OPAQUE_LIMIT;
-use crate::state::{Lock, LockState, State, StateObj, Stateid};
-use nfs4wire::Nfsstat4;
+use crate::compound::{Ctx, Encoded, Nfs4, OpFail};
+use crate::ops_file::file_key;
+use crate::state::{Lock, LockState, StateObj, Stateid};
+use nfs4wire::{
+    Lock4args, Lock4denied, LockOwner4, Locker4, Lockt4args, Locku4args, NfsLockType4, Nfsstat4,
+    ReleaseLockowner4args, Stateid4,
+};
 
 /// READ_LT / READW_LT are shared locks; WRITE_LT / WRITEW_LT exclusive.
-fn is_write(locktype: u32) -> Result<bool, OpFail> {
-    match locktype {
-        1 | 3 => Ok(false),
-        2 | 4 => Ok(true),
-        _ => Err(Nfsstat4::NFS4ERR_INVAL.into()),
-    }
+fn is_write(locktype: NfsLockType4) -> bool {
+    matches!(locktype, NfsLockType4::WriteLt | NfsLockType4::WritewLt)
 }
 
 /// The end (exclusive) of a lock range, or INVAL for an empty or overflowing one.
@@ -32,30 +29,31 @@ fn range_end(offset: u64, length: u64) -> Result<u64, OpFail> {
 }
 
 /// LOCK4denied for a conflicting lock.
-fn denied(s: &State, l: &Lock) -> OpFail {
-    let _ = s;
-    let mut e = Encoder::new();
-    e.u64(l.start);
-    e.u64(if l.end == u64::MAX {
-        u64::MAX
-    } else {
-        l.end - l.start
-    });
-    e.u32(if l.write { 2 } else { 1 });
-    e.u64(l.client);
-    e.opaque(&l.owner);
-    OpFail {
-        status: Nfsstat4::NFS4ERR_DENIED,
-        body: Some(e),
-    }
+fn denied(l: &Lock) -> OpFail {
+    let d = Lock4denied {
+        offset: l.start,
+        length: if l.end == u64::MAX {
+            u64::MAX
+        } else {
+            l.end - l.start
+        },
+        locktype: if l.write {
+            NfsLockType4::WriteLt
+        } else {
+            NfsLockType4::ReadLt
+        },
+        owner: LockOwner4 {
+            clientid: l.client,
+            owner: l.owner.clone(),
+        },
+    };
+    OpFail::with_body(Nfsstat4::NFS4ERR_DENIED, &d)
 }
 
 impl Nfs4 {
-    pub(crate) fn lock(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let write = is_write(d.u32()?)?;
-        let reclaim = d.bool()?;
-        let offset = d.u64()?;
-        let length = d.u64()?;
+    pub(crate) fn lock(&self, ctx: &mut Ctx<'_>, a: Lock4args) -> Result<Encoded, OpFail> {
+        let write = is_write(a.locktype);
+        let (reclaim, offset, length) = (a.reclaim, a.offset, a.length);
         enum Locker {
             New {
                 open_seqid: u32,
@@ -69,24 +67,19 @@ impl Nfs4 {
                 seqid: u32,
             },
         }
-        let locker = if d.bool()? {
-            let open_seqid = d.u32()?;
-            let open_sid = self.stateid_arg(ctx, d)?;
-            let lock_seqid = d.u32()?;
-            let clientid = d.u64()?;
-            let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
-            Locker::New {
-                open_seqid,
-                open_sid,
-                lock_seqid,
-                clientid,
-                owner,
-            }
-        } else {
-            Locker::Exist {
-                sid: self.stateid_arg(ctx, d)?,
-                seqid: d.u32()?,
-            }
+        let locker = match a.locker {
+            Locker4::True(l) => Locker::New {
+                open_seqid: l.open_seqid,
+                open_sid: self.stateid(ctx, l.open_stateid)?,
+                lock_seqid: l.lock_seqid,
+                clientid: l.lock_owner.clientid,
+                // kept in the state: not a slice of the request buffer
+                owner: Bytes::copy_from_slice(&l.lock_owner.owner),
+            },
+            Locker4::False(l) => Locker::Exist {
+                sid: self.stateid(ctx, l.lock_stateid)?,
+                seqid: l.lock_seqid,
+            },
         };
         let (_, n) = match ctx.cur()? {
             crate::compound::Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
@@ -225,7 +218,7 @@ impl Nfs4 {
             }
             s.release_courtesy(file);
             if let Some(c) = s.lock_conflict(file, client, &owner, offset, end, write) {
-                return Err(denied(s, &c));
+                return Err(denied(&c));
             }
             let _ = s.renew(client);
             s.add_lock(
@@ -247,9 +240,7 @@ impl Nfs4 {
                 other,
             };
             new_sid = Some(sid);
-            let mut e = Encoder::new();
-            put_stateid(&mut e, &sid);
-            Ok(e)
+            Ok(Stateid4::from(sid))
         });
         if let Some(sid) = new_sid {
             ctx.cur_sid = Some(sid);
@@ -257,12 +248,10 @@ impl Nfs4 {
         r
     }
 
-    pub(crate) fn lockt(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let write = is_write(d.u32()?)?;
-        let offset = d.u64()?;
-        let length = d.u64()?;
-        let clientid = d.u64()?;
-        let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+    pub(crate) fn lockt(&self, ctx: &mut Ctx<'_>, a: Lockt4args) -> Result<(), OpFail> {
+        let write = is_write(a.locktype);
+        let (offset, length) = (a.offset, a.length);
+        let (clientid, owner) = (a.owner.clientid, a.owner.owner);
         let (_, n) = match ctx.cur()? {
             crate::compound::Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             crate::compound::Fh::Real(_) => self.real(ctx)?,
@@ -287,17 +276,15 @@ impl Nfs4 {
         let file = file_key(&n);
         s.release_courtesy(file);
         if let Some(c) = s.lock_conflict(file, client, &owner, offset, end, write) {
-            return Err(denied(&s, &c));
+            return Err(denied(&c));
         }
-        Ok(Encoder::new())
+        Ok(())
     }
 
-    pub(crate) fn locku(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let _ = is_write(d.u32()?)?;
-        let seqid = d.u32()?;
-        let sid = self.stateid_arg(ctx, d)?;
-        let offset = d.u64()?;
-        let length = d.u64()?;
+    pub(crate) fn locku(&self, ctx: &mut Ctx<'_>, a: Locku4args) -> Result<Encoded, OpFail> {
+        let seqid = a.seqid;
+        let sid = self.stateid(ctx, a.lock_stateid)?;
+        let (offset, length) = (a.offset, a.length);
         let (_, n) = match ctx.cur()? {
             crate::compound::Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             crate::compound::Fh::Real(_) => self.real(ctx)?,
@@ -331,21 +318,19 @@ impl Nfs4 {
                 return Err(Nfsstat4::NFS4ERR_SERVERFAULT.into());
             };
             l.seqid += 1;
-            let mut e = Encoder::new();
-            put_stateid(
-                &mut e,
-                &Stateid {
-                    seqid: l.seqid,
-                    other: sid.other,
-                },
-            );
-            Ok(e)
+            Ok(Stateid4 {
+                seqid: l.seqid,
+                other: sid.other,
+            })
         })
     }
 
-    pub(crate) fn release_lockowner(&self, _ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let clientid = d.u64()?;
-        let owner = d.opaque(NFS4_OPAQUE_LIMIT)?;
+    pub(crate) fn release_lockowner(
+        &self,
+        _ctx: &mut Ctx<'_>,
+        a: ReleaseLockowner4args,
+    ) -> Result<(), OpFail> {
+        let (clientid, owner) = (a.lock_owner.clientid, a.lock_owner.owner);
         let mut s = self.state.lock();
         if s.is_stale_client(clientid) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
@@ -367,6 +352,6 @@ impl Nfs4 {
             s.states.remove(&k);
         }
         s.owners.remove(&(clientid, owner, true));
-        Ok(Encoder::new())
+        Ok(())
     }
 }

@@ -13,15 +13,16 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use vfs::{CreateMode, FileType, Node, SetAttrs};
-use xdr::{Decoder, Encoder};
 
 use crate::attr::{self, Bitmap};
-use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
+use crate::compound::{Ctx, Encoded, Fh, Nfs4, OpFail};
 use crate::ops_dir::change_info;
-use crate::ops_file::{file_key, get_stateid, put_stateid, verifier};
-use crate::proto::NFS4_OPAQUE_LIMIT;
+use crate::ops_file::file_key;
 use crate::state::{access_bits, Open, OwnerSeq, State, StateObj, Stateid};
-use nfs4wire::Nfsstat4;
+use nfs4wire::{
+    ChangeInfo4, Createhow4, Fattr4, Nfsstat4, Open4args, Open4resok, OpenClaim4, OpenDelegation4,
+    OpenNoneDelegation4, Openflag4, WhyNoDelegation4,
+};
 
 /// open_claim4, as far as rnfsd serves it.
 enum Claim {
@@ -52,72 +53,52 @@ struct OpenArgs {
 }
 
 impl OpenArgs {
-    /// Decodes OPEN4args for minor version `minor`.
-    fn decode(d: &mut Decoder, minor: u32, idmap: &crate::idmap::IdMap) -> Result<Self, OpFail> {
-        let seqid = d.u32()?;
-        let share_access = d.u32()?;
-        let share_deny = d.u32()?;
-        let clientid = d.u64()?;
-        let owner = d.opaque_owned(NFS4_OPAQUE_LIMIT)?;
-        let create = match d.u32()? {
-            0 => None,
-            1 => Some(match d.u32()? {
-                0 => (
-                    CreateMode::Unchecked,
-                    Some(attr::decode_sattr(d, minor, idmap)?),
+    /// OPEN4args as rnfsd serves them in minor version `minor`: the claims and create modes
+    /// a later minor version added are BADXDR in an earlier one, as an unknown arm is.
+    fn new(a: Open4args, minor: u32, idmap: &crate::idmap::IdMap) -> Result<Self, OpFail> {
+        let sattr = |f: &Fattr4| attr::decode_sattr(f, minor, idmap);
+        let create = match &a.openhow {
+            Openflag4::Default(_) => None,
+            Openflag4::Open4Create(how) => Some(match how {
+                Createhow4::Unchecked4(f) => (CreateMode::Unchecked, Some(sattr(f)?)),
+                Createhow4::Guarded4(f) => (CreateMode::Guarded, Some(sattr(f)?)),
+                Createhow4::Exclusive4(v) => (CreateMode::Exclusive(*v), None),
+                Createhow4::Exclusive41(x) if minor >= 1 => (
+                    CreateMode::Exclusive(x.cva_verf),
+                    Some(sattr(&x.cva_attrs)?),
                 ),
-                1 => (
-                    CreateMode::Guarded,
-                    Some(attr::decode_sattr(d, minor, idmap)?),
-                ),
-                2 => (CreateMode::Exclusive(verifier(d)?), None),
-                3 if minor >= 1 => {
-                    let v = verifier(d)?;
-                    (
-                        CreateMode::Exclusive(v),
-                        Some(attr::decode_sattr(d, minor, idmap)?),
-                    )
-                }
-                _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
+                Createhow4::Exclusive41(_) => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
             }),
-            _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
         };
-        let claim = match d.u32()? {
-            0 => Claim::Null(d.opaque(crate::ops_fh::MAX_COMPONENT)?),
-            // open_delegation_type4: NONE, READ, WRITE, NONE_EXT (4.1)
-            1 => match d.u32()? {
-                t @ 0..=3 => Claim::Previous(t),
-                _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
-            },
-            2 => {
-                let sid = get_stateid(d)?;
-                Claim::DelegCur(sid, Some(d.opaque(crate::ops_fh::MAX_COMPONENT)?))
+        let claim = match a.claim {
+            OpenClaim4::ClaimNull(name) => Claim::Null(name),
+            OpenClaim4::ClaimPrevious(t) => Claim::Previous(t as u32),
+            OpenClaim4::ClaimDelegateCur(c) => {
+                Claim::DelegCur(c.delegate_stateid.into(), Some(c.file))
             }
-            3 => {
-                // CLAIM_DELEGATE_PREV (a client that restarted and kept its delegations in
-                // stable storage): not supported, as CLAIM_DELEG_PREV_FH below.
-                d.opaque(crate::ops_fh::MAX_COMPONENT)?;
-                return Err(Nfsstat4::NFS4ERR_NOTSUPP.into());
-            }
-            4 if minor >= 1 => Claim::Fh,
-            5 if minor >= 1 => Claim::DelegCur(get_stateid(d)?, None),
-            6 if minor >= 1 => return Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
-            _ => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
+            // CLAIM_DELEGATE_PREV and CLAIM_DELEG_PREV_FH (a client that restarted and kept
+            // its delegations in stable storage): not supported
+            OpenClaim4::ClaimDelegatePrev(_) => return Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
+            _ if minor == 0 => return Err(Nfsstat4::NFS4ERR_BADXDR.into()),
+            OpenClaim4::ClaimFh => Claim::Fh,
+            OpenClaim4::ClaimDelegCurFh(sid) => Claim::DelegCur(sid.into(), None),
+            OpenClaim4::ClaimDelegPrevFh => return Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
         };
         if matches!(claim, Claim::DelegCur(..)) && create.is_some() {
             // A delegation is for an existing file (RFC 8881 section 18.16.3).
             return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
-        let access = access_bits(share_access);
-        if !(1..=3).contains(&access) || share_deny > 3 {
+        let access = access_bits(a.share_access);
+        if !(1..=3).contains(&access) || a.share_deny > 3 {
             return Err(Nfsstat4::NFS4ERR_INVAL.into());
         }
         Ok(OpenArgs {
-            seqid,
-            share_access,
-            share_deny,
-            clientid,
-            owner,
+            seqid: a.seqid,
+            share_access: a.share_access,
+            share_deny: a.share_deny,
+            clientid: a.owner.clientid,
+            // kept in the state: not a slice of the request buffer
+            owner: Bytes::copy_from_slice(&a.owner.owner),
             create,
             claim,
             access,
@@ -156,8 +137,8 @@ enum Undo {
 }
 
 impl Nfs4 {
-    pub(crate) fn open(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let a = OpenArgs::decode(d, ctx.minor, &self.idmap)?;
+    pub(crate) fn open(&self, ctx: &mut Ctx<'_>, a: Open4args) -> Result<Encoded, OpFail> {
+        let a = OpenArgs::new(a, ctx.minor, &self.idmap)?;
         ctx.cur()?;
         if ctx.minor == 0 {
             return self.open_v40(ctx, &a);
@@ -177,14 +158,14 @@ impl Nfs4 {
             self.state.lock().undo_open(undo);
             return Err(e);
         }
-        let e = self.open_reply(ctx, &mut self.state.lock(), client, &a, &f, sid, false);
+        let r = self.open_reply(ctx, &mut self.state.lock(), client, &a, &f, sid, false);
         ctx.cur = Some(Fh::Real(f.node.fh.clone()));
         ctx.cur_sid = Some(sid);
-        Ok(e)
+        Ok(Encoded::of(&r))
     }
 
     /// NFSv4.0 OPEN: sequenced by the open-owner's seqid, whole under the state lock.
-    fn open_v40(&self, ctx: &mut Ctx<'_>, a: &OpenArgs) -> OpResult {
+    fn open_v40(&self, ctx: &mut Ctx<'_>, a: &OpenArgs) -> Result<Encoded, OpFail> {
         let key = a.owner_key();
         let mut made = None;
         let r = self.sequenced_op(ctx, Some(key.clone()), a.seqid, true, |s| {
@@ -481,24 +462,20 @@ impl Nfs4 {
         f: &Opened,
         sid: Stateid,
         new_owner: bool,
-    ) -> Encoder {
+    ) -> Open4resok {
         let file = file_key(&f.node);
-        let mut e = Encoder::new();
-        put_stateid(&mut e, &sid);
-        match &f.dir_before {
-            Some(b) => change_info(&mut e, b, f.dir_after.as_ref()),
-            None => {
-                e.bool(false);
-                e.u64(0);
-                e.u64(0);
-            }
-        }
-        let mut rflags = 4; // OPEN4_RESULT_LOCKTYPE_POSIX
+        let cinfo = match &f.dir_before {
+            Some(b) => change_info(b, f.dir_after.as_ref()),
+            None => ChangeInfo4 {
+                atomic: false,
+                before: 0,
+                after: 0,
+            },
+        };
+        let mut rflags = nfs4wire::OPEN4_RESULT_LOCKTYPE_POSIX;
         if new_owner {
-            rflags |= 2; // OPEN4_RESULT_CONFIRM
+            rflags |= nfs4wire::OPEN4_RESULT_CONFIRM;
         }
-        e.u32(rflags);
-        f.attrset.encode(&mut e);
         let want = a.share_access & nfs4wire::OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
         let (fh, attr) = (&f.node.fh, &f.node.attr);
         let deleg = match a.claim {
@@ -510,24 +487,26 @@ impl Nfs4 {
                 .maybe_delegate(s, ctx.minor, client, file, fh, attr, a.access, want)
                 .map(|(sid, write)| (sid, write, false)),
         };
-        match want {
-            _ if deleg.is_some() => {
-                if let Some((d, write, recall)) = &deleg {
-                    crate::ops_deleg::encode_deleg(&mut e, d, *write, *recall);
-                }
+        let delegation = match (deleg, want) {
+            (Some((d, write, recall)), _) => crate::ops_deleg::delegation(d, write, recall),
+            (None, 0) => OpenDelegation4::OpenDelegateNone,
+            (None, nfs4wire::OPEN4_SHARE_ACCESS_WANT_NO_DELEG) => {
+                OpenDelegation4::OpenDelegateNoneExt(OpenNoneDelegation4::Default(
+                    WhyNoDelegation4::Wnd4NotWanted,
+                ))
             }
-            0 => e.u32(0), // OPEN_DELEGATE_NONE
-            nfs4wire::OPEN4_SHARE_ACCESS_WANT_NO_DELEG => {
-                e.u32(3); // OPEN_DELEGATE_NONE_EXT
-                e.u32(0); // WND4_NOT_WANTED
+            // the delegation was not possible
+            (None, _) => {
+                OpenDelegation4::OpenDelegateNoneExt(OpenNoneDelegation4::Wnd4Contention(false))
             }
-            _ => {
-                e.u32(3);
-                e.u32(1); // WND4_CONTENTION: the delegation was not possible
-                e.bool(false);
-            }
+        };
+        Open4resok {
+            stateid: sid.into(),
+            cinfo,
+            rflags,
+            attrset: f.attrset.to_wire(),
+            delegation,
         }
-        e
     }
 }
 

@@ -1,11 +1,14 @@
 //! Extended attributes (RFC 8276): GETXATTR, SETXATTR, LISTXATTRS, REMOVEXATTR on `user.*`.
 
+use bytes::Bytes;
 use vfs::VfsError;
-use xdr::{Decoder, Encoder};
 
-use crate::compound::{nfsstat4, Ctx, Fh, Nfs4, OpFail, OpResult};
+use crate::compound::{nfsstat4, Ctx, Encoded, Fh, Nfs4, OpFail};
 use crate::ops_dir::change_info;
-use nfs4wire::Nfsstat4;
+use nfs4wire::{
+    ChangeInfo4, Getxattr4args, Listxattrs4args, Listxattrs4resok, Nfsstat4, Removexattr4args,
+    Setxattr4args, SetxattrOption4,
+};
 
 /// Maps backend errors, with ENODATA meaning "no such attribute".
 fn xerr(e: VfsError) -> OpFail {
@@ -19,8 +22,8 @@ fn xerr(e: VfsError) -> OpFail {
     }
 }
 
-fn key(d: &mut Decoder) -> Result<bytes::Bytes, OpFail> {
-    let k = d.opaque(crate::ops_fh::MAX_COMPONENT)?;
+/// Checks an xattr name: UTF-8, not empty, not too long.
+fn key(k: Bytes) -> Result<Bytes, OpFail> {
     if k.is_empty() || std::str::from_utf8(&k).is_err() {
         return Err(Nfsstat4::NFS4ERR_INVAL.into());
     }
@@ -38,39 +41,44 @@ impl Nfs4 {
         }
     }
 
-    pub(crate) fn getxattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let k = key(d)?;
+    /// GETXATTR; its result is the value (`xattrvalue4`, variable-length opaque data).
+    pub(crate) fn getxattr(&self, ctx: &mut Ctx<'_>, a: Getxattr4args) -> Result<Encoded, OpFail> {
+        let k = key(a.gxa_name)?;
         let (c, n) = self.xattr_node(ctx)?;
         let v = self.vfs.getxattr(&c, &n, &k).map_err(xerr)?;
-        let mut e = Encoder::new();
+        let mut e = xdr::Encoder::new();
         e.opaque(&v);
-        Ok(e)
+        Ok(Encoded(e.finish()))
     }
 
-    pub(crate) fn setxattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let option = d.u32()?;
-        let k = key(d)?;
-        let v = d.opaque(vfs::fs::XATTR_SIZE_MAX + 1)?;
+    pub(crate) fn setxattr(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: Setxattr4args,
+    ) -> Result<ChangeInfo4, OpFail> {
+        let k = key(a.sxa_key)?;
+        let v = a.sxa_value;
         if v.len() > vfs::fs::XATTR_SIZE_MAX {
             return Err(Nfsstat4::NFS4ERR_XATTR2BIG.into());
         }
-        let flags = match option {
-            0 => 0,
-            1 => libc::XATTR_CREATE,
-            2 => libc::XATTR_REPLACE,
-            _ => return Err(Nfsstat4::NFS4ERR_INVAL.into()),
+        let flags = match a.sxa_option {
+            SetxattrOption4::Setxattr4Either => 0,
+            SetxattrOption4::Setxattr4Create => libc::XATTR_CREATE,
+            SetxattrOption4::Setxattr4Replace => libc::XATTR_REPLACE,
         };
         let (c, n) = self.xattr_node(ctx)?;
         self.vfs.setxattr(&c, &n, &k, &v, flags).map_err(xerr)?;
         let after = self.vfs.getattr(&n).ok();
-        let mut e = Encoder::new();
-        change_info(&mut e, &n.attr, after.as_ref());
-        Ok(e)
+        Ok(change_info(&n.attr, after.as_ref()))
     }
 
-    pub(crate) fn listxattrs(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let cookie = d.u64()?;
-        let maxcount = d.u32()? as usize;
+    pub(crate) fn listxattrs(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: Listxattrs4args,
+    ) -> Result<Listxattrs4resok, OpFail> {
+        let cookie = a.lxa_cookie;
+        let maxcount = a.lxa_maxcount as usize;
         let (c, n) = self.xattr_node(ctx)?;
         let names = self.vfs.listxattrs(&c, &n).map_err(xerr)?;
         if cookie as usize > names.len() {
@@ -85,29 +93,28 @@ impl Nfs4 {
                 break;
             }
             used += len;
-            out.push(name.clone());
+            out.push(Bytes::copy_from_slice(name));
             next += 1;
         }
         if out.is_empty() && next < names.len() {
             return Err(Nfsstat4::NFS4ERR_TOOSMALL.into());
         }
-        let mut e = Encoder::new();
-        e.u64(next as u64);
-        e.u32(out.len() as u32);
-        for n in &out {
-            e.opaque(n);
-        }
-        e.bool(next >= names.len());
-        Ok(e)
+        Ok(Listxattrs4resok {
+            lxr_cookie: next as u64,
+            lxr_names: out,
+            lxr_eof: next >= names.len(),
+        })
     }
 
-    pub(crate) fn removexattr(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let k = key(d)?;
+    pub(crate) fn removexattr(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: Removexattr4args,
+    ) -> Result<ChangeInfo4, OpFail> {
+        let k = key(a.rxa_name)?;
         let (c, n) = self.xattr_node(ctx)?;
         self.vfs.removexattr(&c, &n, &k).map_err(xerr)?;
         let after = self.vfs.getattr(&n).ok();
-        let mut e = Encoder::new();
-        change_info(&mut e, &n.attr, after.as_ref());
-        Ok(e)
+        Ok(change_info(&n.attr, after.as_ref()))
     }
 }

@@ -2,11 +2,10 @@
 //! have it, how a COMPOUND treats it, and its handler (the model is knfsd's `nfsd4_ops[]` and
 //! Chimera's operation matrix). `compound.rs` keeps the loop and consults this table only.
 
-use xdr::Decoder;
+use xdr::{Decoder, Encode, Encoder};
 
 use crate::compound::{Ctx, Fh, Nfs4, OpFail, OpResult};
-use crate::proto::NFS4_FHSIZE;
-use nfs4wire::{NfsOpnum4, Nfsstat4};
+use nfs4wire::*;
 
 /// Where an operation stands in its COMPOUND.
 #[derive(Debug, Clone, Copy)]
@@ -20,6 +19,35 @@ pub struct Pos {
 /// An operation's handler: decodes its arguments from the decoder, runs, and returns its
 /// result body (after the status) or its failure.
 pub type Handler = fn(&Nfs4, &mut Ctx<'_>, &mut Decoder, Pos) -> OpResult;
+
+/// Encodes an operation's typed result (what follows NFS4_OK) for the COMPOUND reply.
+pub fn body<R: Encode>(r: Result<R, OpFail>) -> OpResult {
+    r.map(|r| {
+        let mut e = Encoder::new();
+        r.encode(&mut e);
+        e
+    })
+}
+
+/// The handler of an operation whose arguments are the generated type `$args`: decodes them
+/// (a malformed one is BADXDR), runs `$run` on them and encodes its typed result.
+macro_rules! typed {
+    ($args:ty, |$n:ident, $c:ident, $a:ident| $run:expr) => {
+        Some(
+            |$n: &Nfs4, $c: &mut Ctx<'_>, d: &mut Decoder, _: Pos| -> OpResult {
+                let $a = <$args as xdr::Decode>::decode(d)?;
+                body($run)
+            },
+        )
+    };
+}
+
+/// The handler of an operation without arguments: runs `$run`, encodes its typed result.
+macro_rules! no_args {
+    (|$n:ident, $c:ident| $run:expr) => {
+        Some(|$n: &Nfs4, $c: &mut Ctx<'_>, _: &mut Decoder, _: Pos| -> OpResult { body($run) })
+    };
+}
 
 /// What a COMPOUND does with an operation beside running it.
 pub mod flag {
@@ -123,15 +151,33 @@ const fn def_op(
 static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
     use flag::*;
     [
-        def_op("ACCESS", 0, ALL, TRY, Some(|n, c, d, _| n.access(c, d))),
-        def_op("CLOSE", 0, ALL, 0, Some(|n, c, d, _| n.close(c, d))),
-        def_op("COMMIT", 0, ALL, 0, Some(|n, c, d, _| n.commit(c, d))),
+        def_op(
+            "ACCESS",
+            0,
+            ALL,
+            TRY,
+            typed!(Access4args, |n, c, a| n.access(c, a)),
+        ),
+        def_op(
+            "CLOSE",
+            0,
+            ALL,
+            0,
+            typed!(Close4args, |n, c, a| n.close(c, a)),
+        ),
+        def_op(
+            "COMMIT",
+            0,
+            ALL,
+            0,
+            typed!(Commit4args, |n, c, a| n.commit(c, a)),
+        ),
         def_op(
             "CREATE",
             0,
             ALL,
             CLEARS_STATEID,
-            Some(|n, c, d, _| n.create(c, d)),
+            typed!(Create4args, |n, c, a| n.create(c, a)),
         ),
         def_op("DELEGPURGE", 0, ALL, 0, None),
         def_op(
@@ -139,152 +185,216 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             0,
             ALL,
             0,
-            Some(|n, c, d, _| n.delegreturn(c, d)),
+            typed!(Delegreturn4args, |n, c, a| n.delegreturn(c, a)),
         ),
-        def_op("GETATTR", 0, ALL, TRY, Some(|n, c, d, _| n.getattr(c, d))),
-        def_op("GETFH", 0, ALL, TRY, Some(|n, c, _, _| n.getfh(c))),
-        def_op("LINK", 0, ALL, 0, Some(|n, c, d, _| n.link(c, d))),
-        def_op("LOCK", 0, ALL, 0, Some(|n, c, d, _| n.lock(c, d))),
-        def_op("LOCKT", 0, ALL, 0, Some(|n, c, d, _| n.lockt(c, d))),
-        def_op("LOCKU", 0, ALL, 0, Some(|n, c, d, _| n.locku(c, d))),
+        def_op(
+            "GETATTR",
+            0,
+            ALL,
+            TRY,
+            typed!(Getattr4args, |n, c, a| n.getattr(c, a)),
+        ),
+        def_op("GETFH", 0, ALL, TRY, no_args!(|n, c| n.getfh(c))),
+        def_op("LINK", 0, ALL, 0, typed!(Link4args, |n, c, a| n.link(c, a))),
+        def_op("LOCK", 0, ALL, 0, typed!(Lock4args, |n, c, a| n.lock(c, a))),
+        def_op(
+            "LOCKT",
+            0,
+            ALL,
+            0,
+            typed!(Lockt4args, |n, c, a| n.lockt(c, a)),
+        ),
+        def_op(
+            "LOCKU",
+            0,
+            ALL,
+            0,
+            typed!(Locku4args, |n, c, a| n.locku(c, a)),
+        ),
         def_op(
             "LOOKUP",
             0,
             ALL,
             CLEARS_STATEID,
-            Some(|n, c, d, _| n.lookup(c, d)),
+            typed!(Lookup4args, |n, c, a| n.lookup(c, a)),
         ),
         def_op(
             "LOOKUPP",
             0,
             ALL,
             CLEARS_STATEID,
-            Some(|n, c, _, _| n.lookupp(c)),
+            no_args!(|n, c| n.lookupp(c)),
         ),
         def_op(
             "NVERIFY",
             0,
             ALL,
             0,
-            Some(|n, c, d, _| n.verify(c, d, false)),
+            typed!(Nverify4args, |n, c, a| n.verify(c, a.obj_attributes, false)),
         ),
-        def_op("OPEN", 0, ALL, 0, Some(|n, c, d, _| n.open(c, d))),
+        def_op("OPEN", 0, ALL, 0, typed!(Open4args, |n, c, a| n.open(c, a))),
         def_op("OPENATTR", 0, ALL, 0, None),
         def_op(
             "OPEN_CONFIRM",
             0,
             0,
             0,
-            Some(|n, c, d, _| n.open_confirm(c, d)),
+            typed!(OpenConfirm4args, |n, c, a| n.open_confirm(c, a)),
         ),
         def_op(
             "OPEN_DOWNGRADE",
             0,
             ALL,
             0,
-            Some(|n, c, d, _| n.open_downgrade(c, d)),
+            typed!(OpenDowngrade4args, |n, c, a| n.open_downgrade(c, a)),
         ),
         def_op(
             "PUTFH",
             0,
             ALL,
             CLEARS_STATEID | TRY,
-            Some(|n, c, d, _| n.putfh(c, d)),
+            typed!(Putfh4args, |n, c, a| n.putfh(c, a)),
         ),
         def_op(
             "PUTPUBFH",
             0,
             ALL,
             CLEARS_STATEID,
-            Some(|n, c, _, _| n.putrootfh(c)),
+            no_args!(|n, c| n.putrootfh(c)),
         ),
         def_op(
             "PUTROOTFH",
             0,
             ALL,
             CLEARS_STATEID | TRY,
-            Some(|n, c, _, _| n.putrootfh(c)),
+            no_args!(|n, c| n.putrootfh(c)),
         ),
         def_op(
             "READ",
             0,
             ALL,
             TRY_SMALL_READ,
-            Some(|n, c, d, _| n.read(c, d)),
+            typed!(Read4args, |n, c, a| n.read(c, a)),
         ),
-        def_op("READDIR", 0, ALL, 0, Some(|n, c, d, _| n.readdir(c, d))),
-        def_op("READLINK", 0, ALL, 0, Some(|n, c, _, _| n.readlink(c))),
-        def_op("REMOVE", 0, ALL, 0, Some(|n, c, d, _| n.remove(c, d))),
-        def_op("RENAME", 0, ALL, 0, Some(|n, c, d, _| n.rename(c, d))),
-        def_op("RENEW", 0, 0, 0, Some(|n, _, d, _| n.renew(d))),
-        def_op("RESTOREFH", 0, ALL, 0, Some(|_, c, _, _| restorefh(c))),
-        def_op("SAVEFH", 0, ALL, 0, Some(|_, c, _, _| savefh(c))),
-        def_op("SECINFO", 0, ALL, 0, Some(|n, c, d, _| n.secinfo(c, d))),
-        def_op("SETATTR", 0, ALL, 0, Some(|n, c, d, _| n.setattr(c, d))),
+        def_op(
+            "READDIR",
+            0,
+            ALL,
+            0,
+            typed!(Readdir4args, |n, c, a| n.readdir(c, a)),
+        ),
+        def_op("READLINK", 0, ALL, 0, no_args!(|n, c| n.readlink(c))),
+        def_op(
+            "REMOVE",
+            0,
+            ALL,
+            0,
+            typed!(Remove4args, |n, c, a| n.remove(c, a)),
+        ),
+        def_op(
+            "RENAME",
+            0,
+            ALL,
+            0,
+            typed!(Rename4args, |n, c, a| n.rename(c, a)),
+        ),
+        def_op("RENEW", 0, 0, 0, typed!(Renew4args, |n, _c, a| n.renew(a))),
+        def_op("RESTOREFH", 0, ALL, 0, no_args!(|_n, c| restorefh(c))),
+        def_op("SAVEFH", 0, ALL, 0, no_args!(|_n, c| savefh(c))),
+        def_op(
+            "SECINFO",
+            0,
+            ALL,
+            0,
+            typed!(Secinfo4args, |n, c, a| n.secinfo(c, a)),
+        ),
+        def_op(
+            "SETATTR",
+            0,
+            ALL,
+            0,
+            typed!(Setattr4args, |n, c, a| n.setattr(c, a)),
+        ),
         def_op(
             "SETCLIENTID",
             0,
             0,
             0,
-            Some(|n, c, d, _| n.setclientid(c, d)),
+            typed!(Setclientid4args, |n, c, a| n.setclientid(c, a)),
         ),
         def_op(
             "SETCLIENTID_CONFIRM",
             0,
             0,
             0,
-            Some(|n, c, d, _| n.setclientid_confirm(c, d)),
+            typed!(SetclientidConfirm4args, |n, c, a| n
+                .setclientid_confirm(c, a)),
         ),
-        def_op("VERIFY", 0, ALL, 0, Some(|n, c, d, _| n.verify(c, d, true))),
-        def_op("WRITE", 0, ALL, 0, Some(|n, c, d, _| n.write(c, d))),
+        def_op(
+            "VERIFY",
+            0,
+            ALL,
+            0,
+            typed!(Verify4args, |n, c, a| n.verify(c, a.obj_attributes, true)),
+        ),
+        def_op(
+            "WRITE",
+            0,
+            ALL,
+            0,
+            typed!(Write4args, |n, c, a| n.write(c, a)),
+        ),
         def_op(
             "RELEASE_LOCKOWNER",
             0,
             0,
             0,
-            Some(|n, c, d, _| n.release_lockowner(c, d)),
+            typed!(ReleaseLockowner4args, |n, c, a| n.release_lockowner(c, a)),
         ),
         def_op(
             "BACKCHANNEL_CTL",
             1,
             ALL,
             0,
-            Some(|n, c, d, _| n.backchannel_ctl(c, d)),
+            typed!(BackchannelCtl4args, |n, c, a| n.backchannel_ctl(c, a)),
         ),
         def_op(
             "BIND_CONN_TO_SESSION",
             1,
             ALL,
             SESSIONLESS,
-            Some(|n, c, d, _| n.bind_conn(c, d)),
+            typed!(BindConnToSession4args, |n, c, a| n.bind_conn(c, a)),
         ),
         def_op(
             "EXCHANGE_ID",
             1,
             ALL,
             SESSIONLESS,
-            Some(|n, c, d, _| n.exchange_id(c, d)),
+            typed!(ExchangeId4args, |n, c, a| n.exchange_id(c, a)),
         ),
         def_op(
             "CREATE_SESSION",
             1,
             ALL,
             SESSIONLESS,
-            Some(|n, c, d, _| n.create_session(c, d)),
+            typed!(CreateSession4args, |n, c, a| n.create_session(c, a)),
         ),
         def_op(
             "DESTROY_SESSION",
             1,
             ALL,
             SESSIONLESS,
-            Some(|n, c, d, p| n.destroy_session(c, d, p.index, p.count)),
+            Some(|n, c, d, p| {
+                let a = <DestroySession4args as xdr::Decode>::decode(d)?;
+                body(n.destroy_session(c, a, p.index, p.count))
+            }),
         ),
         def_op(
             "FREE_STATEID",
             1,
             ALL,
             0,
-            Some(|n, c, d, _| n.free_stateid(c, d)),
+            typed!(FreeStateid4args, |n, c, a| n.free_stateid(c, a)),
         ),
         def_op("GET_DIR_DELEGATION", 1, ALL, 0, None),
         def_op("GETDEVICEINFO", 1, ALL, 0, None),
@@ -297,7 +407,7 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             1,
             ALL,
             0,
-            Some(|n, c, d, _| n.secinfo_no_name(c, d)),
+            typed!(SecinfoNoName4args, |n, c, a| n.secinfo_no_name(c, a)),
         ),
         // Only first in a COMPOUND, where the loop runs it before the table is asked.
         def_op(
@@ -313,7 +423,7 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             1,
             ALL,
             0,
-            Some(|n, c, d, _| n.test_stateid(c, d)),
+            typed!(TestStateid4args, |n, c, a| n.test_stateid(c, a)),
         ),
         def_op("WANT_DELEGATION", 1, ALL, 0, None),
         def_op(
@@ -321,30 +431,37 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             1,
             ALL,
             SESSIONLESS,
-            Some(|n, c, d, _| n.destroy_clientid(c, d)),
+            typed!(DestroyClientid4args, |n, c, a| n.destroy_clientid(c, a)),
         ),
         def_op(
             "RECLAIM_COMPLETE",
             1,
             ALL,
             0,
-            Some(|n, c, d, _| n.reclaim_complete(c, d)),
+            typed!(ReclaimComplete4args, |n, c, a| n.reclaim_complete(c, a)),
         ),
         def_op(
             "ALLOCATE",
             2,
             ALL,
             0,
-            Some(|n, c, d, _| n.allocate(c, d, false)),
+            typed!(Allocate4args, |n, c, a| n.allocate(c, a, false)),
         ),
-        def_op("COPY", 2, ALL, 0, Some(|n, c, d, _| n.copy(c, d))),
+        def_op("COPY", 2, ALL, 0, typed!(Copy4args, |n, c, a| n.copy(c, a))),
         def_op("COPY_NOTIFY", 2, ALL, 0, None),
         def_op(
             "DEALLOCATE",
             2,
             ALL,
             0,
-            Some(|n, c, d, _| n.allocate(c, d, true)),
+            typed!(Deallocate4args, |n, c, a| {
+                let a = Allocate4args {
+                    aa_stateid: a.da_stateid,
+                    aa_offset: a.da_offset,
+                    aa_length: a.da_length,
+                };
+                n.allocate(c, a, true)
+            }),
         ),
         def_op("IO_ADVISE", 2, ALL, 0, None),
         def_op("LAYOUTERROR", 2, ALL, 0, None),
@@ -356,76 +473,91 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             2,
             ALL,
             TRY_SMALL_READ,
-            Some(|n, c, d, _| n.read_plus(c, d)),
+            typed!(ReadPlus4args, |n, c, a| n.read_plus(c, a)),
         ),
-        def_op("SEEK", 2, ALL, 0, Some(|n, c, d, _| n.seek(c, d))),
+        def_op("SEEK", 2, ALL, 0, typed!(Seek4args, |n, c, a| n.seek(c, a))),
         def_op("WRITE_SAME", 2, ALL, 0, None),
-        def_op("CLONE", 2, ALL, 0, Some(|n, c, d, _| n.clone_op(c, d))),
+        def_op(
+            "CLONE",
+            2,
+            ALL,
+            0,
+            typed!(Clone4args, |n, c, a| n.clone_op(c, a)),
+        ),
         // RFC 8276 extended attributes, an extension of minor version 2
-        def_op("GETXATTR", 2, ALL, 0, Some(|n, c, d, _| n.getxattr(c, d))),
-        def_op("SETXATTR", 2, ALL, 0, Some(|n, c, d, _| n.setxattr(c, d))),
+        def_op(
+            "GETXATTR",
+            2,
+            ALL,
+            0,
+            typed!(Getxattr4args, |n, c, a| n.getxattr(c, a)),
+        ),
+        def_op(
+            "SETXATTR",
+            2,
+            ALL,
+            0,
+            typed!(Setxattr4args, |n, c, a| n.setxattr(c, a)),
+        ),
         def_op(
             "LISTXATTRS",
             2,
             ALL,
             0,
-            Some(|n, c, d, _| n.listxattrs(c, d)),
+            typed!(Listxattrs4args, |n, c, a| n.listxattrs(c, a)),
         ),
         def_op(
             "REMOVEXATTR",
             2,
             ALL,
             0,
-            Some(|n, c, d, _| n.removexattr(c, d)),
+            typed!(Removexattr4args, |n, c, a| n.removexattr(c, a)),
         ),
     ]
 };
 
 /// RESTOREFH: the saved file handle and stateid become current.
-fn restorefh(ctx: &mut Ctx<'_>) -> OpResult {
+fn restorefh(ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
     ctx.cur = Some(
         ctx.saved
             .clone()
             .ok_or(OpFail::from(Nfsstat4::NFS4ERR_RESTOREFH))?,
     );
     ctx.cur_sid = ctx.saved_sid;
-    Ok(xdr::Encoder::new())
+    Ok(())
 }
 
 /// SAVEFH: the current file handle and stateid are saved.
-fn savefh(ctx: &mut Ctx<'_>) -> OpResult {
+fn savefh(ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
     ctx.saved = Some(ctx.cur()?.clone());
     ctx.saved_sid = ctx.cur_sid;
-    Ok(xdr::Encoder::new())
+    Ok(())
 }
 
 impl Nfs4 {
     /// PUTFH: the handle becomes current (a real one once its seal checks out).
-    fn putfh(&self, ctx: &mut Ctx<'_>, d: &mut Decoder) -> OpResult {
-        let fh = d.opaque(NFS4_FHSIZE)?;
-        let fh = self.parse_fh(&fh)?;
+    fn putfh(&self, ctx: &mut Ctx<'_>, a: Putfh4args) -> Result<(), OpFail> {
+        let fh = self.parse_fh(a.object)?;
         if let Fh::Real(b) = &fh {
             self.vfs.check_handle(b)?;
         }
         ctx.cur = Some(fh);
-        Ok(xdr::Encoder::new())
+        Ok(())
     }
 
     /// PUTROOTFH and PUTPUBFH: the root of the pseudo file system (or the export that is
     /// the NFSv4 root) becomes current.
-    fn putrootfh(&self, ctx: &mut Ctx<'_>) -> OpResult {
+    fn putrootfh(&self, ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
         ctx.cur = Some(match &self.pseudo.root_export {
             Some(fh) => Fh::Real(fh.clone()),
             None => Fh::Pseudo(0),
         });
-        Ok(xdr::Encoder::new())
+        Ok(())
     }
 
     /// RENEW (NFSv4.0): the client's lease starts again.
-    fn renew(&self, d: &mut Decoder) -> OpResult {
-        let id = d.u64()?;
-        self.state.lock().renew(id)?;
-        Ok(xdr::Encoder::new())
+    fn renew(&self, a: Renew4args) -> Result<(), OpFail> {
+        Ok(self.state.lock().renew(a.clientid)?)
     }
 }
 

@@ -18,8 +18,8 @@
 //! values. Decoding is zero-copy for variable-length opaque data and strings (they are
 //! `bytes::Bytes` slices of the received buffer) and checks every length against its bound
 //! and against the bytes left before allocating. Encoding keeps bulk data out of the
-//! encoder's buffer: READ results' data (`Read4resok::data`, an `xdr::Payload`: bytes or file
-//! pages) and WRITE arguments' data (`Write4args::data`) are segments of their own.
+//! encoder's buffer: READ and READ_PLUS results' data (`Read4resok::data`, `Data4::d_data`, an
+//! `xdr::Payload`: bytes or file pages) and WRITE arguments' data (`Write4args::data`) are segments of their own.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -590,6 +590,28 @@ impl Encoder {
     }
 }
 
+/// XDR `void`: nothing on the wire (the result of an operation that only has a status).
+impl Encode for () {
+    fn encode(&self, _: &mut Encoder) {}
+}
+
+/// A variable-length array: its count, then each element.
+impl<T: Encode> Encode for [T] {
+    fn encode(&self, e: &mut Encoder) {
+        e.u32(self.len() as u32);
+        for x in self {
+            x.encode(e);
+        }
+    }
+}
+
+/// A variable-length array: its count, then each element.
+impl<T: Encode> Encode for Vec<T> {
+    fn encode(&self, e: &mut Encoder) {
+        self.as_slice().encode(e)
+    }
+}
+
 impl Decode for u32 {
     fn decode(d: &mut Decoder) -> Result<Self> {
         d.u32()

@@ -99,7 +99,7 @@ fn read_and_read_plus_data_are_slices_of_the_reply() {
                 rpr_contents: vec![
                     w::ReadPlusContent::Nfs4ContentData(w::Data4 {
                         d_offset: 0,
-                        d_data: Bytes::from(vec![1u8; 300]),
+                        d_data: xdr::Payload::Bytes(Bytes::from(vec![1u8; 300])),
                     }),
                     w::ReadPlusContent::Nfs4ContentHole(w::DataInfo4 {
                         di_offset: 300,

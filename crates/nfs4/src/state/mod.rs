@@ -50,6 +50,24 @@ impl Stateid {
     }
 }
 
+impl From<nfs4wire::Stateid4> for Stateid {
+    fn from(s: nfs4wire::Stateid4) -> Self {
+        Stateid {
+            seqid: s.seqid,
+            other: s.other,
+        }
+    }
+}
+
+impl From<Stateid> for nfs4wire::Stateid4 {
+    fn from(s: Stateid) -> Self {
+        nfs4wire::Stateid4 {
+            seqid: s.seqid,
+            other: s.other,
+        }
+    }
+}
+
 /// Identifies a file across handles: file system, inode and generation (see [`vfs::FileId`]).
 pub type FileKey = vfs::FileId;
 
