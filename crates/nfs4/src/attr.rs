@@ -5,13 +5,7 @@ use vfs::{Attr, FileType, FsStat, SetAttrs, SetTime, Time};
 use xdr::{Decoder, Encoder};
 
 use crate::idmap::IdMap;
-use crate::proto::NFS4_FHSIZE;
 use nfs4wire::{Bitmap4, Fattr4, NfsFtype4, Nfsstat4};
-
-/// Longest bitmap accepted from a client (words).
-pub const MAX_BITMAP_WORDS: usize = 1024;
-/// Largest attr_vals accepted from a client.
-pub const MAX_ATTR_VALS: usize = 64 * 1024;
 
 /// A bitmap4.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,10 +49,6 @@ impl Bitmap {
     /// Whether no bit is set.
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(|w| *w == 0)
-    }
-    /// Decodes a bitmap4.
-    pub fn decode(d: &mut Decoder) -> xdr::Result<Self> {
-        Ok(Bitmap(d.array(MAX_BITMAP_WORDS, 4, |d| d.u32())?))
     }
     /// Encodes a bitmap4, dropping trailing zero words.
     pub fn encode(&self, e: &mut Encoder) {
@@ -379,10 +369,10 @@ pub fn decode_sattr(f: &Fattr4, minor: u32, idmap: &IdMap) -> Result<(SetAttrs, 
             nfs4wire::FATTR4_SIZE => s.size = Some(v.u64().map_err(bad)?),
             nfs4wire::FATTR4_MODE => s.mode = Some(v.u32().map_err(bad)? & 0o7777),
             nfs4wire::FATTR4_OWNER => {
-                s.uid = Some(idmap.parse_owner(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?)
+                s.uid = Some(idmap.parse_owner(&v.opaque(nfs4wire::NFS4_OPAQUE_LIMIT as usize).map_err(bad)?)?)
             }
             nfs4wire::FATTR4_OWNER_GROUP => {
-                s.gid = Some(idmap.parse_group(&v.opaque(NFS4_FHSIZE * 8).map_err(bad)?)?)
+                s.gid = Some(idmap.parse_group(&v.opaque(nfs4wire::NFS4_OPAQUE_LIMIT as usize).map_err(bad)?)?)
             }
             nfs4wire::FATTR4_TIME_ACCESS_SET => s.atime = settime(&mut v)?,
             nfs4wire::FATTR4_TIME_MODIFY_SET => s.mtime = settime(&mut v)?,
@@ -426,7 +416,7 @@ mod tests {
             }
             assert!(got.has(crate::proto::FATTR4_OPEN_ARGUMENTS));
             let maps: Vec<Vec<u32>> = (0..5)
-                .map(|_| Bitmap::decode(&mut v).unwrap().bits().collect())
+                .map(|_| Bitmap(v.array(8, 4, |d| d.u32()).unwrap()).bits().collect())
                 .collect();
             assert_eq!(v.remaining(), 0);
             assert_eq!(

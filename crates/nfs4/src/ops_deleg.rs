@@ -19,21 +19,17 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use sunrpc::msg;
-use xdr::{Decoder, Encoder};
+use xdr::{Decode, Decoder, Encoder};
 
 use crate::attr::Bitmap;
 use crate::compound::{callback_cred, Ctx, Nfs4, OpFail};
-use crate::ops_file::{file_key, put_stateid};
+use crate::ops_file::file_key;
 use crate::state::{Deleg, FileKey, State, StateObj, Stateid};
 use nfs4wire::{
-    BackchannelCtl4args, Delegreturn4args, NfsSpaceLimit4, Nfsace4, Nfsstat4, OpenDelegation4,
-    OpenReadDelegation4, OpenWriteDelegation4,
+    BackchannelCtl4args, CbCompound4args, CbCompound4res, CbGetattr4args, CbGetattr4res,
+    CbRecall4args, CbSequence4args, CbSequence4res, Delegreturn4args, NfsCbArgop4, NfsCbResop4,
+    NfsSpaceLimit4, Nfsace4, Nfsstat4, OpenDelegation4, OpenReadDelegation4, OpenWriteDelegation4,
 };
-
-/// CB_COMPOUND operation numbers.
-const OP_CB_GETATTR: u32 = 3;
-const OP_CB_RECALL: u32 = 4;
-const OP_CB_SEQUENCE: u32 = 11;
 
 /// How long a GETATTR of a write-delegated file waits for the holder's CB_GETATTR answer
 /// before it recalls the delegation instead (knfsd waits about as long).
@@ -253,8 +249,8 @@ impl Nfs4 {
         }
     }
 
-    /// Sends a CB_COMPOUND to `client` over its back channel: CB_SEQUENCE on slot 0, then the
-    /// `nops` operations `ops` encodes. Returns the registration of its reply; None when it
+    /// Sends a CB_COMPOUND to `client` over its back channel: CB_SEQUENCE on slot 0, then
+    /// `ops`. Returns the registration of its reply; None when it
     /// cannot go now: no back channel, the slot still holds an unanswered call (one at a time;
     /// a call unanswered for [`CB_SLOT_TIMEOUT`] is taken as lost), or the connection refused
     /// it. The slot's sequence id moves only for a call that went out.
@@ -262,8 +258,7 @@ impl Nfs4 {
         &self,
         s: &mut State,
         client: u64,
-        nops: u32,
-        ops: impl FnOnce(&mut Encoder),
+        ops: Vec<NfsCbArgop4>,
     ) -> Option<Arc<sunrpc::callback::Waiter>> {
         let sid = s.back_session(client)?;
         let sess = s.sessions.get_mut(&sid)?;
@@ -275,20 +270,24 @@ impl Nfs4 {
         }
         let seq = sess.cb_seq.wrapping_add(1);
         let xid = sunrpc::callback::next_xid();
+        let sequence = NfsCbArgop4::OpCbSequence(CbSequence4args {
+            csa_sessionid: sid,
+            csa_sequenceid: seq,
+            csa_slotid: 0,
+            csa_highest_slotid: 0,
+            csa_cachethis: false,
+            csa_referring_call_lists: Vec::new(),
+        });
+        let call = CbCompound4args {
+            tag: Bytes::new(),
+            minorversion: sess.minor,
+            // unused in 4.1
+            callback_ident: 0,
+            argarray: std::iter::once(sequence).chain(ops).collect(),
+        };
         let mut e = Encoder::with_capacity(256);
         msg::encode_call(&mut e, xid, sess.cb_program, 1, 1, &sess.cb_cred);
-        e.opaque(b"");
-        e.u32(sess.minor);
-        e.u32(0); // callback_ident: unused in 4.1
-        e.u32(1 + nops);
-        e.u32(OP_CB_SEQUENCE);
-        e.opaque_fixed(&sid);
-        e.u32(seq);
-        e.u32(0); // slot
-        e.u32(0); // highest slot
-        e.bool(false);
-        e.u32(0); // referring call lists
-        ops(&mut e);
+        e.encode(&call);
         let waiter = Arc::new(sunrpc::callback::expect(back.id(), xid));
         if !back.send_call(e.finish()) {
             return None;
@@ -304,14 +303,12 @@ impl Nfs4 {
             seqid: d.seqid,
             other: *other,
         };
-        let sent = self
-            .callback(s, d.client, 1, |e| {
-                e.u32(OP_CB_RECALL);
-                put_stateid(e, &sid);
-                e.bool(false); // truncate
-                e.opaque(&d.fh);
-            })
-            .is_some();
+        let recall = NfsCbArgop4::OpCbRecall(CbRecall4args {
+            stateid: sid.into(),
+            truncate: false,
+            fh: d.fh.clone(),
+        });
+        let sent = self.callback(s, d.client, vec![recall]).is_some();
         tracing::debug!(client = d.client, sent, "CB_RECALL");
         sent
     }
@@ -320,11 +317,11 @@ impl Nfs4 {
     /// (CB_GETATTR) and waits up to [`CB_GETATTR_WAIT`] for the answer; None when it cannot be
     /// asked or does not answer in time.
     fn cb_getattr(&self, d: &Deleg) -> Option<(u64, u64)> {
-        let waiter = self.callback(&mut self.state.lock(), d.client, 1, |e| {
-            e.u32(OP_CB_GETATTR);
-            e.opaque(&d.fh);
-            Bitmap::of(&[nfs4wire::FATTR4_CHANGE, nfs4wire::FATTR4_SIZE]).encode(e);
-        })?;
+        let getattr = NfsCbArgop4::OpCbGetattr(CbGetattr4args {
+            fh: d.fh.clone(),
+            attr_request: Bitmap::of(&[nfs4wire::FATTR4_CHANGE, nfs4wire::FATTR4_SIZE]).to_wire(),
+        });
+        let waiter = self.callback(&mut self.state.lock(), d.client, vec![getattr])?;
         let reply = waiter.wait(CB_GETATTR_WAIT)?;
         let got = decode_cb_getattr(reply);
         tracing::debug!(client = d.client, ?got, "CB_GETATTR");
@@ -532,28 +529,16 @@ fn next_nanosecond(t: vfs::Time) -> vfs::Time {
 /// The change attribute and size in the reply to a CB_COMPOUND of CB_SEQUENCE and
 /// CB_GETATTR; None unless every part succeeded and both attributes are there.
 fn decode_cb_getattr(reply: Bytes) -> Option<(u64, u64)> {
-    let mut d = Decoder::new(reply);
-    d.u32().ok()?; // xid
-    let accepted = d.u32().ok()? == 1 // REPLY
-        && d.u32().ok()? == 0 // MSG_ACCEPTED
-        && d.u32().is_ok() // verifier flavor
-        && d.opaque(msg::MAX_AUTH_BYTES).is_ok()
-        && d.u32().ok()? == 0; // SUCCESS
-    let compound_ok = accepted
-        && d.u32().ok()? == Nfsstat4::NFS4_OK.0
-        && d.opaque(crate::proto::NFS4_OPAQUE_LIMIT).is_ok()
-        && d.u32().ok()? == 2;
-    let sequence_ok = compound_ok
-        && d.u32().ok()? == OP_CB_SEQUENCE
-        && d.u32().ok()? == Nfsstat4::NFS4_OK.0
-        && d.opaque_fixed(16 + 4 * 4).is_ok(); // session, sequence, slot, highest, target
-    let getattr_ok =
-        sequence_ok && d.u32().ok()? == OP_CB_GETATTR && d.u32().ok()? == Nfsstat4::NFS4_OK.0;
-    if !getattr_ok {
-        return None;
-    }
-    let got = Bitmap::decode(&mut d).ok()?;
-    let mut v = Decoder::new(d.opaque(crate::attr::MAX_ATTR_VALS).ok()?);
+    let res = CbCompound4res::decode(&mut msg::decode_success(reply)?).ok()?;
+    let attrs = match (res.status, &res.resarray[..]) {
+        (
+            Nfsstat4::NFS4_OK,
+            [NfsCbResop4::OpCbSequence(CbSequence4res::Nfs4Ok(_)), NfsCbResop4::OpCbGetattr(CbGetattr4res::Nfs4Ok(ok))],
+        ) => &ok.obj_attributes,
+        _ => return None,
+    };
+    let got = Bitmap::from(attrs.attrmask.clone());
+    let mut v = Decoder::new(attrs.attr_vals.clone());
     // values in attribute order: change (3) before size (4)
     let change = got
         .has(nfs4wire::FATTR4_CHANGE)
@@ -571,29 +556,38 @@ fn decode_cb_getattr(reply: Bytes) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nfs4wire::{CbGetattr4resok, CbSequence4resok};
 
     fn reply(status: Nfsstat4, getattr_status: Nfsstat4, attrs: &[u32], vals: &[u64]) -> Bytes {
         let mut e = Encoder::new();
-        e.u32(7); // xid
-        e.u32(1);
-        e.u32(0);
-        e.u32(0);
-        e.opaque(b"");
-        e.u32(0);
-        e.encode(&status);
-        e.opaque(b"");
-        e.u32(2);
-        e.u32(OP_CB_SEQUENCE);
-        e.encode(&Nfsstat4::NFS4_OK);
-        e.opaque_fixed(&[0; 32]);
-        e.u32(OP_CB_GETATTR);
-        e.encode(&getattr_status);
-        Bitmap::of(attrs).encode(&mut e);
+        msg::encode_accepted(&mut e, 7, msg::AcceptStat::Success);
         let mut v = Encoder::new();
         for x in vals {
             v.u64(*x);
         }
-        e.opaque(&v.finish().to_bytes());
+        let getattr = match getattr_status {
+            Nfsstat4::NFS4_OK => CbGetattr4res::Nfs4Ok(CbGetattr4resok {
+                obj_attributes: nfs4wire::Fattr4 {
+                    attrmask: Bitmap::of(attrs).to_wire(),
+                    attr_vals: v.finish().to_bytes(),
+                },
+            }),
+            s => CbGetattr4res::Default(s),
+        };
+        e.encode(&CbCompound4res {
+            status,
+            tag: Bytes::new(),
+            resarray: vec![
+                NfsCbResop4::OpCbSequence(CbSequence4res::Nfs4Ok(CbSequence4resok {
+                    csr_sessionid: [0; 16],
+                    csr_sequenceid: 1,
+                    csr_slotid: 0,
+                    csr_highest_slotid: 0,
+                    csr_target_highest_slotid: 0,
+                })),
+                NfsCbResop4::OpCbGetattr(getattr),
+            ],
+        });
         e.finish().to_bytes()
     }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use vfs::{Extent, FileType, Node, Span, Stability};
-use xdr::{Encode, Encoder, Pages, Payload, Reply};
+use xdr::{Encode, Pages, Payload, Reply};
 
 use crate::compound::{Ctx, Encoded, Fh, Nfs4, OpFail};
 use crate::state::{access_bits, FileKey, OwnerSeq, State, StateObj, Stateid};
@@ -19,12 +19,6 @@ use nfs4wire::{
 /// The file key of a node.
 pub fn file_key(n: &Node) -> FileKey {
     n.file_id()
-}
-
-/// Encodes a stateid4.
-pub fn put_stateid(e: &mut Encoder, s: &Stateid) {
-    e.u32(s.seqid);
-    e.opaque_fixed(&s.other);
 }
 
 /// Statuses after which an NFSv4.0 owner's seqid does not advance (RFC 7530 section 9.1.7).

@@ -5,16 +5,8 @@
 pub const NFS_V4: u32 = 4;
 /// Highest minor version served.
 pub const MAX_MINOR: u32 = 2;
-/// Largest file handle (NFS4_FHSIZE).
-pub const NFS4_FHSIZE: usize = 128;
-/// Length of verifiers.
-pub const NFS4_VERIFIER_SIZE: usize = 8;
-/// Length of session ids.
-pub const NFS4_SESSIONID_SIZE: usize = 16;
 /// Operations accepted in one COMPOUND.
 pub const MAX_OPS: usize = 128;
-/// Longest opaque owner / client id strings accepted.
-pub const NFS4_OPAQUE_LIMIT: usize = 1024;
 /// Lease time in seconds.
 pub const LEASE_SECONDS: u32 = 90;
 

@@ -211,6 +211,19 @@ pub fn decode_call(msg: Bytes) -> Result<(CallHeader, Decoder), HeaderError> {
     ))
 }
 
+/// The results of a reply to a call this side made: the decoder after the header of an
+/// accepted, successful reply; None for any other reply.
+pub fn decode_success(msg: Bytes) -> Option<Decoder> {
+    let mut d = Decoder::new(msg);
+    d.u32().ok()?; // xid (matched by the caller)
+    let ok = d.u32().ok()? == REPLY
+        && d.u32().ok()? == 0 // MSG_ACCEPTED
+        && d.u32().is_ok() // verifier flavor
+        && d.opaque(MAX_AUTH_BYTES).is_ok()
+        && d.u32().ok()? == AcceptStat::Success as u32;
+    ok.then_some(d)
+}
+
 /// Writes the header of an accepted reply (verifier AUTH_NONE) followed by `stat`.
 pub fn encode_accepted(e: &mut Encoder, xid: u32, stat: AcceptStat) {
     e.u32(xid);
