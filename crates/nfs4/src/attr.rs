@@ -369,10 +369,20 @@ pub fn decode_sattr(f: &Fattr4, minor: u32, idmap: &IdMap) -> Result<(SetAttrs, 
             nfs4wire::FATTR4_SIZE => s.size = Some(v.u64().map_err(bad)?),
             nfs4wire::FATTR4_MODE => s.mode = Some(v.u32().map_err(bad)? & 0o7777),
             nfs4wire::FATTR4_OWNER => {
-                s.uid = Some(idmap.parse_owner(&v.opaque(nfs4wire::NFS4_OPAQUE_LIMIT as usize).map_err(bad)?)?)
+                s.uid = Some(
+                    idmap.parse_owner(
+                        &v.opaque(nfs4wire::NFS4_OPAQUE_LIMIT as usize)
+                            .map_err(bad)?,
+                    )?,
+                )
             }
             nfs4wire::FATTR4_OWNER_GROUP => {
-                s.gid = Some(idmap.parse_group(&v.opaque(nfs4wire::NFS4_OPAQUE_LIMIT as usize).map_err(bad)?)?)
+                s.gid = Some(
+                    idmap.parse_group(
+                        &v.opaque(nfs4wire::NFS4_OPAQUE_LIMIT as usize)
+                            .map_err(bad)?,
+                    )?,
+                )
             }
             nfs4wire::FATTR4_TIME_ACCESS_SET => s.atime = settime(&mut v)?,
             nfs4wire::FATTR4_TIME_MODIFY_SET => s.mtime = settime(&mut v)?,

@@ -12,7 +12,7 @@ use xdr::{Decode, Decoder, Encoder, Reply};
 use crate::optable::{self, OpDef, Pos};
 use crate::proto::{MAX_MINOR, MAX_OPS, NFS_V4};
 use crate::pseudo::PseudoFs;
-use crate::state::{State, Stateid};
+use crate::state::{SessionId, State, Stateid};
 use nfs4wire::{CallbackSecParms4, NfsOpnum4, Nfsstat4, Sequence4args, Sequence4resok};
 
 /// NFS program number.
@@ -142,7 +142,7 @@ pub struct Ctx<'a> {
     /// NFSv4.1 saved stateid.
     pub saved_sid: Option<Stateid>,
     /// NFSv4.1 session and slot of this request.
-    pub session: Option<([u8; 16], usize, bool)>,
+    pub session: Option<(SessionId, usize, bool)>,
     /// Client id of the session.
     pub clientid: Option<u64>,
     /// Size of the COMPOUND arguments (for the session's request limit).

@@ -89,22 +89,19 @@ impl Nfs4 {
         let id = s.new_client_id();
         let mut confirm = [0u8; 8];
         confirm.copy_from_slice(&(id ^ 0x5a5a_5a5a_5a5a_5a5a).to_be_bytes());
-        s.clients.insert(
+        s.clients.insert(ClientRec {
             id,
-            ClientRec {
-                id,
-                owner,
-                verifier,
-                principal,
-                confirmed: false,
-                confirm,
-                minor,
-                renewed: Instant::now(),
-                cs_seq: 1,
-                cs_reply: None,
-                reclaim_complete: false,
-            },
-        );
+            owner,
+            verifier,
+            principal,
+            confirmed: false,
+            confirm,
+            minor,
+            renewed: Instant::now(),
+            cs_seq: 1,
+            cs_reply: None,
+            reclaim_complete: false,
+        });
         id
     }
 
@@ -118,11 +115,7 @@ impl Nfs4 {
         let owner = Bytes::copy_from_slice(&a.client.id);
         let who = principal(ctx);
         let mut s = self.state.lock();
-        let confirmed = s
-            .clients
-            .values()
-            .find(|c| c.owner == owner && c.confirmed)
-            .cloned();
+        let confirmed = s.clients.confirmed_of(&owner).cloned();
         if let Some(c) = &confirmed {
             let expired = s.expired_clients().contains(&c.id);
             let has_state = s.states.client_has_state(c.id);
@@ -136,20 +129,20 @@ impl Nfs4 {
             }
         }
         // Drop earlier unconfirmed records of this owner.
-        s.clients.retain(|_, c| c.owner != owner || c.confirmed);
+        s.clients.drop_unconfirmed_of(&owner);
         let (id, confirm) = match confirmed {
             Some(c) if c.verifier == verf => {
                 // Callback update: same client id, fresh confirmation verifier.
                 let r = s
                     .clients
-                    .get_mut(&c.id)
+                    .get_mut(c.id)
                     .ok_or(OpFail::from(Nfsstat4::NFS4ERR_SERVERFAULT))?;
                 r.confirm[0] = r.confirm[0].wrapping_add(1);
                 (c.id, r.confirm)
             }
             _ => {
                 let id = self.new_client(&mut s, owner, verf, who, 0);
-                (id, s.clients[&id].confirm)
+                (id, s.clients.get(id).map_or([0; 8], |c| c.confirm))
             }
         };
         Ok(Setclientid4resok {
@@ -168,23 +161,17 @@ impl Nfs4 {
         if s.is_stale_client(id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
-        let Some(c) = s.clients.get(&id).cloned() else {
+        let Some(c) = s.clients.get(id).cloned() else {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         };
         if c.confirm != confirm {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
         // A rebooted client's old record goes, with its state.
-        let old: Vec<u64> = s
-            .clients
-            .values()
-            .filter(|o| o.owner == c.owner && o.id != id)
-            .map(|o| o.id)
-            .collect();
-        for o in old {
+        for o in s.clients.others_of_owner(&c.owner, id) {
             s.expire(o);
         }
-        if let Some(c) = s.clients.get_mut(&id) {
+        if let Some(c) = s.clients.get_mut(id) {
             c.confirmed = true;
             c.renewed = Instant::now();
         }
@@ -217,11 +204,7 @@ impl Nfs4 {
         }
         let who = principal(ctx);
         let mut s = self.state.lock();
-        let confirmed = s
-            .clients
-            .values()
-            .find(|c| c.owner == owner && c.confirmed)
-            .cloned();
+        let confirmed = s.clients.confirmed_of(&owner).cloned();
         let id = if flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A != 0 {
             match confirmed {
                 None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
@@ -251,14 +234,14 @@ impl Nfs4 {
                     self.new_client(&mut s, owner, verf, who, ctx.minor)
                 }
                 _ => {
-                    s.clients.retain(|_, c| c.owner != owner || c.confirmed);
+                    s.clients.drop_unconfirmed_of(&owner);
                     self.new_client(&mut s, owner, verf, who, ctx.minor)
                 }
             }
         };
         let c = s
             .clients
-            .get(&id)
+            .get(id)
             .ok_or(OpFail::from(Nfsstat4::NFS4ERR_SERVERFAULT))?;
         let mut rflags = EXCHGID4_FLAG_USE_NON_PNFS;
         if c.confirmed {
@@ -302,7 +285,7 @@ impl Nfs4 {
         if s.is_stale_client(id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
-        let Some(c) = s.clients.get(&id).cloned() else {
+        let Some(c) = s.clients.get(id).cloned() else {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         };
         if seq == c.cs_seq.wrapping_sub(1) {
@@ -312,7 +295,7 @@ impl Nfs4 {
                 }));
             }
         }
-        if !c.confirmed && c.renewed.elapsed() > s.lease {
+        if !c.confirmed && c.renewed.elapsed() > s.lease() {
             // An unconfirmed record not confirmed within a lease is gone.
             s.expire(id);
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
@@ -345,13 +328,7 @@ impl Nfs4 {
             maxreqs: back.maxreqs.clamp(1, 4),
         };
         if !c.confirmed {
-            let old: Vec<u64> = s
-                .clients
-                .values()
-                .filter(|o| o.owner == c.owner && o.id != id)
-                .map(|o| o.id)
-                .collect();
-            for o in old {
+            for o in s.clients.others_of_owner(&c.owner, id) {
                 s.expire(o);
             }
         }
@@ -389,7 +366,7 @@ impl Nfs4 {
         if !c.confirmed {
             s.record_confirmed(&c.owner, c.minor);
         }
-        if let Some(c) = s.clients.get_mut(&id) {
+        if let Some(c) = s.clients.get_mut(id) {
             c.confirmed = true;
             c.renewed = Instant::now();
             c.cs_seq = c.cs_seq.wrapping_add(1);
@@ -476,7 +453,7 @@ impl Nfs4 {
     ) -> Result<(), OpFail> {
         let sid = a.dsa_sessionid;
         let mut s = self.state.lock();
-        if !s.sessions.contains_key(&sid) {
+        if !s.sessions.contains(&sid) {
             return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
         }
         if ctx.session.is_some_and(|(cur, _, _)| cur == sid) && idx + 1 != nops {
@@ -523,10 +500,10 @@ impl Nfs4 {
     ) -> Result<(), OpFail> {
         let id = a.dca_clientid;
         let mut s = self.state.lock();
-        if s.is_stale_client(id) || !s.clients.contains_key(&id) {
+        if s.is_stale_client(id) || !s.clients.contains(id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
-        if s.sessions.values().any(|x| x.client == id) {
+        if s.sessions.any_of(id) {
             return Err(Nfsstat4::NFS4ERR_CLIENTID_BUSY.into());
         }
         let _ = ctx;
@@ -550,7 +527,7 @@ impl Nfs4 {
         let mut s = self.state.lock();
         let c = s
             .clients
-            .get_mut(&id)
+            .get_mut(id)
             .ok_or(OpFail::from(Nfsstat4::NFS4ERR_STALE_CLIENTID))?;
         if c.reclaim_complete {
             return Err(Nfsstat4::NFS4ERR_COMPLETE_ALREADY.into());

@@ -24,7 +24,7 @@ use xdr::{Decode, Decoder, Encoder};
 use crate::attr::Bitmap;
 use crate::compound::{callback_cred, Ctx, Nfs4, OpFail};
 use crate::ops_file::file_key;
-use crate::state::{Deleg, FileKey, State, StateObj, Stateid};
+use crate::state::{Deleg, FileKey, Other, State, StateObj, Stateid};
 use nfs4wire::{
     BackchannelCtl4args, CbCompound4args, CbCompound4res, CbGetattr4args, CbGetattr4res,
     CbRecall4args, CbSequence4args, CbSequence4res, Delegreturn4args, NfsCbArgop4, NfsCbResop4,
@@ -155,7 +155,7 @@ impl Nfs4 {
         client: u64,
         reading: bool,
     ) -> Result<(), Nfsstat4> {
-        let conflicting = |s: &State| -> Vec<([u8; 12], Deleg)> {
+        let conflicting = |s: &State| -> Vec<(Other, Deleg)> {
             s.states
                 .on_file(file)
                 .filter_map(|(k, v)| match v {
@@ -177,7 +177,7 @@ impl Nfs4 {
         }
         // a holder whose lease ran out loses its state to the conflicting access
         s.release_courtesy(file);
-        let lease = s.lease;
+        let lease = s.lease();
         let mut wait = false;
         for (other, d) in conflicting(s) {
             match d.recalled {
@@ -298,7 +298,7 @@ impl Nfs4 {
     }
 
     /// Sends CB_RECALL of delegation `other`; whether it went out.
-    fn send_recall(&self, s: &mut State, other: &[u8; 12], d: &Deleg) -> bool {
+    fn send_recall(&self, s: &mut State, other: &Other, d: &Deleg) -> bool {
         let sid = Stateid {
             seqid: d.seqid,
             other: *other,

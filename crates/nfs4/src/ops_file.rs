@@ -8,7 +8,7 @@ use vfs::{Extent, FileType, Node, Span, Stability};
 use xdr::{Encode, Pages, Payload, Reply};
 
 use crate::compound::{Ctx, Encoded, Fh, Nfs4, OpFail};
-use crate::state::{access_bits, FileKey, OwnerSeq, State, StateObj, Stateid};
+use crate::state::{access_bits, FileKey, Other, OwnerKey, OwnerSeq, State, StateObj, Stateid};
 use nfs4wire::{
     Allocate4args, Clone4args, Close4args, Commit4args, Commit4resok, Copy4args, Copy4resok,
     CopyRequirements4, Data4, DataContent4, DataInfo4, Nfsstat4, OpenConfirm4args,
@@ -53,7 +53,7 @@ impl Nfs4 {
     pub(crate) fn sequenced<R: Encode>(
         &self,
         ctx: &Ctx<'_>,
-        key: Option<(u64, Bytes, bool)>,
+        key: Option<OwnerKey>,
         seqid: u32,
         f: impl FnOnce(&mut State) -> Result<R, OpFail>,
     ) -> Result<Encoded, OpFail> {
@@ -64,7 +64,7 @@ impl Nfs4 {
     pub(crate) fn sequenced_op<R: Encode>(
         &self,
         ctx: &Ctx<'_>,
-        key: Option<(u64, Bytes, bool)>,
+        key: Option<OwnerKey>,
         seqid: u32,
         opening: bool,
         f: impl FnOnce(&mut State) -> Result<R, OpFail>,
@@ -74,7 +74,7 @@ impl Nfs4 {
             return f(&mut s).map(|r| Encoded::of(&r));
         };
         if let Some(o) = s.owners.get(&key) {
-            if o.confirmed || key.2 || !opening {
+            if o.confirmed || key.lock || !opening {
                 if seqid == o.seqid {
                     if let Some((status, body)) = &o.last {
                         return replayed(*status, body);
@@ -91,7 +91,7 @@ impl Nfs4 {
             Err(f) => (f.status, f.body.clone().unwrap_or_default()),
         };
         if !seqid_unchanged(status) {
-            let o = s.owners.entry(key).or_insert_with(|| OwnerSeq {
+            let o = s.owners.entry(key, || OwnerSeq {
                 seqid,
                 confirmed: false,
                 last: None,
@@ -203,7 +203,7 @@ impl Nfs4 {
         if s.is_stale_client(clientid) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
-        match s.clients.get(&clientid) {
+        match s.clients.get(clientid) {
             Some(c) if c.confirmed => {}
             Some(_) | None => return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into()),
         }
@@ -232,7 +232,7 @@ impl Nfs4 {
         let owner = {
             let s = self.state.lock();
             match s.states.get(&sid.other) {
-                Some(StateObj::Open(o)) => Some((o.client, o.owner.clone(), false)),
+                Some(StateObj::Open(o)) => Some(OwnerKey::open(o.client, o.owner.clone())),
                 _ => None,
             }
         };
@@ -271,13 +271,13 @@ impl Nfs4 {
     }
 
     /// The open-owner key of an open or lock stateid (for NFSv4.0 sequencing).
-    fn owner_of(&self, sid: &Stateid) -> Option<(u64, Bytes, bool)> {
+    fn owner_of(&self, sid: &Stateid) -> Option<OwnerKey> {
         let s = self.state.lock();
         match s.states.get(&sid.other) {
-            Some(StateObj::Open(o)) => Some((o.client, o.owner.clone(), false)),
-            Some(StateObj::Lock(l)) => Some((l.client, l.owner.clone(), true)),
+            Some(StateObj::Open(o)) => Some(OwnerKey::open(o.client, o.owner.clone())),
+            Some(StateObj::Lock(l)) => Some(OwnerKey::lock(l.client, l.owner.clone())),
             Some(StateObj::Deleg(_)) => None,
-            None => s.closed.get(&sid.other).cloned(),
+            None => s.owners.of_closed(&sid.other).cloned(),
         }
     }
 
@@ -339,7 +339,7 @@ impl Nfs4 {
             if o.fh != fh {
                 return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
             }
-            let lock_states: Vec<([u8; 12], Bytes)> = s
+            let lock_states: Vec<(Other, Bytes)> = s
                 .states
                 .on_file(o.file)
                 .filter_map(|(k, v)| match v {
@@ -358,11 +358,8 @@ impl Nfs4 {
             }
             s.states.remove(&sid.other);
             if minor == 0 {
-                if s.closed.len() >= 4096 {
-                    s.closed.clear();
-                }
-                s.closed
-                    .insert(sid.other, (o.client, o.owner.clone(), false));
+                s.owners
+                    .closed(sid.other, OwnerKey::open(o.client, o.owner.clone()));
             }
             Ok(if minor >= 1 {
                 Stateid4 {

@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use crate::compound::{Ctx, Encoded, Nfs4, OpFail};
 use crate::ops_file::file_key;
-use crate::state::{Lock, LockState, StateObj, Stateid};
+use crate::state::{Lock, LockState, Other, OwnerKey, OwnerSeq, StateObj, Stateid};
 use nfs4wire::{
     Lock4args, Lock4denied, LockOwner4, Locker4, Lockt4args, Locku4args, NfsLockType4, Nfsstat4,
     ReleaseLockowner4args, Stateid4,
@@ -102,7 +102,7 @@ impl Nfs4 {
             } => {
                 let s = self.state.lock();
                 let key = match s.states.get(&open_sid.other) {
-                    Some(StateObj::Open(o)) => Some((o.client, o.owner.clone(), false)),
+                    Some(StateObj::Open(o)) => Some(OwnerKey::open(o.client, o.owner.clone())),
                     _ => None,
                 };
                 (key, *open_seqid)
@@ -110,7 +110,7 @@ impl Nfs4 {
             Locker::Exist { sid, seqid } => {
                 let s = self.state.lock();
                 let key = match s.states.get(&sid.other) {
-                    Some(StateObj::Lock(l)) => Some((l.client, l.owner.clone(), true)),
+                    Some(StateObj::Lock(l)) => Some(OwnerKey::lock(l.client, l.owner.clone())),
                     _ => None,
                 };
                 (key, *seqid)
@@ -138,7 +138,7 @@ impl Nfs4 {
                     }
                     if minor == 0 && *clientid != o.client {
                         let unknown =
-                            s.is_stale_client(*clientid) || !s.clients.contains_key(clientid);
+                            s.is_stale_client(*clientid) || !s.clients.contains(*clientid);
                         return Err(if unknown {
                             Nfsstat4::NFS4ERR_STALE_CLIENTID
                         } else {
@@ -176,7 +176,9 @@ impl Nfs4 {
                         }
                     };
                     if minor == 0 {
-                        let e = s.owners.entry((o.client, owner.clone(), true)).or_default();
+                        let e = s
+                            .owners
+                            .entry(OwnerKey::lock(o.client, owner.clone()), OwnerSeq::default);
                         e.seqid = *lock_seqid;
                         e.confirmed = true;
                     }
@@ -267,7 +269,7 @@ impl Nfs4 {
         let client = if ctx.minor >= 1 {
             ctx.clientid.unwrap_or(clientid)
         } else {
-            if s.is_stale_client(clientid) || !s.clients.contains_key(&clientid) {
+            if s.is_stale_client(clientid) || !s.clients.contains(clientid) {
                 return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
             }
             let _ = s.renew(clientid);
@@ -298,7 +300,7 @@ impl Nfs4 {
         let key = {
             let s = self.state.lock();
             match s.states.get(&sid.other) {
-                Some(StateObj::Lock(l)) => Some((l.client, l.owner.clone(), true)),
+                Some(StateObj::Lock(l)) => Some(OwnerKey::lock(l.client, l.owner.clone())),
                 _ => None,
             }
         };
@@ -335,14 +337,10 @@ impl Nfs4 {
         if s.is_stale_client(clientid) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
-        let held = s
-            .locks
-            .values()
-            .any(|v| v.iter().any(|l| l.client == clientid && l.owner == owner));
-        if held {
+        if s.locks.held_by(clientid, &owner) {
             return Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into());
         }
-        let gone: Vec<[u8; 12]> = s
+        let gone: Vec<Other> = s
             .states
             .of_client(clientid)
             .filter(|(_, v)| matches!(v, StateObj::Lock(l) if l.owner == owner))
@@ -351,7 +349,7 @@ impl Nfs4 {
         for k in gone {
             s.states.remove(&k);
         }
-        s.owners.remove(&(clientid, owner, true));
+        s.owners.remove(&OwnerKey::lock(clientid, owner));
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ use crate::attr::{self, Bitmap};
 use crate::compound::{Ctx, Encoded, Fh, Nfs4, OpFail};
 use crate::ops_dir::change_info;
 use crate::ops_file::file_key;
-use crate::state::{access_bits, Open, OwnerSeq, State, StateObj, Stateid};
+use crate::state::{access_bits, Open, Other, OwnerKey, OwnerSeq, State, StateObj, Stateid};
 use nfs4wire::{
     ChangeInfo4, Createhow4, Fattr4, Nfsstat4, Open4args, Open4resok, OpenClaim4, OpenDelegation4,
     OpenNoneDelegation4, Openflag4, WhyNoDelegation4,
@@ -106,8 +106,8 @@ impl OpenArgs {
     }
 
     /// The NFSv4.0 open-owner key.
-    fn owner_key(&self) -> (u64, Bytes, bool) {
-        (self.clientid, self.owner.clone(), false)
+    fn owner_key(&self) -> OwnerKey {
+        OwnerKey::open(self.clientid, self.owner.clone())
     }
 
     /// The size 0 of an UNCHECKED create of an existing file: O_TRUNC.
@@ -131,9 +131,9 @@ struct Opened {
 /// What [`Nfs4::open_state`] changed, to give back if the OPEN fails after it.
 enum Undo {
     /// A new open state.
-    Remove([u8; 12]),
+    Remove(Other),
     /// An open state upgraded: its access and deny bits and seqid before.
-    Restore([u8; 12], Open),
+    Restore(Other, Open),
 }
 
 impl Nfs4 {
@@ -148,7 +148,7 @@ impl Nfs4 {
         let mut f = self.open_file(ctx, &a)?;
         let (sid, undo) = {
             let mut s = self.state.lock();
-            if !s.clients.contains_key(&client) {
+            if !s.clients.contains(client) {
                 // expired or destroyed meanwhile
                 return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
             }
@@ -212,7 +212,7 @@ impl Nfs4 {
                 .reclaimed_opens
                 .fetch_add(1, Ordering::Relaxed);
         } else if s.in_grace()
-            || (ctx.minor >= 1 && !s.clients.get(&client).is_some_and(|c| c.reclaim_complete))
+            || (ctx.minor >= 1 && !s.clients.get(client).is_some_and(|c| c.reclaim_complete))
         {
             // Non-reclaim opens wait for the grace period, and in 4.1 for the client's
             // RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
@@ -225,7 +225,7 @@ impl Nfs4 {
         if matches!(a.claim, Claim::Previous(_)) {
             // A reclaiming owner needs no OPEN_CONFIRM: it was confirmed before the restart,
             // and the client's reclaim compound returns no handle to confirm with.
-            let o = s.owners.entry(key.clone()).or_insert(OwnerSeq {
+            let o = s.owners.entry(key.clone(), || OwnerSeq {
                 seqid: a.seqid,
                 confirmed: true,
                 last: None,

@@ -27,7 +27,7 @@ fn lock_conflicts_and_split() {
         .lock_conflict(f, 1, &Bytes::from_static(b"a"), 0, 10, true)
         .is_none());
     st.remove_lock_range(f, 1, &Bytes::from_static(b"a"), 40, 60);
-    let v = &st.locks[&f];
+    let v = st.locks.on_file(f);
     assert_eq!(v.len(), 2);
     assert!(st
         .lock_conflict(f, 1, &Bytes::from_static(b"b"), 45, 55, true)
@@ -135,14 +135,13 @@ proptest::proptest! {
                 _ => st.revoke(&other),
             }
             proptest::prop_assert!(st.indexes_agree());
-            let delegs = st.map.values().any(|v| matches!(v, StateObj::Deleg(_)));
+            let delegs = st.values().any(|v| matches!(v, StateObj::Deleg(_)));
             proptest::prop_assert_eq!(st.any_delegation(), delegs);
         }
         for f in 0..5 {
             let mut a: Vec<[u8; 12]> = st.on_file(file_n(f)).map(|(k, _)| k).collect();
             let mut b: Vec<[u8; 12]> = st
-                .map
-                .iter()
+                .all()
                 .filter(|(_, v)| v.file() == file_n(f))
                 .map(|(k, _)| *k)
                 .collect();
@@ -151,7 +150,7 @@ proptest::proptest! {
             proptest::prop_assert_eq!(a, b);
         }
         for c in 0..4 {
-            let n = st.map.values().filter(|v| v.client() == c).count();
+            let n = st.values().filter(|v| v.client() == c).count();
             proptest::prop_assert_eq!(st.of_client(c).count(), n);
             proptest::prop_assert_eq!(st.client_has_state(c), n > 0);
             let revoked = st

@@ -1,0 +1,122 @@
+//! Client records (SETCLIENTID / EXCHANGE_ID), by client id.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::{ClientId, IdMap};
+
+/// A client owner string and verifier (SETCLIENTID / EXCHANGE_ID).
+#[derive(Debug, Clone)]
+pub struct ClientRec {
+    /// Client id handed out.
+    pub id: u64,
+    /// The client's co_ownerid.
+    pub owner: Bytes,
+    /// The client's boot verifier.
+    pub verifier: [u8; 8],
+    /// uid that created the record (principal checks).
+    pub principal: u32,
+    /// Confirmed (SETCLIENTID_CONFIRM or CREATE_SESSION done).
+    pub confirmed: bool,
+    /// NFSv4.0 SETCLIENTID_CONFIRM verifier.
+    pub confirm: [u8; 8],
+    /// Minor version the client speaks.
+    pub minor: u32,
+    /// Last lease renewal.
+    pub renewed: Instant,
+    /// NFSv4.1: sequence id expected by the next CREATE_SESSION.
+    pub cs_seq: u32,
+    /// NFSv4.1: the last CREATE_SESSION reply, for replays.
+    pub cs_reply: Option<Bytes>,
+    /// NFSv4.1: RECLAIM_COMPLETE done.
+    pub reclaim_complete: bool,
+}
+
+/// The client records.
+#[derive(Debug, Default)]
+pub struct Clients {
+    map: IdMap<ClientId, ClientRec>,
+}
+
+impl Clients {
+    /// The record of client `id`.
+    pub fn get(&self, id: ClientId) -> Option<&ClientRec> {
+        self.map.get(&id)
+    }
+
+    /// The record of client `id`, to update.
+    pub fn get_mut(&mut self, id: ClientId) -> Option<&mut ClientRec> {
+        self.map.get_mut(&id)
+    }
+
+    /// Whether client `id` has a record.
+    pub fn contains(&self, id: ClientId) -> bool {
+        self.map.contains_key(&id)
+    }
+
+    /// Adds a record.
+    pub fn insert(&mut self, rec: ClientRec) {
+        self.map.insert(rec.id, rec);
+    }
+
+    /// Removes client `id`'s record.
+    pub fn remove(&mut self, id: ClientId) -> Option<ClientRec> {
+        self.map.remove(&id)
+    }
+
+    /// The confirmed record of the client that calls itself `owner`, if any.
+    pub fn confirmed_of(&self, owner: &[u8]) -> Option<&ClientRec> {
+        self.map.values().find(|c| c.owner == owner && c.confirmed)
+    }
+
+    /// Drops the unconfirmed records of `owner` (a new SETCLIENTID or EXCHANGE_ID replaces them).
+    pub fn drop_unconfirmed_of(&mut self, owner: &[u8]) {
+        self.map.retain(|_, c| c.owner != owner || c.confirmed);
+    }
+
+    /// The other records of the client owner of record `id` (an older instance of the client).
+    pub fn others_of_owner(&self, owner: &[u8], id: ClientId) -> Vec<ClientId> {
+        self.map
+            .values()
+            .filter(|o| o.owner == owner && o.id != id)
+            .map(|o| o.id)
+            .collect()
+    }
+
+    /// Whether any record is of `owner`.
+    pub fn any_of_owner(&self, owner: &[u8]) -> bool {
+        self.map.values().any(|c| c.owner == owner)
+    }
+
+    /// The clients whose lease ran out (they keep their state until someone needs it).
+    pub fn expired(&self, lease: Duration) -> Vec<ClientId> {
+        self.map
+            .values()
+            .filter(|c| c.renewed.elapsed() > lease)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// Whether client `id`'s lease ran out.
+    pub fn lease_ran_out(&self, id: ClientId, lease: Duration) -> bool {
+        self.map
+            .get(&id)
+            .is_some_and(|r| r.renewed.elapsed() > lease)
+    }
+
+    /// Every record's owner.
+    pub fn owners(&self) -> impl Iterator<Item = &Bytes> {
+        self.map.values().map(|c| &c.owner)
+    }
+
+    /// Number of records (metrics).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether there is no record.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
