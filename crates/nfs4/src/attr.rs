@@ -56,11 +56,14 @@ impl Bitmap {
     }
     /// The bitmap4 to send: without trailing zero words.
     pub fn to_wire(&self) -> Bitmap4 {
-        let mut w = self.0.clone();
-        while w.last() == Some(&0) {
-            w.pop();
+        self.clone().into_wire()
+    }
+    /// [`Bitmap::to_wire`], consuming the bitmap (no copy).
+    pub fn into_wire(mut self) -> Bitmap4 {
+        while self.0.last() == Some(&0) {
+            self.0.pop();
         }
-        w
+        self.0
     }
 }
 
@@ -331,7 +334,7 @@ pub fn fattr(req: &Bitmap, o: &Object<'_>, minor: u32) -> Fattr4 {
         got.set(n);
     }
     Fattr4 {
-        attrmask: got.to_wire(),
+        attrmask: got.into_wire(),
         attr_vals: v.finish().to_bytes(),
     }
 }
@@ -455,7 +458,7 @@ mod tests {
     #[test]
     fn sattr_roundtrip_and_errors() {
         let f = |bits: &[u32], vals: Encoder| Fattr4 {
-            attrmask: Bitmap::of(bits).to_wire(),
+            attrmask: Bitmap::of(bits).into_wire(),
             attr_vals: vals.finish().to_bytes(),
         };
         let mut v = Encoder::new();

@@ -319,7 +319,7 @@ impl Nfs4 {
     fn cb_getattr(&self, d: &Deleg) -> Option<(u64, u64)> {
         let getattr = NfsCbArgop4::OpCbGetattr(CbGetattr4args {
             fh: d.fh.clone(),
-            attr_request: Bitmap::of(&[nfs4wire::FATTR4_CHANGE, nfs4wire::FATTR4_SIZE]).to_wire(),
+            attr_request: Bitmap::of(&[nfs4wire::FATTR4_CHANGE, nfs4wire::FATTR4_SIZE]).into_wire(),
         });
         let waiter = self.callback(&mut self.state.lock(), d.client, vec![getattr])?;
         let reply = waiter.wait(CB_GETATTR_WAIT)?;
@@ -568,7 +568,7 @@ mod tests {
         let getattr = match getattr_status {
             Nfsstat4::NFS4_OK => CbGetattr4res::Nfs4Ok(CbGetattr4resok {
                 obj_attributes: nfs4wire::Fattr4 {
-                    attrmask: Bitmap::of(attrs).to_wire(),
+                    attrmask: Bitmap::of(attrs).into_wire(),
                     attr_vals: v.finish().to_bytes(),
                 },
             }),

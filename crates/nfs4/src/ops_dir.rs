@@ -61,7 +61,7 @@ impl Nfs4 {
         ctx.cur = Some(Fh::Real(fh));
         Ok(Create4resok {
             cinfo: change_info(&dir.attr, after.as_ref()),
-            attrset: bm.to_wire(),
+            attrset: bm.into_wire(),
         })
     }
 

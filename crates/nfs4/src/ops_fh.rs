@@ -301,7 +301,7 @@ impl Nfs4 {
         self.vfs
             .setattr(&c, &n, &s, None)
             .map_err(|e| attrsset_fail(crate::compound::nfsstat4(e)))?;
-        Ok(bm.to_wire())
+        Ok(bm.into_wire())
     }
 
     pub(crate) fn secinfo(
@@ -534,7 +534,7 @@ fn rdattr_error(req: &Bitmap, status: Nfsstat4) -> Result<Fattr4, OpFail> {
     let mut v = Encoder::new();
     v.encode(&status);
     Ok(Fattr4 {
-        attrmask: Bitmap::of(&[nfs4wire::FATTR4_RDATTR_ERROR]).to_wire(),
+        attrmask: Bitmap::of(&[nfs4wire::FATTR4_RDATTR_ERROR]).into_wire(),
         attr_vals: v.finish().to_bytes(),
     })
 }
