@@ -21,7 +21,11 @@ fn round_trip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &Bytes) {
     let again = e.finish().to_bytes();
     assert_eq!(again.len(), used, "re-encoded length");
     let mut d = Decoder::new(again);
-    assert_eq!(T::decode(&mut d).ok().as_ref(), Some(&v), "re-decoded value");
+    assert_eq!(
+        T::decode(&mut d).ok().as_ref(),
+        Some(&v),
+        "re-decoded value"
+    );
     assert_eq!(d.remaining(), 0);
 }
 

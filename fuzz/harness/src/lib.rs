@@ -92,7 +92,7 @@ impl Server {
         disp.register(Arc::new(nfs3::Nfs3::new(env.vfs.clone())));
         disp.register(Arc::new(nfs3::Mount::new(env.vfs.clone())));
         let v4 = nfs4::Nfs4::new(env.vfs.clone());
-        v4.state.lock().boot = FIXED_BOOT;
+        v4.state.lock().set_boot(FIXED_BOOT);
         disp.register(Arc::new(v4));
         Server { disp }
     }

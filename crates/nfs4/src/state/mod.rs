@@ -158,6 +158,12 @@ impl State {
         self.lease
     }
 
+    /// Fixes the instance number that client ids, session ids and stateids carry, so that a
+    /// recorded exchange replays with the same ids (the fuzz targets' seeds).
+    pub fn set_boot(&mut self, boot: u32) {
+        self.boot = boot;
+    }
+
     /// State backed by a client database: clients recorded there may reclaim during a grace
     /// period of one lease, which ends early once all of them sent RECLAIM_COMPLETE.
     pub fn with_db(db: ClientDb) -> Self {

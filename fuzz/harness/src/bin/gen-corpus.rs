@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use harness::build::{self, call, enc, marker, sys, v4, val, MOUNT, NFS};
 use nfs3::types::*;
-use nfs4::proto::op;
+use nfs4wire::*;
 use rpcrdma::{ErrorKind, Header, InlineConfig, Proc, RdmaSegment, ReadChunk, WriteChunk};
 use sunrpc::Credential;
 
@@ -686,8 +686,8 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
                 0,
                 &[
                     v4::putfh(b"@FH@FILE"),
-                    v4::read(op::READ, v4::ANON, 0, 100),
-                    v4::write(v4::ANON, 0, 2, b"abc"),
+                    v4::read(v4::ANON, 0, 100),
+                    v4::write(v4::ANON, 0, StableHow4::FileSync4, b"abc"),
                 ],
             ),
         )],
@@ -710,43 +710,15 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
 // NFSv4 COMPOUND
 // ------------------------------------------------------------------------------------------
 
-/// The result array of a COMPOUND reply: (opnum, status, body from there to the end).
-fn results(reply: &Bytes) -> (u32, Vec<(u32, u32, Bytes)>) {
-    let mut d = xdr::Decoder::new(reply.clone());
-    for _ in 0..3 {
-        d.u32().unwrap();
-    }
-    d.u32().unwrap();
-    d.opaque(400).unwrap();
-    let accept = d.u32().unwrap();
-    assert_eq!(accept, 0, "call not accepted");
-    let status = d.u32().unwrap();
-    d.opaque(1024).unwrap();
-    let n = d.u32().unwrap();
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let opnum = d.u32().unwrap();
-        let st = d.u32().unwrap();
-        let body = d.peek_rest().clone();
-        out.push((opnum, st, body.clone()));
-        // Skip the bodies we know the size of; stop otherwise.
-        let skip = match (opnum, st) {
-            (_, s) if s != 0 => 0,
-            (op::SEQUENCE, _) => 36,
-            (op::PUTFH | op::PUTROOTFH | op::SAVEFH | op::RESTOREFH, _) => 0,
-            _ => break,
-        };
-        d.take(skip).unwrap();
-    }
-    (status, out)
+/// The COMPOUND reply in an RPC reply (which must be an accepted, successful one).
+fn results(reply: &Bytes) -> Compound4res {
+    let mut d = sunrpc::msg::decode_success(reply.clone()).expect("call not accepted");
+    <Compound4res as xdr::Decode>::decode(&mut d).expect("a COMPOUND4res")
 }
 
-fn u64_at(b: &Bytes, at: usize) -> u64 {
-    u64::from_be_bytes(b[at..at + 8].try_into().unwrap())
-}
-
-fn u32_at(b: &Bytes, at: usize) -> u32 {
-    u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+/// A stateid as the seeds carry it.
+fn sid(s: &Stateid4) -> (u32, [u8; 12]) {
+    (s.seqid, s.other)
 }
 
 struct V4 {
@@ -779,20 +751,26 @@ impl V4 {
 /// session id.
 fn session(s: &mut V4, minor: u32, owner: &[u8], reclaim_complete: bool) -> (u64, [u8; 16]) {
     let r = s.push(minor, &[v4::exchange_id(*b"verifier", owner, 0)]);
-    let (st, res) = results(&r);
-    assert_eq!(st, 0, "EXCHANGE_ID failed");
-    let clid = u64_at(&res[0].2, 0);
-    let seq = u32_at(&res[0].2, 8);
+    let [NfsResop4::OpExchangeId(ExchangeId4res::Nfs4Ok(ok))] = &results(&r).resarray[..] else {
+        panic!("EXCHANGE_ID failed");
+    };
+    let (clid, seq) = (ok.eir_clientid, ok.eir_sequenceid);
     let r = s.push(minor, &[v4::create_session(clid, seq, 0)]);
-    let (st, res) = results(&r);
-    assert_eq!(st, 0, "CREATE_SESSION failed");
-    let sid: [u8; 16] = res[0].2[..16].try_into().unwrap();
+    let [NfsResop4::OpCreateSession(CreateSession4res::Nfs4Ok(ok))] = &results(&r).resarray[..]
+    else {
+        panic!("CREATE_SESSION failed");
+    };
+    let sid = ok.csr_sessionid;
     if reclaim_complete {
         let r = s.push(
             minor,
             &[v4::sequence(&sid, 1, 0, false), v4::reclaim_complete(false)],
         );
-        assert_eq!(results(&r).0, 0, "RECLAIM_COMPLETE failed");
+        assert_eq!(
+            results(&r).status,
+            Nfsstat4::NFS4_OK,
+            "RECLAIM_COMPLETE failed"
+        );
     }
     (clid, sid)
 }
@@ -854,7 +832,7 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             0,
             vec![
                 v4::putfh(b"@FH@FILE"),
-                v4::read(op::READ, anon, 0, 4096),
+                v4::read(anon, 0, 4096),
                 v4::getattr(&v4::ATTRS),
             ],
         ),
@@ -864,7 +842,7 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             0,
             vec![
                 v4::putfh(b"@FH@FILE"),
-                v4::write(anon, 5, 2, b"data"),
+                v4::write(anon, 5, StableHow4::FileSync4, b"data"),
                 v4::commit(0, 0),
                 v4::getattr(&v4::ATTRS),
             ],
@@ -886,8 +864,8 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             vec![
                 v4::putfh(b"@FH@FILE"),
                 v4::access(0x3f),
-                v4::verify(true, 1),
-                v4::verify(false, 2),
+                v4::verify(true, NfsFtype4::Nf4reg),
+                v4::verify(false, NfsFtype4::Nf4dir),
             ],
         ),
         (
@@ -914,10 +892,10 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             0,
             vec![
                 v4::putfh(b"@FH@ROOT"),
-                v4::create(2, b"d40", b""),
+                v4::create(Createtype4::Nf4dir, b"d40"),
                 v4::getfh(),
                 v4::putfh(b"@FH@ROOT"),
-                v4::create(5, b"l40", b"file"),
+                v4::create(v4::symlink(b"file"), b"l40"),
                 v4::putfh(b"@FH@ROOT"),
                 v4::remove(b"d40"),
                 v4::remove(b"l40"),
@@ -952,13 +930,16 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             "v40_ro_write",
             1,
             0,
-            vec![v4::putfh(b"@FH@ROFL"), v4::write(anon, 0, 0, b"x")],
+            vec![
+                v4::putfh(b"@FH@ROFL"),
+                v4::write(anon, 0, StableHow4::Unstable4, b"x"),
+            ],
         ),
         (
             "v40_putpubfh_illegal",
             2,
             0,
-            vec![v4::putpubfh(), v4::bare(op::ILLEGAL), v4::getfh()],
+            vec![v4::putpubfh(), v4::bare(NfsOpnum4::OP_ILLEGAL), v4::getfh()],
         ),
         ("v40_nofilehandle", 2, 0, vec![v4::getattr(&v4::ATTRS)]),
         ("v43_minor_mismatch", 0, 3, vec![v4::putrootfh()]),
@@ -967,7 +948,10 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             "v42_xattr_unsupported_ops",
             0,
             2,
-            vec![v4::bare(op::WRITE_SAME), v4::bare(op::LAYOUTGET)],
+            vec![
+                v4::bare(NfsOpnum4::OP_WRITE_SAME),
+                v4::bare(NfsOpnum4::OP_LAYOUTGET),
+            ],
         ),
         ("v40_empty", 3, 0, vec![]),
     ];
@@ -981,10 +965,11 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
     {
         let mut s = V4::new(1);
         let r = s.push(0, &[v4::setclientid(*b"verifier", b"fuzz-v40")]);
-        let (st, res) = results(&r);
-        assert_eq!(st, 0, "SETCLIENTID failed");
-        let clid = u64_at(&res[0].2, 0);
-        let confirm: [u8; 8] = res[0].2[8..16].try_into().unwrap();
+        let [NfsResop4::OpSetclientid(Setclientid4res::Nfs4Ok(ok))] = &results(&r).resarray[..]
+        else {
+            panic!("SETCLIENTID failed");
+        };
+        let (clid, confirm) = (ok.clientid, ok.setclientid_confirm);
         s.push(0, &[v4::setclientid_confirm(clid, confirm)]);
         out.push(("v40_setclientid_confirm".into(), s.input()));
         let r = s.push(
@@ -1003,39 +988,66 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                 v4::getfh(),
             ],
         );
-        let (st, res) = results(&r);
-        assert_eq!(st, 0, "v4.0 OPEN failed: {res:?}");
-        let osid = (u32_at(&res[1].2, 0), res[1].2[4..16].try_into().unwrap());
+        let res = results(&r);
+        let Some(NfsResop4::OpOpen(Open4res::Nfs4Ok(ok))) = res.resarray.get(1) else {
+            panic!("v4.0 OPEN failed: {res:?}");
+        };
+        let osid = sid(&ok.stateid);
         let r = s.push(0, &[v4::putfh(b"@FH@FILE"), v4::open_confirm(osid, 1)]);
-        let (st, res) = results(&r);
-        assert_eq!(st, 0, "OPEN_CONFIRM failed");
-        let osid = (u32_at(&res[1].2, 0), res[1].2[4..16].try_into().unwrap());
+        let Some(NfsResop4::OpOpenConfirm(OpenConfirm4res::Nfs4Ok(ok))) =
+            results(&r).resarray.get(1).cloned()
+        else {
+            panic!("OPEN_CONFIRM failed");
+        };
+        let osid = sid(&ok.open_stateid);
         out.push(("v40_open_confirm".into(), s.input()));
         let r = s.push(
             0,
             &[
                 v4::putfh(b"@FH@FILE"),
-                v4::write(osid, 0, 0, b"v40 data"),
-                v4::read(op::READ, osid, 0, 64),
+                v4::write(osid, 0, StableHow4::Unstable4, b"v40 data"),
+                v4::read(osid, 0, 64),
             ],
         );
-        assert_eq!(results(&r).0, 0, "v4.0 WRITE/READ failed");
+        assert_eq!(
+            results(&r).status,
+            Nfsstat4::NFS4_OK,
+            "v4.0 WRITE/READ failed"
+        );
         let r = s.push(
             0,
             &[
                 v4::putfh(b"@FH@FILE"),
-                v4::lock_new(2, 0, 100, 2, osid, 0, clid, b"lockowner40"),
+                v4::lock_new(
+                    NfsLockType4::WriteLt,
+                    0,
+                    100,
+                    2,
+                    osid,
+                    0,
+                    clid,
+                    b"lockowner40",
+                ),
             ],
         );
-        let (_st, res) = results(&r);
+        let res = results(&r);
         s.push(
             0,
-            &[v4::putfh(b"@FH@FILE"), v4::lockt(1, 50, 10, clid, b"other")],
+            &[
+                v4::putfh(b"@FH@FILE"),
+                v4::lockt(NfsLockType4::ReadLt, 50, 10, clid, b"other"),
+            ],
         );
         out.push(("v40_write_lock".into(), s.input()));
-        if let Some((_, 0, body)) = res.get(1) {
-            let lsid = (u32_at(body, 0), body[4..16].try_into().unwrap());
-            s.push(0, &[v4::putfh(b"@FH@FILE"), v4::locku(2, 1, lsid, 0, 100)]);
+        if let Some(NfsResop4::OpLock(Lock4res::Nfs4Ok(ok))) = res.resarray.get(1) {
+            let lsid = sid(&ok.lock_stateid);
+            s.push(
+                0,
+                &[
+                    v4::putfh(b"@FH@FILE"),
+                    v4::locku(NfsLockType4::WriteLt, 1, lsid, 0, 100),
+                ],
+            );
         }
         s.push(
             0,
@@ -1059,7 +1071,7 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             minor,
             &[v4::sequence(&sid, 1, 0, true), v4::reclaim_complete(false)],
         );
-        assert_eq!(results(&r).0, 0);
+        assert_eq!(results(&r).status, Nfsstat4::NFS4_OK);
         let seq = 2;
         let mut step = |s: &mut V4, name: &str, ops: Vec<Vec<u8>>| {
             let mut all = vec![v4::sequence(&sid, seq, 0, true)];
@@ -1075,7 +1087,7 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             vec![
                 v4::putrootfh(),
                 v4::getattr(&attrs3),
-                v4::secinfo_no_name(0),
+                v4::secinfo_no_name(SecinfoStyle4::SecinfoStyle4CurrentFh),
             ],
         );
         step(
@@ -1092,7 +1104,7 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                     v4::How::Unchecked(0o644),
                     v4::Claim::Null(b"new41"),
                 ),
-                v4::write(cur, 0, 1, b"hello nfs4"),
+                v4::write(cur, 0, StableHow4::DataSync4, b"hello nfs4"),
                 v4::commit(0, 0),
                 v4::getattr(&v4::ATTRS),
                 v4::close(0, cur),
@@ -1122,10 +1134,10 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             vec![
                 v4::putfh(b"@FH@FILE"),
                 v4::open(0, 3, 0, clid, b"o3", v4::How::NoCreate, v4::Claim::Fh),
-                v4::read(op::READ, cur, 0, 128),
-                v4::lock_new(2, 0, 10, 0, cur, 0, clid, b"lo3"),
-                v4::lockt(2, 50, 1, clid, b"other"),
-                v4::locku(2, 0, cur, 0, 10),
+                v4::read(cur, 0, 128),
+                v4::lock_new(NfsLockType4::WriteLt, 0, 10, 0, cur, 0, clid, b"lo3"),
+                v4::lockt(NfsLockType4::WriteLt, 50, 1, clid, b"other"),
+                v4::locku(NfsLockType4::WriteLt, 0, cur, 0, 10),
                 v4::test_stateid(&[cur, anon]),
                 v4::close(0, cur),
             ],
@@ -1142,7 +1154,7 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                     clid,
                     b"o4",
                     v4::How::NoCreate,
-                    v4::Claim::Previous(0),
+                    v4::Claim::Previous(OpenDelegationType4::OpenDelegateNone),
                 ),
             ],
         );
@@ -1156,9 +1168,9 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             "create_link_rename_remove",
             vec![
                 v4::putfh(b"@FH@ROOT"),
-                v4::create(2, b"d41", b""),
+                v4::create(Createtype4::Nf4dir, b"d41"),
                 v4::putfh(b"@FH@ROOT"),
-                v4::create(7, b"fifo41", b""),
+                v4::create(Createtype4::Nf4fifo, b"fifo41"),
                 v4::putfh(b"@FH@FILE"),
                 v4::savefh(),
                 v4::putfh(b"@FH@ROOT"),
@@ -1174,7 +1186,7 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
             &mut s,
             "misc_session_ops",
             vec![
-                v4::bind_conn(&sid, 3),
+                v4::bind_conn(&sid, ChannelDirFromClient4::Cdfc4ForeOrBoth),
                 v4::backchannel_ctl(),
                 v4::free_stateid(anon),
                 v4::delegreturn(anon),
@@ -1186,9 +1198,9 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                 "read_plus_seek",
                 vec![
                     v4::putfh(b"@FH@FILE"),
-                    v4::read(op::READ_PLUS, anon, 0, 65536),
-                    v4::seek(anon, 0, 1),
-                    v4::seek(anon, 5000, 0),
+                    v4::read_plus(anon, 0, 65536),
+                    v4::seek(anon, 0, DataContent4::Nfs4ContentHole),
+                    v4::seek(anon, 5000, DataContent4::Nfs4ContentData),
                 ],
             );
             step(
@@ -1205,8 +1217,8 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                         v4::How::Unchecked(0o644),
                         v4::Claim::Null(b"dst42"),
                     ),
-                    v4::allocate(op::ALLOCATE, cur, 0, 8192),
-                    v4::allocate(op::DEALLOCATE, cur, 0, 4096),
+                    v4::allocate(cur, 0, 8192),
+                    v4::deallocate(cur, 0, 4096),
                     v4::savefh(),
                     v4::putfh(b"@FH@FILE"),
                     v4::savefh(),
@@ -1226,8 +1238,8 @@ fn nfs4_seeds() -> Vec<(String, Vec<u8>)> {
                     v4::putfh(b"@FH@FILE"),
                     v4::getxattr(b"fuzz"),
                     v4::listxattrs(0, 4096),
-                    v4::setxattr(1, b"new", b"value"),
-                    v4::setxattr(2, b"new", b"other"),
+                    v4::setxattr(SetxattrOption4::Setxattr4Create, b"new", b"value"),
+                    v4::setxattr(SetxattrOption4::Setxattr4Replace, b"new", b"other"),
                     v4::removexattr(b"new"),
                     v4::getattr(&attrs3),
                 ],
@@ -1509,10 +1521,12 @@ fn main() {
         let summary: Vec<String> = replies
             .iter()
             .map(|r| match r {
-                Some(b) if b.len() >= 28 && b[8..12] == [0; 4] && b[20..24] == [0; 4] => {
-                    format!("nfs4 {}", u32_at(b, 24))
-                }
-                Some(b) => rpc_status(b),
+                Some(b) => match sunrpc::msg::decode_success(b.clone())
+                    .and_then(|mut d| <Compound4res as xdr::Decode>::decode(&mut d).ok())
+                {
+                    Some(res) => format!("nfs4 {}", res.status.0),
+                    None => rpc_status(b),
+                },
                 None => "none".into(),
             })
             .collect();
