@@ -12,6 +12,7 @@ mod common;
 use common::nfs4_raw::*;
 use common::*;
 use nfs3::types::*;
+use nfs4wire::*;
 
 /// Word `i` of a record.
 fn word(b: &[u8], i: usize) -> u32 {
@@ -20,7 +21,7 @@ fn word(b: &[u8], i: usize) -> u32 {
 
 /// A 4.1 client with a back channel that opens `name` in the export for reading and gets a
 /// read delegation: (the client, the file's handle, the delegation).
-fn delegation_holder(fx: &Fixture, name: &str) -> (V4, bytes::Bytes, Stateid) {
+fn delegation_holder(fx: &Fixture, name: &str) -> (V4, bytes::Bytes, Stateid4) {
     let path = fx.export.join(name);
     std::fs::write(&path, b"before").unwrap();
     std::os::unix::fs::chown(&path, Some(TEST_UID), Some(TEST_UID)).unwrap();
@@ -32,29 +33,24 @@ fn delegation_holder(fx: &Fixture, name: &str) -> (V4, bytes::Bytes, Stateid) {
             &dir,
             name,
             "reader",
-            share::ACCESS_READ,
-            share::DENY_NONE,
+            OPEN4_SHARE_ACCESS_READ,
+            OPEN4_SHARE_DENY_NONE,
             OpenHow::NoCreate,
         )
         .ok("OPEN for reading");
     let fh = r.fh();
-    let Res::Open {
-        delegation: 1,
-        deleg: Some(deleg),
-        ..
-    } = r.get(op::OPEN).res
-    else {
+    let OpenDelegation4::OpenDelegateRead(d) = &r.get(NfsOpnum4::OP_OPEN).open().delegation else {
         panic!("no read delegation: {}", r.summary());
     };
-    (a, fh, deleg)
+    (a, fh, d.stateid.clone())
 }
 
 /// Reads the CB_COMPOUND the holder gets and checks that it recalls `deleg`.
-fn expect_recall(a: &mut V4, deleg: &Stateid) {
+fn expect_recall(a: &mut V4, deleg: &Stateid4) {
     let (_, cb) = next_callback(a);
     assert_eq!(
         (word(&cb, 3), word(&cb, 4), word(&cb, 5)),
-        (0x4000_0000, 1, 1)
+        (CB_PROGRAM, NFS_CB, CB_COMPOUND)
     );
     let recalled = cb.windows(12).any(|w| w == deleg.other.as_slice());
     assert!(recalled, "the callback does not name the delegation");
@@ -136,7 +132,7 @@ fn removing_renaming_or_linking_a_delegated_file_recalls_it() {
         ),
     ] {
         let r = b.call(ops);
-        assert_eq!(r.status, st::DELAY, "{what}: {}", r.summary());
+        assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{what}: {}", r.summary());
     }
     assert!(fx.export.join("f").exists());
 
@@ -154,11 +150,11 @@ fn a_holder_claims_opens_under_its_delegation_and_nobody_else_can() {
     let (mut a, fh, deleg) = delegation_holder(&fx, "f");
     let dir = a.path_fh(&fx.export);
     let clientid = a.clientid;
-    let claim = |a: &mut V4, owner: &str, put: &[u8], claim: Claim| {
+    let claim = |a: &mut V4, owner: &str, put: &[u8], claim: OpenClaim4| {
         a.call(Ops::new().putfh(put).open(
             0,
-            share::ACCESS_READ,
-            share::DENY_NONE,
+            OPEN4_SHARE_ACCESS_READ,
+            OPEN4_SHARE_DENY_NONE,
             clientid,
             owner.as_bytes(),
             &OpenHow::NoCreate,
@@ -168,12 +164,21 @@ fn a_holder_claims_opens_under_its_delegation_and_nobody_else_can() {
 
     // CLAIM_DELEG_CUR_FH on the file and CLAIM_DELEGATE_CUR by name: open state, no new
     // delegation, and the open stateid reads.
-    let r = claim(&mut a, "local-1", &fh, Claim::DelegCurFh(deleg)).ok("CLAIM_DELEG_CUR_FH");
-    let Res::Open { delegation: 0, .. } = r.get(op::OPEN).res else {
+    let r = claim(
+        &mut a,
+        "local-1",
+        &fh,
+        OpenClaim4::ClaimDelegCurFh(deleg.clone()),
+    )
+    .ok("CLAIM_DELEG_CUR_FH");
+    let OpenDelegation4::OpenDelegateNone = r.get(NfsOpnum4::OP_OPEN).open().delegation else {
         panic!("a claim grants no delegation: {}", r.summary());
     };
     let open1 = r.open_stateid();
-    let by_name = Claim::DelegCur(deleg, b"f".to_vec());
+    let by_name = OpenClaim4::ClaimDelegateCur(OpenClaimDelegateCur4 {
+        delegate_stateid: deleg.clone(),
+        file: "f".into(),
+    });
     let open2 = claim(&mut a, "local-2", &dir, by_name)
         .ok("CLAIM_DELEGATE_CUR")
         .open_stateid();
@@ -185,28 +190,36 @@ fn a_holder_claims_opens_under_its_delegation_and_nobody_else_can() {
     // Creating under a claim, another client's claim, a claim on another file: refused.
     let create = a.call(Ops::new().putfh(&dir).open(
         0,
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         clientid,
         b"local-3",
         &OpenHow::Unchecked(Sattr::default()),
-        &Claim::DelegCur(deleg, b"f".to_vec()),
+        &OpenClaim4::ClaimDelegateCur(OpenClaimDelegateCur4 {
+            delegate_stateid: deleg.clone(),
+            file: "f".into(),
+        }),
     ));
-    assert_eq!(create.status, st::INVAL, "{}", create.summary());
+    assert_eq!(
+        create.status,
+        Nfsstat4::NFS4ERR_INVAL,
+        "{}",
+        create.summary()
+    );
     let mut b = V4::session(fx.server.port, 1, "deleg-thief");
     let b_id = b.clientid;
     let r = b.call(Ops::new().putfh(&fh).open(
         0,
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         b_id,
         b"thief",
         &OpenHow::NoCreate,
-        &Claim::DelegCurFh(deleg),
+        &OpenClaim4::ClaimDelegCurFh(deleg.clone()),
     ));
     assert_eq!(
         r.status,
-        st::BAD_STATEID,
+        Nfsstat4::NFS4ERR_BAD_STATEID,
         "another client's delegation: {}",
         r.summary()
     );
@@ -215,23 +228,31 @@ fn a_holder_claims_opens_under_its_delegation_and_nobody_else_can() {
         &mut a,
         "local-4",
         &dir,
-        Claim::DelegCur(deleg, b"g".to_vec()),
+        OpenClaim4::ClaimDelegateCur(OpenClaimDelegateCur4 {
+            delegate_stateid: deleg.clone(),
+            file: "g".into(),
+        }),
     );
-    assert_eq!(r.status, st::BAD_STATEID, "another file: {}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_BAD_STATEID,
+        "another file: {}",
+        r.summary()
+    );
 
     // Nothing to write could have been opened under a read delegation.
     let r = a.call(Ops::new().putfh(&fh).open(
         0,
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         clientid,
         b"local-6",
         &OpenHow::NoCreate,
-        &Claim::DelegCurFh(deleg),
+        &OpenClaim4::ClaimDelegCurFh(deleg.clone()),
     ));
     assert_eq!(
         r.status,
-        st::OPENMODE,
+        Nfsstat4::NFS4ERR_OPENMODE,
         "a write claim under a read delegation: {}",
         r.summary()
     );
@@ -239,10 +260,15 @@ fn a_holder_claims_opens_under_its_delegation_and_nobody_else_can() {
     // Returned: nothing left to claim, and the claimed opens outlive the delegation.
     a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
         .ok("DELEGRETURN");
-    let r = claim(&mut a, "local-5", &fh, Claim::DelegCurFh(deleg));
+    let r = claim(
+        &mut a,
+        "local-5",
+        &fh,
+        OpenClaim4::ClaimDelegCurFh(deleg.clone()),
+    );
     assert_eq!(
         r.status,
-        st::BAD_STATEID,
+        Nfsstat4::NFS4ERR_BAD_STATEID,
         "a returned delegation: {}",
         r.summary()
     );
@@ -258,8 +284,8 @@ fn open_wanting_write_deleg(fx: &Fixture, a: &mut V4, name: &str) -> (bytes::Byt
         &dir,
         name,
         "writer",
-        share::ACCESS_BOTH | share::WANT_WRITE_DELEG,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Unchecked(Sattr::default()),
     );
     let r = r.ok(&format!("OPEN {name} wanting a write delegation"));
@@ -278,29 +304,30 @@ fn a_write_delegation_is_granted_on_request_and_any_access_of_another_client_rec
         &dir,
         "plain",
         "writer",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Unchecked(Sattr::default()),
     );
-    let Res::Open { delegation: 0, .. } = r.ok("OPEN").get(op::OPEN).res else {
+    let OpenDelegation4::OpenDelegateNone = r.ok("OPEN").get(NfsOpnum4::OP_OPEN).open().delegation
+    else {
         panic!("a delegation nobody asked for");
     };
 
     // Asked for on a file nobody else has open: granted, and its stateid writes and reads.
     let (fh, r) = open_wanting_write_deleg(&fx, &mut a, "f");
-    let Res::Open {
-        delegation: 2,
-        deleg: Some(deleg),
-        ..
-    } = r.get(op::OPEN).res
-    else {
+    let OpenDelegation4::OpenDelegateWrite(d) = &r.get(NfsOpnum4::OP_OPEN).open().delegation else {
         panic!("no write delegation: {}", r.summary());
     };
-    a.call(Ops::new().putfh(&fh).write(&deleg, 0, 2, b"cached"))
-        .ok("WRITE with the delegation");
+    let deleg = d.stateid.clone();
+    a.call(
+        Ops::new()
+            .putfh(&fh)
+            .write(&deleg, 0, StableHow4::FileSync4, b"cached"),
+    )
+    .ok("WRITE with the delegation");
     a.call(Ops::new().putfh(&fh).read(&deleg, 0, 6))
         .ok("READ with the delegation");
-    a.call(Ops::new().putfh(&fh).getattr(&[fa::SIZE]))
+    a.call(Ops::new().putfh(&fh).getattr(&[FATTR4_SIZE]))
         .ok("the holder's own GETATTR");
 
     // Another client may not even look: OPEN to read, READ, GETATTR of the size wait for
@@ -311,17 +338,27 @@ fn a_write_delegation_is_granted_on_request_and_any_access_of_another_client_rec
         &bdir,
         "f",
         "reader",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
-    assert_eq!(r.status, st::DELAY, "OPEN to read: {}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_DELAY,
+        "OPEN to read: {}",
+        r.summary()
+    );
     expect_recall(&mut a, &deleg);
-    let r = b.call(Ops::new().putfh(&fh).read(&Stateid::ANON, 0, 6));
-    assert_eq!(r.status, st::DELAY, "READ: {}", r.summary());
-    let r = b.call(Ops::new().putfh(&fh).getattr(&[fa::SIZE, fa::CHANGE]));
-    assert_eq!(r.status, st::DELAY, "GETATTR of the size: {}", r.summary());
-    b.call(Ops::new().putfh(&fh).getattr(&[fa::MODE]))
+    let r = b.call(Ops::new().putfh(&fh).read(&ANON_STATEID, 0, 6));
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "READ: {}", r.summary());
+    let r = b.call(Ops::new().putfh(&fh).getattr(&[FATTR4_SIZE, FATTR4_CHANGE]));
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_DELAY,
+        "GETATTR of the size: {}",
+        r.summary()
+    );
+    b.call(Ops::new().putfh(&fh).getattr(&[FATTR4_MODE]))
         .ok("GETATTR of the mode, which writes do not change");
     let (mut c, root) = fx.connect();
     let v3fh = c.lookup_ok(&root, "f");
@@ -342,15 +379,16 @@ fn a_write_delegation_is_granted_on_request_and_any_access_of_another_client_rec
         &bdir,
         "f",
         "reader",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     )
     .ok("OPEN to read after the return");
 
     // Somebody else has the file open: no write delegation, and the answer says why.
     let (_, r) = open_wanting_write_deleg(&fx, &mut a, "f");
-    let Res::Open { delegation: 3, .. } = r.get(op::OPEN).res else {
+    let OpenDelegation4::OpenDelegateNoneExt(_) = r.get(NfsOpnum4::OP_OPEN).open().delegation
+    else {
         panic!(
             "a write delegation on a file another client has open: {}",
             r.summary()
@@ -368,22 +406,30 @@ fn a_write_delegation_is_not_granted_to_a_reader_nor_a_read_delegation_to_a_writ
     let dir = a.path_fh(&fx.export);
     for (access, what) in [
         (
-            share::ACCESS_READ | share::WANT_WRITE_DELEG,
+            OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
             "write delegation for reading",
         ),
         (
-            share::ACCESS_BOTH | share::WANT_READ_DELEG,
+            OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
             "read delegation for writing",
         ),
         (
-            share::ACCESS_READ | share::WANT_NO_DELEG,
+            OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
             "no delegation wanted",
         ),
     ] {
         let r = a
-            .open(&dir, "f", what, access, share::DENY_NONE, OpenHow::NoCreate)
+            .open(
+                &dir,
+                "f",
+                what,
+                access,
+                OPEN4_SHARE_DENY_NONE,
+                OpenHow::NoCreate,
+            )
             .ok(what);
-        let Res::Open { delegation: 3, .. } = r.get(op::OPEN).res else {
+        let OpenDelegation4::OpenDelegateNoneExt(_) = r.get(NfsOpnum4::OP_OPEN).open().delegation
+        else {
             panic!("{what}: {}", r.summary());
         };
     }
@@ -406,25 +452,23 @@ fn next_callback(a: &mut V4) -> (u32, bytes::Bytes) {
 /// Answers CB_COMPOUND(CB_SEQUENCE, CB_GETATTR) `xid` with the file's change attribute and size.
 fn answer_cb_getattr(a: &mut V4, xid: u32, change: u64, size: u64) {
     let mut e = xdr::Encoder::new();
-    for w in [xid, 1, 0, 0, 0, 0, 0] {
-        e.u32(w); // REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS, CB_COMPOUND status OK
-    }
-    e.opaque(b"");
-    e.u32(2);
-    e.u32(11); // CB_SEQUENCE
-    e.u32(0);
-    e.opaque_fixed(&[0; 16]);
-    for w in [1, 0, 0, 0] {
-        e.u32(w);
-    }
-    e.u32(3); // CB_GETATTR
-    e.u32(0);
-    e.u32(1);
-    e.u32((1 << fa::CHANGE) | (1 << fa::SIZE));
-    let mut v = xdr::Encoder::new();
-    v.u64(change);
-    v.u64(size);
-    e.opaque(&v.finish().to_bytes());
+    sunrpc::msg::encode_accepted(&mut e, xid, sunrpc::msg::AcceptStat::Success);
+    e.encode(&CbCompound4res {
+        status: Nfsstat4::NFS4_OK,
+        tag: bytes::Bytes::new(),
+        resarray: vec![
+            NfsCbResop4::OpCbSequence(CbSequence4res::Nfs4Ok(CbSequence4resok {
+                csr_sessionid: [0; 16],
+                csr_sequenceid: 1,
+                csr_slotid: 0,
+                csr_highest_slotid: 0,
+                csr_target_highest_slotid: 0,
+            })),
+            NfsCbResop4::OpCbGetattr(CbGetattr4res::Nfs4Ok(CbGetattr4resok {
+                obj_attributes: fattr(&[(FATTR4_CHANGE, &change), (FATTR4_SIZE, &size)]),
+            })),
+        ],
+    });
     a.rpc
         .send_record(&e.finish().to_bytes())
         .expect("send the callback reply");
@@ -436,15 +480,11 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
     let mut a = V4::connect(fx.server.port, 1, "cb-getattr-holder");
     a.establish_back_channel(8);
     let (fh, r) = open_wanting_write_deleg(&fx, &mut a, "f");
-    let Res::Open {
-        delegation: 2,
-        deleg: Some(deleg),
-        ..
-    } = r.get(op::OPEN).res
-    else {
+    let OpenDelegation4::OpenDelegateWrite(d) = &r.get(NfsOpnum4::OP_OPEN).open().delegation else {
         panic!("no write delegation: {}", r.summary());
     };
-    let before = a.getattr(&fh, &[fa::CHANGE, fa::SIZE]);
+    let deleg = d.stateid.clone();
+    let before = a.getattr(&fh, &[FATTR4_CHANGE, FATTR4_SIZE]);
     let change0 = before.change.expect("change");
     assert_eq!(before.size, Some(0));
 
@@ -455,7 +495,11 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
         let fhb = fh.clone();
         let mut other = std::mem::replace(&mut b, V4::session(fx.server.port, 1, "cb-spare"));
         let t = std::thread::spawn(move || {
-            let r = other.call(Ops::new().putfh(&fhb).getattr(&[fa::CHANGE, fa::SIZE]));
+            let r = other.call(
+                Ops::new()
+                    .putfh(&fhb)
+                    .getattr(&[FATTR4_CHANGE, FATTR4_SIZE]),
+            );
             (other, r)
         });
         let (xid, cb) = next_callback(a);
@@ -507,7 +551,7 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
     let (silent, r) = ask(&mut a, None);
     assert_eq!(
         r.status,
-        st::DELAY,
+        Nfsstat4::NFS4ERR_DELAY,
         "GETATTR, holder silent: {}",
         r.summary()
     );
@@ -515,10 +559,10 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
     // (the server may see the next GETATTR before that answer: then it is told to wait again)
     let mut tries = 0;
     loop {
-        let r = b.call(Ops::new().putfh(&fh).getattr(&[fa::CHANGE, fa::SIZE]));
+        let r = b.call(Ops::new().putfh(&fh).getattr(&[FATTR4_CHANGE, FATTR4_SIZE]));
         assert_eq!(
             r.status,
-            st::DELAY,
+            Nfsstat4::NFS4ERR_DELAY,
             "GETATTR while recalled: {}",
             r.summary()
         );
@@ -531,7 +575,7 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
     expect_recall(&mut a, &deleg);
     a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
         .ok("DELEGRETURN");
-    let after = b.getattr(&fh, &[fa::SIZE]);
+    let after = b.getattr(&fh, &[FATTR4_SIZE]);
     assert_eq!(
         after.size,
         Some(0),
@@ -552,28 +596,25 @@ fn with_write_delegations_on_an_open_for_reading_and_writing_gets_one_unasked() 
                 name,
                 "w",
                 access,
-                share::DENY_NONE,
+                OPEN4_SHARE_DENY_NONE,
                 OpenHow::Unchecked(Sattr::default()),
             )
             .ok(name);
-        match r.get(op::OPEN).res {
-            Res::Open { delegation, .. } => delegation,
-            _ => unreachable!(),
-        }
+        r.get(NfsOpnum4::OP_OPEN).open().delegation.discriminant()
     };
     assert_eq!(
-        open(&mut a, "both", share::ACCESS_BOTH),
-        2,
+        open(&mut a, "both", OPEN4_SHARE_ACCESS_BOTH),
+        OpenDelegationType4::OpenDelegateWrite,
         "write delegation"
     );
     assert_eq!(
-        open(&mut a, "write-only", share::ACCESS_WRITE),
-        0,
+        open(&mut a, "write-only", OPEN4_SHARE_ACCESS_WRITE),
+        OpenDelegationType4::OpenDelegateNone,
         "none: it could not read"
     );
     assert_eq!(
-        open(&mut a, "read-only", share::ACCESS_READ),
-        1,
+        open(&mut a, "read-only", OPEN4_SHARE_ACCESS_READ),
+        OpenDelegationType4::OpenDelegateRead,
         "read delegation"
     );
 }
@@ -592,8 +633,8 @@ fn a_write_delegation_on_a_truncating_open_starts_from_the_truncated_file() {
             &dir,
             "t",
             "writer",
-            share::ACCESS_BOTH | share::WANT_WRITE_DELEG,
-            share::DENY_NONE,
+            OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+            OPEN4_SHARE_DENY_NONE,
             OpenHow::Unchecked(Sattr {
                 size: Some(0),
                 ..Default::default()
@@ -601,20 +642,24 @@ fn a_write_delegation_on_a_truncating_open_starts_from_the_truncated_file() {
         )
         .ok("OPEN with truncation");
     let fh = r.fh();
-    let Res::Open { delegation: 2, .. } = r.get(op::OPEN).res else {
+    let OpenDelegation4::OpenDelegateWrite(_) = r.get(NfsOpnum4::OP_OPEN).open().delegation else {
         panic!("no write delegation: {}", r.summary());
     };
     // What the holder knows after its OPEN is what it answers CB_GETATTR with while it has
     // changed nothing: the other client then sees the file as it is, not "modified".
-    let after = a.getattr(&fh, &[fa::CHANGE, fa::SIZE]);
+    let after = a.getattr(&fh, &[FATTR4_CHANGE, FATTR4_SIZE]);
     let (change, size) = (after.change.unwrap(), after.size.unwrap());
     assert_eq!(size, 0);
     let mut b = V4::session(fx.server.port, 1, "trunc-other");
     let fhb = fh.clone();
     let t = std::thread::spawn(move || {
-        b.call(Ops::new().putfh(&fhb).getattr(&[fa::CHANGE, fa::SIZE]))
-            .ok("GETATTR")
-            .attrs()
+        b.call(
+            Ops::new()
+                .putfh(&fhb)
+                .getattr(&[FATTR4_CHANGE, FATTR4_SIZE]),
+        )
+        .ok("GETATTR")
+        .attrs()
     });
     let (xid, _) = next_callback(&mut a);
     answer_cb_getattr(&mut a, xid, change, size);
@@ -625,15 +670,11 @@ fn a_write_delegation_on_a_truncating_open_starts_from_the_truncated_file() {
 /// The status flags of the SEQUENCE the holder sends alone.
 fn sequence_flags(a: &mut V4) -> u32 {
     let r = a.call(Ops::new());
-    match r.get(op::SEQUENCE).res {
-        Res::Sequence { flags, .. } => flags,
-        _ => panic!("no SEQUENCE result: {}", r.summary()),
-    }
+    r.get(NfsOpnum4::OP_SEQUENCE).sequence().sr_status_flags
 }
 
 #[test]
 fn a_delegation_not_returned_within_a_lease_is_revoked_and_sequence_says_so_until_freed() {
-    const RECALLABLE_STATE_REVOKED: u32 = 0x40;
     let fx = Fixture::with_args(&["--lease-time", "5"]);
     let (mut a, _fh, deleg) = delegation_holder(&fx, "f");
     let (mut c, root) = fx.connect();
@@ -651,7 +692,10 @@ fn a_delegation_not_returned_within_a_lease_is_revoked_and_sequence_says_so_unti
     // The holder keeps its lease (SEQUENCE every second) but never returns the delegation.
     let recalled = std::time::Instant::now();
     while recalled.elapsed() < std::time::Duration::from_millis(5_500) {
-        assert_eq!(sequence_flags(&mut a) & RECALLABLE_STATE_REVOKED, 0);
+        assert_eq!(
+            sequence_flags(&mut a) & SEQ4_STATUS_RECALLABLE_STATE_REVOKED,
+            0
+        );
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
     // A lease after the recall the conflicting WRITE revokes it and goes through.
@@ -659,14 +703,15 @@ fn a_delegation_not_returned_within_a_lease_is_revoked_and_sequence_says_so_unti
     assert!(matches!(w, WriteRes::Ok(_)), "{w:?}");
     assert_eq!(std::fs::read(fx.export.join("f")).unwrap(), b"after!");
     assert_eq!(
-        sequence_flags(&mut a) & RECALLABLE_STATE_REVOKED,
-        RECALLABLE_STATE_REVOKED,
+        sequence_flags(&mut a) & SEQ4_STATUS_RECALLABLE_STATE_REVOKED,
+        SEQ4_STATUS_RECALLABLE_STATE_REVOKED,
         "SEQUENCE does not report the revoked delegation"
     );
     // FREE_STATEID of the revoked delegation clears the flag.
-    let mut sid = deleg.seqid.to_be_bytes().to_vec();
-    sid.extend_from_slice(&deleg.other);
-    a.call(Ops::new().raw(op::FREE_STATEID, &sid))
+    a.call(Ops::new().free_stateid(&deleg))
         .ok("FREE_STATEID of the revoked delegation");
-    assert_eq!(sequence_flags(&mut a) & RECALLABLE_STATE_REVOKED, 0);
+    assert_eq!(
+        sequence_flags(&mut a) & SEQ4_STATUS_RECALLABLE_STATE_REVOKED,
+        0
+    );
 }

@@ -5,6 +5,7 @@ mod common;
 
 use common::nfs4_raw::*;
 use common::*;
+use nfs4wire::*;
 
 /// EXCHANGE_ID and CREATE_SESSION without RECLAIM_COMPLETE (a client about to reclaim).
 fn session_without_reclaim_complete(port: u16, owner: &str) -> V4 {
@@ -22,22 +23,16 @@ fn opens_and_locks_are_reclaimed_after_sigkill() {
         &dir,
         "held",
         "a-open",
-        share::ACCESS_BOTH,
-        share::DENY_WRITE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_WRITE,
         OpenHow::Unchecked(Sattr::mode(0o666)),
     );
     a.write_all(&fh, &open, 0, b"acknowledged before the crash");
-    let locker = Locker::New {
-        open_seqid: 0,
-        open_stateid: open,
-        lock_seqid: 0,
-        clientid: a.clientid,
-        owner: b"a-lock".to_vec(),
-    };
+    let locker = new_lock_owner(0, &open, 0, a.clientid, b"a-lock");
     a.call(
         Ops::new()
             .putfh(&fh)
-            .lock(lock_type::WRITE, 0, 100, &locker),
+            .lock(NfsLockType4::WriteLt, 0, 100, &locker),
     )
     .ok("LOCK before the crash");
 
@@ -50,27 +45,32 @@ fn opens_and_locks_are_reclaimed_after_sigkill() {
         &dir,
         "held",
         "b-open",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
     assert_eq!(
         r.status,
-        st::GRACE,
+        Nfsstat4::NFS4ERR_GRACE,
         "non-reclaim OPEN in grace: {}",
         r.summary()
     );
     // Nor may it pretend to reclaim.
     let r = b.call(Ops::new().putfh(&fh).open(
         0,
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         b.clientid,
         b"b-open",
         &OpenHow::NoCreate,
-        &Claim::Previous(0),
+        &OpenClaim4::ClaimPrevious(OpenDelegationType4::OpenDelegateNone),
     ));
-    assert_eq!(r.status, st::RECLAIM_BAD, "bogus reclaim: {}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_RECLAIM_BAD,
+        "bogus reclaim: {}",
+        r.summary()
+    );
 
     // The old client comes back and reclaims its open and its lock.
     let mut a = session_without_reclaim_complete(port, "reclaim-a");
@@ -80,29 +80,23 @@ fn opens_and_locks_are_reclaimed_after_sigkill() {
                 .putfh(&fh)
                 .open(
                     0,
-                    share::ACCESS_BOTH,
-                    share::DENY_WRITE,
+                    OPEN4_SHARE_ACCESS_BOTH,
+                    OPEN4_SHARE_DENY_WRITE,
                     a.clientid,
                     b"a-open",
                     &OpenHow::NoCreate,
-                    &Claim::Previous(0),
+                    &OpenClaim4::ClaimPrevious(OpenDelegationType4::OpenDelegateNone),
                 )
                 .getfh(),
         )
         .ok("OPEN CLAIM_PREVIOUS");
     let open = r.open_stateid();
     assert_eq!(r.fh(), fh);
-    let locker = Locker::New {
-        open_seqid: 0,
-        open_stateid: open,
-        lock_seqid: 0,
-        clientid: a.clientid,
-        owner: b"a-lock".to_vec(),
-    };
+    let locker = new_lock_owner(0, &open, 0, a.clientid, b"a-lock");
     a.call(
         Ops::new()
             .putfh(&fh)
-            .lock_with(true, lock_type::WRITE, 0, 100, &locker),
+            .lock_with(true, NfsLockType4::WriteLt, 0, 100, &locker),
     )
     .ok("LOCK reclaim");
     a.call(Ops::new().reclaim_complete(false))
@@ -114,13 +108,13 @@ fn opens_and_locks_are_reclaimed_after_sigkill() {
         &dir,
         "held",
         "b-open",
-        share::ACCESS_WRITE,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_WRITE,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
     assert_eq!(
         r.status,
-        st::SHARE_DENIED,
+        Nfsstat4::NFS4ERR_SHARE_DENIED,
         "reclaimed DENY_WRITE: {}",
         r.summary()
     );
@@ -128,30 +122,35 @@ fn opens_and_locks_are_reclaimed_after_sigkill() {
         &dir,
         "held",
         "b-open",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
-    let r = b.call(
-        Ops::new()
-            .putfh(&fh)
-            .lockt(lock_type::READ, 10, 10, b.clientid, b"b-lock"),
+    let r =
+        b.call(
+            Ops::new()
+                .putfh(&fh)
+                .lockt(NfsLockType4::ReadLt, 10, 10, b.clientid, b"b-lock"),
+        );
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_DENIED,
+        "reclaimed lock: {}",
+        r.summary()
     );
-    assert_eq!(r.status, st::DENIED, "reclaimed lock: {}", r.summary());
     // Reclaims after the grace period are refused.
-    let late = Locker::New {
-        open_seqid: 0,
-        open_stateid: open,
-        lock_seqid: 0,
-        clientid: a.clientid,
-        owner: b"late".to_vec(),
-    };
+    let late = new_lock_owner(0, &open, 0, a.clientid, b"late");
     let r = a.call(
         Ops::new()
             .putfh(&fh)
-            .lock_with(true, lock_type::WRITE, 200, 10, &late),
+            .lock_with(true, NfsLockType4::WriteLt, 200, 10, &late),
     );
-    assert_eq!(r.status, st::NO_GRACE, "late reclaim: {}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_NO_GRACE,
+        "late reclaim: {}",
+        r.summary()
+    );
     // The data acknowledged before the crash is there.
     assert_eq!(
         std::fs::read(fx.export.join("held")).unwrap(),
@@ -174,12 +173,12 @@ fn v40_reclaimed_open_needs_no_confirm() {
                 .putfh(&dir)
                 .open(
                     0,
-                    share::ACCESS_BOTH,
-                    share::DENY_NONE,
+                    OPEN4_SHARE_ACCESS_BOTH,
+                    OPEN4_SHARE_DENY_NONE,
                     id,
                     b"oo",
                     &OpenHow::Unchecked(Sattr::mode(0o644)),
-                    &Claim::Null(b"f".to_vec()),
+                    &OpenClaim4::ClaimNull("f".into()),
                 )
                 .getfh(),
         )
@@ -196,36 +195,32 @@ fn v40_reclaimed_open_needs_no_confirm() {
     let r = a
         .compound(Ops::new().putfh(&fh).open(
             2,
-            share::ACCESS_BOTH,
-            share::DENY_NONE,
+            OPEN4_SHARE_ACCESS_BOTH,
+            OPEN4_SHARE_DENY_NONE,
             id,
             b"oo",
             &OpenHow::NoCreate,
-            &Claim::Previous(0),
+            &OpenClaim4::ClaimPrevious(OpenDelegationType4::OpenDelegateNone),
         ))
         .ok("OPEN CLAIM_PREVIOUS");
-    let Res::Open { rflags, .. } = r.get(op::OPEN).res else {
-        panic!("OPEN: {:?}", r.results);
-    };
-    assert_eq!(rflags & 2, 0, "a reclaimed open asked for OPEN_CONFIRM");
+    let rflags = r.get(NfsOpnum4::OP_OPEN).open().rflags;
+    assert_eq!(
+        rflags & OPEN4_RESULT_CONFIRM,
+        0,
+        "a reclaimed open asked for OPEN_CONFIRM"
+    );
     let open = r.open_stateid();
     a.compound(
         Ops::new()
             .putfh(&fh)
-            .write(&open, 0, FILE_SYNC4, b"after the crash"),
+            .write(&open, 0, StableHow4::FileSync4, b"after the crash"),
     )
     .ok("WRITE with the reclaimed open");
-    let locker = Locker::New {
-        open_seqid: 3,
-        open_stateid: open,
-        lock_seqid: 0,
-        clientid: id,
-        owner: b"lo".to_vec(),
-    };
+    let locker = new_lock_owner(3, &open, 0, id, b"lo");
     a.compound(
         Ops::new()
             .putfh(&fh)
-            .lock_with(true, lock_type::WRITE, 0, 10, &locker),
+            .lock_with(true, NfsLockType4::WriteLt, 0, 10, &locker),
     )
     .ok("LOCK reclaim");
     assert_eq!(
@@ -236,6 +231,7 @@ fn v40_reclaimed_open_needs_no_confirm() {
 
 #[test]
 fn delegations_are_reclaimed_with_their_opens_after_a_restart() {
+    use OpenDelegationType4::{OpenDelegateRead, OpenDelegateWrite};
     let mut fx = Fixture::new();
     for name in ["r", "r2"] {
         std::fs::write(fx.export.join(name), b"x").unwrap();
@@ -243,17 +239,17 @@ fn delegations_are_reclaimed_with_their_opens_after_a_restart() {
     }
     let held = |a: &mut V4, dir: &[u8], name: &str, access: u32, how: OpenHow| {
         let r = a
-            .open(dir, name, name, access, share::DENY_NONE, how)
+            .open(dir, name, name, access, OPEN4_SHARE_DENY_NONE, how)
             .ok(name);
-        match r.get(op::OPEN).res {
-            Res::Open { delegation, .. } => (r.fh(), delegation),
-            _ => unreachable!(),
-        }
+        (
+            r.fh(),
+            r.get(NfsOpnum4::OP_OPEN).open().delegation.discriminant(),
+        )
     };
     let mut a = V4::connect(fx.server.port, 1, "deleg-reclaim-a");
     a.establish_back_channel(8);
     let dir = a.path_fh(&fx.export);
-    let want_write = share::ACCESS_BOTH | share::WANT_WRITE_DELEG;
+    let want_write = OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG;
     let (wfh, w) = held(
         &mut a,
         &dir,
@@ -261,58 +257,95 @@ fn delegations_are_reclaimed_with_their_opens_after_a_restart() {
         want_write,
         OpenHow::Unchecked(Sattr::default()),
     );
-    let (rfh, r) = held(&mut a, &dir, "r", share::ACCESS_READ, OpenHow::NoCreate);
+    let (rfh, r) = held(
+        &mut a,
+        &dir,
+        "r",
+        OPEN4_SHARE_ACCESS_READ,
+        OpenHow::NoCreate,
+    );
     assert_eq!(
         (w, r),
-        (2, 1),
+        (OpenDelegateWrite, OpenDelegateRead),
         "a write and a read delegation before the restart"
     );
     let mut c = V4::connect(fx.server.port, 1, "deleg-reclaim-c");
     c.establish_back_channel(8);
-    let (r2fh, r2) = held(&mut c, &dir, "r2", share::ACCESS_READ, OpenHow::NoCreate);
-    assert_eq!(r2, 1);
+    let (r2fh, r2) = held(
+        &mut c,
+        &dir,
+        "r2",
+        OPEN4_SHARE_ACCESS_READ,
+        OpenHow::NoCreate,
+    );
+    assert_eq!(r2, OpenDelegateRead);
 
     fx.server.crash_and_restart();
     let port = fx.server.port;
-    let reclaim = |a: &mut V4, fh: &[u8], name: &str, access: u32, held: u32| {
+    let reclaim = |a: &mut V4, fh: &[u8], name: &str, access: u32, held| {
         let id = a.clientid;
         let r = a
             .call(Ops::new().putfh(fh).open(
                 0,
                 access,
-                share::DENY_NONE,
+                OPEN4_SHARE_DENY_NONE,
                 id,
                 name.as_bytes(),
                 &OpenHow::NoCreate,
-                &Claim::Previous(held),
+                &OpenClaim4::ClaimPrevious(held),
             ))
             .ok(&format!("reclaim of {name}"));
-        match r.get(op::OPEN).res {
-            Res::Open {
-                delegation,
-                deleg,
-                recall,
-                ..
-            } => (delegation, deleg, recall),
-            _ => unreachable!(),
-        }
+        let delegation = &r.get(NfsOpnum4::OP_OPEN).open().delegation;
+        let (deleg, recall) = match delegated(delegation) {
+            Some((sid, recall)) => (Some(sid.clone()), recall),
+            None => (None, false),
+        };
+        (delegation.discriminant(), deleg, recall)
     };
 
     // The holder comes back with its back channel: both delegations, to keep.
     let mut a = V4::connect(port, 1, "deleg-reclaim-a");
     a.establish_back_channel_to_reclaim(8);
-    let (t, wdeleg, recall) = reclaim(&mut a, &wfh, "w", share::ACCESS_BOTH, 2);
-    assert_eq!((t, recall), (2, false), "write delegation reclaimed");
-    let (t, _, recall) = reclaim(&mut a, &rfh, "r", share::ACCESS_READ, 1);
-    assert_eq!((t, recall), (1, false), "read delegation reclaimed");
+    let (t, wdeleg, recall) = reclaim(
+        &mut a,
+        &wfh,
+        "w",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OpenDelegateWrite,
+    );
+    assert_eq!(
+        (t, recall),
+        (OpenDelegateWrite, false),
+        "write delegation reclaimed"
+    );
+    let (t, _, recall) = reclaim(&mut a, &rfh, "r", OPEN4_SHARE_ACCESS_READ, OpenDelegateRead);
+    assert_eq!(
+        (t, recall),
+        (OpenDelegateRead, false),
+        "read delegation reclaimed"
+    );
     let wdeleg = wdeleg.expect("the write delegation's stateid");
-    a.call(Ops::new().putfh(&wfh).write(&wdeleg, 0, 2, b"kept"))
-        .ok("WRITE under the reclaimed delegation");
+    a.call(
+        Ops::new()
+            .putfh(&wfh)
+            .write(&wdeleg, 0, StableHow4::FileSync4, b"kept"),
+    )
+    .ok("WRITE under the reclaimed delegation");
 
     // One that comes back without a back channel gets its delegation to return at once.
     let mut c = session_without_reclaim_complete(port, "deleg-reclaim-c");
-    let (t, cdeleg, recall) = reclaim(&mut c, &r2fh, "r2", share::ACCESS_READ, 1);
-    assert_eq!((t, recall), (1, true), "to be returned: no back channel");
+    let (t, cdeleg, recall) = reclaim(
+        &mut c,
+        &r2fh,
+        "r2",
+        OPEN4_SHARE_ACCESS_READ,
+        OpenDelegateRead,
+    );
+    assert_eq!(
+        (t, recall),
+        (OpenDelegateRead, true),
+        "to be returned: no back channel"
+    );
     c.call(
         Ops::new()
             .putfh(&r2fh)

@@ -9,6 +9,7 @@ use std::path::{Component, Path};
 
 use common::nfs4_raw::*;
 use common::*;
+use nfs4wire::*;
 
 fn components(p: &Path) -> Vec<Vec<u8>> {
     p.components()
@@ -39,12 +40,12 @@ fn session_slot_replay_misordered_and_bad_slot() {
             .putfh(&dir)
             .open(
                 0,
-                share::ACCESS_BOTH,
-                share::DENY_NONE,
+                OPEN4_SHARE_ACCESS_BOTH,
+                OPEN4_SHARE_DENY_NONE,
                 clientid,
                 b"owner",
                 &OpenHow::Guarded(Sattr::mode(0o640)),
-                &Claim::Null(b"once".to_vec()),
+                &OpenClaim4::ClaimNull("once".into()),
             )
             .getfh()
     };
@@ -63,14 +64,19 @@ fn session_slot_replay_misordered_and_bad_slot() {
     );
     // A new request (next seqid) really executes it again: EXIST.
     let r = c.call_slot(1, 2, false, create());
-    assert_eq!(r.status, st::EXIST, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_EXIST, "{}", r.summary());
 
     // Sequence ids that are neither the last one nor the next one: misordered.
     for bad in [4, 0, u32::MAX] {
         let r = c.call_slot(1, bad, false, Ops::new().putrootfh());
-        assert_eq!(r.status, st::SEQ_MISORDERED, "seqid {bad}: {}", r.summary());
+        assert_eq!(
+            r.status,
+            Nfsstat4::NFS4ERR_SEQ_MISORDERED,
+            "seqid {bad}: {}",
+            r.summary()
+        );
         assert_eq!(r.results.len(), 1, "{}", r.summary());
-        assert_eq!(r.results[0].op, op::SEQUENCE);
+        assert_eq!(r.results[0].op, NfsOpnum4::OP_SEQUENCE);
     }
     // The slot is still usable with the expected next seqid.
     c.call_slot(1, 3, false, Ops::new().putrootfh().getfh())
@@ -80,7 +86,12 @@ fn session_slot_replay_misordered_and_bad_slot() {
     let n = c.slots.len() as u32;
     for slot in [n, n + 1, 1 << 20] {
         let r = c.call_slot(slot, 1, false, Ops::new().putrootfh());
-        assert_eq!(r.status, st::BADSLOT, "slot {slot}: {}", r.summary());
+        assert_eq!(
+            r.status,
+            Nfsstat4::NFS4ERR_BADSLOT,
+            "slot {slot}: {}",
+            r.summary()
+        );
         assert_eq!(r.results.len(), 1);
     }
 
@@ -88,18 +99,28 @@ fn session_slot_replay_misordered_and_bad_slot() {
     c.call_slot(2, 1, false, Ops::new().putrootfh().getfh())
         .ok("slot 2");
     let r = c.call_slot(2, 1, false, Ops::new().putrootfh().getfh());
-    assert_eq!(r.status, st::RETRY_UNCACHED_REP, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_RETRY_UNCACHED_REP,
+        "{}",
+        r.summary()
+    );
 
     // Operations other than the session ones need SEQUENCE first.
     let r = c.compound(Ops::new().putrootfh().getfh());
-    assert_eq!(r.status, st::OP_NOT_IN_SESSION, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_OP_NOT_IN_SESSION,
+        "{}",
+        r.summary()
+    );
 
     // After DESTROY_SESSION the session is gone.
     let sid = c.sessionid;
     c.compound(Ops::new().destroy_session(&sid))
         .ok("DESTROY_SESSION");
     let r = c.call_slot(0, 1, false, Ops::new().putrootfh());
-    assert_eq!(r.status, st::BADSESSION, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_BADSESSION, "{}", r.summary());
 }
 
 #[test]
@@ -108,17 +129,15 @@ fn create_session_sequence_replay_and_exchange_id_confirmed() {
     let mut c = V4::connect(fx.server.port, 1, "cs-replay");
     let verf = boot_verifier(b"cs-replay");
     let r = c
-        .compound(Ops::new().exchange_id(verf, b"cs-replay", 0x1_0000))
+        .compound(Ops::new().exchange_id(verf, b"cs-replay", EXCHGID4_FLAG_USE_NON_PNFS))
         .ok("EXCHANGE_ID");
-    let Res::ExchangeId {
-        clientid,
-        seqid,
-        flags,
-    } = r.get(op::EXCHANGE_ID).res
-    else {
-        unreachable!()
-    };
-    assert_eq!(flags & 0x8000_0000, 0, "new client reported as confirmed");
+    let ok = r.get(NfsOpnum4::OP_EXCHANGE_ID).exchange_id();
+    let (clientid, seqid) = (ok.eir_clientid, ok.eir_sequenceid);
+    assert_eq!(
+        ok.eir_flags & EXCHGID4_FLAG_CONFIRMED_R,
+        0,
+        "new client reported as confirmed"
+    );
     let first = c
         .compound(Ops::new().create_session(clientid, seqid, 4))
         .ok("CREATE_SESSION");
@@ -129,24 +148,31 @@ fn create_session_sequence_replay_and_exchange_id_confirmed() {
     assert_eq!(again.raw, first.raw);
     // One too far ahead is misordered.
     let r = c.compound(Ops::new().create_session(clientid, seqid.wrapping_add(2), 4));
-    assert_eq!(r.status, st::SEQ_MISORDERED, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_SEQ_MISORDERED,
+        "{}",
+        r.summary()
+    );
     // The same owner and verifier again: the record is now confirmed.
     let r = c
-        .compound(Ops::new().exchange_id(verf, b"cs-replay", 0x1_0000))
+        .compound(Ops::new().exchange_id(verf, b"cs-replay", EXCHGID4_FLAG_USE_NON_PNFS))
         .ok("EXCHANGE_ID again");
-    let Res::ExchangeId {
-        clientid: id2,
-        flags,
-        ..
-    } = r.get(op::EXCHANGE_ID).res
-    else {
-        unreachable!()
-    };
-    assert_eq!(id2, clientid);
-    assert_ne!(flags & 0x8000_0000, 0, "EXCHGID4_FLAG_CONFIRMED_R missing");
+    let ok = r.get(NfsOpnum4::OP_EXCHANGE_ID).exchange_id();
+    assert_eq!(ok.eir_clientid, clientid);
+    assert_ne!(
+        ok.eir_flags & EXCHGID4_FLAG_CONFIRMED_R,
+        0,
+        "EXCHGID4_FLAG_CONFIRMED_R missing"
+    );
     // An unknown client id.
     let r = c.compound(Ops::new().create_session(clientid ^ 0xdead_0000_0000, 1, 4));
-    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_STALE_CLIENTID,
+        "{}",
+        r.summary()
+    );
 }
 
 #[test]
@@ -160,8 +186,8 @@ fn open_create_modes_write_read_close() {
         &dir,
         "u",
         "o1",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Unchecked(Sattr::mode(0o600)),
     );
     let data = pattern(11, 300_000);
@@ -174,8 +200,8 @@ fn open_create_modes_write_read_close() {
         &dir,
         "u",
         "o1",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Unchecked(Sattr::mode(0o644)),
     );
     assert_eq!(fh2, fh);
@@ -188,9 +214,8 @@ fn open_create_modes_write_read_close() {
                     .read(&sid, back.len() as u64, 128 * 1024),
             )
             .ok("READ");
-        let Res::Read { eof, data } = &r.get(op::READ).res else {
-            unreachable!()
-        };
+        let Read4resok { eof, data } = r.get(NfsOpnum4::OP_READ).read();
+        let data = payload(data);
         back.extend_from_slice(data);
         if *eof {
             break;
@@ -199,23 +224,27 @@ fn open_create_modes_write_read_close() {
     }
     assert!(back == data, "data read back differs");
     // Opened for reading only: WRITE is refused.
-    let r = c.call(Ops::new().putfh(&fh).write(&sid, 0, FILE_SYNC4, b"x"));
-    assert_eq!(r.status, st::OPENMODE, "{}", r.summary());
+    let r = c.call(
+        Ops::new()
+            .putfh(&fh)
+            .write(&sid, 0, StableHow4::FileSync4, b"x"),
+    );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_OPENMODE, "{}", r.summary());
     c.close_ok(&fh, &sid);
     // The stateid is gone after CLOSE.
     let r = c.call(Ops::new().putfh(&fh).read(&sid, 0, 10));
-    assert_eq!(r.status, st::BAD_STATEID, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_BAD_STATEID, "{}", r.summary());
 
     // GUARDED create of an existing name: EXIST.
     let r = c.open(
         &dir,
         "u",
         "o1",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Guarded(Sattr::mode(0o644)),
     );
-    assert_eq!(r.status, st::EXIST, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_EXIST, "{}", r.summary());
 
     // EXCLUSIVE4_1: the same verifier again is the same create (success, same file); another
     // verifier is EXIST.
@@ -225,8 +254,8 @@ fn open_create_modes_write_read_close() {
         &dir,
         "x",
         "o2",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         how.clone(),
     );
     c.close_ok(&xfh, &xsid);
@@ -234,29 +263,36 @@ fn open_create_modes_write_read_close() {
         std::fs::metadata(fx.export.join("x")).unwrap().mode() & 0o7777,
         0o604
     );
-    let (xfh2, xsid) = c.open_ok(&dir, "x", "o2", share::ACCESS_BOTH, share::DENY_NONE, how);
+    let (xfh2, xsid) = c.open_ok(
+        &dir,
+        "x",
+        "o2",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        how,
+    );
     assert_eq!(xfh2, xfh);
     c.close_ok(&xfh2, &xsid);
     let r = c.open(
         &dir,
         "x",
         "o2",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Exclusive41(*b"otherver", Sattr::default()),
     );
-    assert_eq!(r.status, st::EXIST, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_EXIST, "{}", r.summary());
 
     // NOCREATE of a missing name.
     let r = c.open(
         &dir,
         "missing",
         "o1",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
-    assert_eq!(r.status, st::NOENT, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_NOENT, "{}", r.summary());
     c.destroy();
 }
 
@@ -272,23 +308,23 @@ fn share_reservations_between_two_clients() {
         &dir,
         "shared",
         "a",
-        share::ACCESS_READ,
-        share::DENY_WRITE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_WRITE,
         OpenHow::NoCreate,
     );
     // B may not open for writing while A denies writes.
-    for access in [share::ACCESS_WRITE, share::ACCESS_BOTH] {
+    for access in [OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_ACCESS_BOTH] {
         let r = b.open(
             &dir,
             "shared",
             "b",
             access,
-            share::DENY_NONE,
+            OPEN4_SHARE_DENY_NONE,
             OpenHow::NoCreate,
         );
         assert_eq!(
             r.status,
-            st::SHARE_DENIED,
+            Nfsstat4::NFS4ERR_SHARE_DENIED,
             "access {access}: {}",
             r.summary()
         );
@@ -298,39 +334,39 @@ fn share_reservations_between_two_clients() {
         &dir,
         "shared",
         "b",
-        share::ACCESS_READ,
-        share::DENY_READ,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_READ,
         OpenHow::NoCreate,
     );
-    assert_eq!(r.status, st::SHARE_DENIED, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_SHARE_DENIED, "{}", r.summary());
     // Reading is fine.
     let (_, bsid) = b.open_ok(
         &dir,
         "shared",
         "b",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
     let r = b
         .call(Ops::new().putfh(&fh).read(&bsid, 0, 100))
         .ok("READ by B");
     assert_eq!(
-        r.get(op::READ).res,
-        Res::Read {
+        r.get(NfsOpnum4::OP_READ).read(),
+        &Read4resok {
             eof: true,
-            data: bytes::Bytes::from_static(b"shared content")
+            data: bytes::Bytes::from_static(b"shared content").into()
         }
     );
     // Anonymous writes are refused under DENY_WRITE too (RFC 8881 section 9.7).
     let r = b.call(
         Ops::new()
             .putfh(&fh)
-            .write(&Stateid::ANON, 0, FILE_SYNC4, b"X"),
+            .write(&ANON_STATEID, 0, StableHow4::FileSync4, b"X"),
     );
     assert_ne!(
         r.status,
-        st::OK,
+        Nfsstat4::NFS4_OK,
         "anonymous WRITE under DENY_WRITE succeeded"
     );
     assert_eq!(
@@ -344,8 +380,8 @@ fn share_reservations_between_two_clients() {
         &dir,
         "shared",
         "b2",
-        share::ACCESS_WRITE,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_WRITE,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
     b.write_all(&fh, &bw, 0, b"SHARED");
@@ -366,90 +402,85 @@ fn byte_range_locks_between_two_clients() {
         &dir,
         "locked",
         "a-open",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
     let (_, b_open) = b.open_ok(
         &dir,
         "locked",
         "b-open",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
 
-    let a_locker = Locker::New {
-        open_seqid: 0,
-        open_stateid: a_open,
-        lock_seqid: 0,
-        clientid: a.clientid,
-        owner: b"a-lock".to_vec(),
-    };
+    let a_locker = new_lock_owner(0, &a_open, 0, a.clientid, b"a-lock");
     let r = a
         .call(
             Ops::new()
                 .putfh(&fh)
-                .lock(lock_type::WRITE, 0, 100, &a_locker),
+                .lock(NfsLockType4::WriteLt, 0, 100, &a_locker),
         )
         .ok("LOCK by A");
-    let a_lock = r.stateid(op::LOCK);
+    let a_lock = r.stateid(NfsOpnum4::OP_LOCK);
 
-    let a_holds = LockDenied {
+    let a_holds = Lock4denied {
         offset: 0,
         length: 100,
-        locktype: lock_type::WRITE,
-        clientid: a.clientid,
-        owner: bytes::Bytes::from_static(b"a-lock"),
+        locktype: NfsLockType4::WriteLt,
+        owner: StateOwner4 {
+            clientid: a.clientid,
+            owner: bytes::Bytes::from_static(b"a-lock"),
+        },
     };
-    let b_locker = Locker::New {
-        open_seqid: 0,
-        open_stateid: b_open,
-        lock_seqid: 0,
-        clientid: b.clientid,
-        owner: b"b-lock".to_vec(),
-    };
+    let b_locker = new_lock_owner(0, &b_open, 0, b.clientid, b"b-lock");
     for (what, ops) in [
         (
             "LOCK",
             Ops::new()
                 .putfh(&fh)
-                .lock(lock_type::WRITE, 50, 10, &b_locker),
+                .lock(NfsLockType4::WriteLt, 50, 10, &b_locker),
         ),
         (
             "LOCK (read)",
             Ops::new()
                 .putfh(&fh)
-                .lock(lock_type::READ, 99, 1, &b_locker),
+                .lock(NfsLockType4::ReadLt, 99, 1, &b_locker),
         ),
         (
             "LOCKT",
             Ops::new()
                 .putfh(&fh)
-                .lockt(lock_type::WRITE, 50, 10, b.clientid, b"b-lock"),
+                .lockt(NfsLockType4::WriteLt, 50, 10, b.clientid, b"b-lock"),
         ),
         (
             "LOCKT (read, to EOF)",
             Ops::new()
                 .putfh(&fh)
-                .lockt(lock_type::READ, 10, u64::MAX, b.clientid, b"b-lock"),
+                .lockt(NfsLockType4::ReadLt, 10, u64::MAX, b.clientid, b"b-lock"),
         ),
     ] {
         let r = b.call(ops);
-        assert_eq!(r.status, st::DENIED, "{what} by B: {}", r.summary());
-        assert_eq!(r.last().res, Res::Denied(a_holds.clone()), "{what} by B");
+        assert_eq!(
+            r.status,
+            Nfsstat4::NFS4ERR_DENIED,
+            "{what} by B: {}",
+            r.summary()
+        );
+        assert_eq!(r.last().denied(), &a_holds, "{what} by B");
     }
     // Outside A's range, and A testing its own lock, are fine.
     b.call(
         Ops::new()
             .putfh(&fh)
-            .lockt(lock_type::WRITE, 100, 50, b.clientid, b"b-lock"),
+            .lockt(NfsLockType4::WriteLt, 100, 50, b.clientid, b"b-lock"),
     )
     .ok("LOCKT beyond A's range");
     a.call(
         Ops::new()
             .putfh(&fh)
-            .lockt(lock_type::WRITE, 50, 10, a.clientid, b"a-lock"),
+            .lockt(NfsLockType4::WriteLt, 50, 10, a.clientid, b"a-lock"),
     )
     .ok("LOCKT by the holder");
 
@@ -458,57 +489,57 @@ fn byte_range_locks_between_two_clients() {
         .call(
             Ops::new()
                 .putfh(&fh)
-                .locku(lock_type::WRITE, 0, &a_lock, 0, 100),
+                .locku(NfsLockType4::WriteLt, 0, &a_lock, 0, 100),
         )
         .ok("LOCKU by A");
-    let a_unlocked = r.stateid(op::LOCKU);
+    let a_unlocked = r.stateid(NfsOpnum4::OP_LOCKU);
     assert_eq!(a_unlocked.other, a_lock.other);
     assert!(a_unlocked.seqid > a_lock.seqid, "LOCKU did not bump seqid");
     let r = b
         .call(
             Ops::new()
                 .putfh(&fh)
-                .lock(lock_type::WRITE, 50, 10, &b_locker),
+                .lock(NfsLockType4::WriteLt, 50, 10, &b_locker),
         )
         .ok("LOCK by B after LOCKU");
-    let b_lock = r.stateid(op::LOCK);
-    let r = a.call(
-        Ops::new()
-            .putfh(&fh)
-            .lockt(lock_type::READ, 0, 100, a.clientid, b"a-lock"),
-    );
-    assert_eq!(r.status, st::DENIED, "{}", r.summary());
+    let b_lock = r.stateid(NfsOpnum4::OP_LOCK);
+    let r =
+        a.call(
+            Ops::new()
+                .putfh(&fh)
+                .lockt(NfsLockType4::ReadLt, 0, 100, a.clientid, b"a-lock"),
+        );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DENIED, "{}", r.summary());
     assert_eq!(
-        r.last().res,
-        Res::Denied(LockDenied {
+        r.last().denied(),
+        &Lock4denied {
             offset: 50,
             length: 10,
-            locktype: lock_type::WRITE,
-            clientid: b.clientid,
-            owner: bytes::Bytes::from_static(b"b-lock"),
-        })
+            locktype: NfsLockType4::WriteLt,
+            owner: StateOwner4 {
+                clientid: b.clientid,
+                owner: bytes::Bytes::from_static(b"b-lock"),
+            },
+        }
     );
     // An existing lock-owner extends its locks with exist_lock_owner4.
     let r = a
         .call(Ops::new().putfh(&fh).lock(
-            lock_type::WRITE,
+            NfsLockType4::WriteLt,
             100,
             50,
-            &Locker::Exist {
-                stateid: a_unlocked,
-                seqid: 0,
-            },
+            &exist_lock_owner(&a_unlocked, 0),
         ))
         .ok("LOCK by A, existing lock-owner");
-    assert_eq!(r.stateid(op::LOCK).other, a_lock.other);
+    assert_eq!(r.stateid(NfsOpnum4::OP_LOCK).other, a_lock.other);
 
     // B cannot CLOSE while its lock-owner holds locks.
     let r = b.call(Ops::new().putfh(&fh).close(0, &b_open));
-    assert_eq!(r.status, st::LOCKS_HELD, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_LOCKS_HELD, "{}", r.summary());
     b.call(
         Ops::new()
             .putfh(&fh)
-            .locku(lock_type::WRITE, 0, &b_lock, 50, 10),
+            .locku(NfsLockType4::WriteLt, 0, &b_lock, 50, 10),
     )
     .ok("LOCKU by B");
     b.close_ok(&fh, &b_open);
@@ -522,11 +553,11 @@ fn pseudo_fs_readdir_lookupp_and_mounted_on_fileid() {
     let comps = components(&fx.export);
     assert!(comps.len() >= 2, "export {:?} too shallow", fx.export);
     let bits = [
-        fa::TYPE,
-        fa::FSID,
-        fa::FILEID,
-        fa::MOUNTED_ON_FILEID,
-        fa::RDATTR_ERROR,
+        FATTR4_TYPE,
+        FATTR4_FSID,
+        FATTR4_FILEID,
+        FATTR4_MOUNTED_ON_FILEID,
+        FATTR4_RDATTR_ERROR,
     ];
 
     // The root lists the first component of the export path (and nothing outside exports).
@@ -541,14 +572,13 @@ fn pseudo_fs_readdir_lookupp_and_mounted_on_fileid() {
         .ok("PUTROOTFH READDIR");
     let root_fh = r.fh();
     let root_attrs = r.attrs();
-    assert_eq!(root_attrs.ftype, Some(NF4DIR));
-    let Res::Readdir { entries, eof, .. } = &r.get(op::READDIR).res else {
-        unreachable!()
-    };
-    assert!(eof);
-    let names: Vec<&[u8]> = entries.iter().map(|e| &e.name[..]).collect();
+    assert_eq!(root_attrs.ftype, Some(NfsFtype4::Nf4dir));
+    let list = &r.get(NfsOpnum4::OP_READDIR).readdir().reply;
+    assert!(list.eof);
+    let listed = entries(list);
+    let names: Vec<&[u8]> = listed.iter().map(|e| &e.name[..]).collect();
     assert_eq!(names, vec![&comps[0][..]], "root listing");
-    assert_eq!(entries[0].attrs.ftype, Some(NF4DIR));
+    assert_eq!(Attrs::of(&listed[0].attrs).ftype, Some(NfsFtype4::Nf4dir));
 
     // Walk down to the export; the export root has the export's own fileid and another fsid.
     let mut ops = Ops::new().putrootfh();
@@ -562,7 +592,7 @@ fn pseudo_fs_readdir_lookupp_and_mounted_on_fileid() {
     let export_attrs = r.attrs();
     let ino = std::fs::metadata(&fx.export).unwrap().ino();
     assert_eq!(export_attrs.fileid, Some(ino));
-    assert_eq!(export_attrs.ftype, Some(NF4DIR));
+    assert_eq!(export_attrs.ftype, Some(NfsFtype4::Nf4dir));
     assert_ne!(
         export_attrs.fsid, root_attrs.fsid,
         "export shares the pseudo fsid"
@@ -594,17 +624,16 @@ fn pseudo_fs_readdir_lookupp_and_mounted_on_fileid() {
     let parent = r.attrs();
     assert_ne!(parent_fh, export_fh);
     assert_eq!(parent.fsid, root_attrs.fsid, "LOOKUPP left the pseudo fs");
-    let Res::Readdir { entries, .. } = &r.get(op::READDIR).res else {
-        unreachable!()
-    };
+    let listed = entries(&r.get(NfsOpnum4::OP_READDIR).readdir().reply);
     let last = comps.last().unwrap();
-    let e = entries
+    let e = listed
         .iter()
         .find(|e| e.name[..] == last[..])
-        .unwrap_or_else(|| panic!("export not listed in its pseudo parent: {entries:?}"));
+        .unwrap_or_else(|| panic!("export not listed in its pseudo parent: {listed:?}"));
     // READDIR reports the export root's attributes, and the same mounted_on_fileid as GETATTR.
-    assert_eq!(e.attrs.fileid, export_attrs.fileid);
-    assert_eq!(e.attrs.mounted_on_fileid, export_attrs.mounted_on_fileid);
+    let e = Attrs::of(&e.attrs);
+    assert_eq!(e.fileid, export_attrs.fileid);
+    assert_eq!(e.mounted_on_fileid, export_attrs.mounted_on_fileid);
 
     let mut ops = Ops::new().putfh(&export_fh);
     for _ in 0..comps.len() {
@@ -614,14 +643,18 @@ fn pseudo_fs_readdir_lookupp_and_mounted_on_fileid() {
     assert_eq!(r.fh(), root_fh);
     // Above the root there is nothing.
     let r = c.call(Ops::new().putrootfh().lookupp());
-    assert_eq!(r.status, st::NOENT, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_NOENT, "{}", r.summary());
     // Pseudo directories are read-only.
     let r = c.call(
         Ops::new()
             .putfh(&parent_fh)
             .mkdir("new", &Sattr::mode(0o755)),
     );
-    assert_ne!(r.status, st::OK, "CREATE in a pseudo directory succeeded");
+    assert_ne!(
+        r.status,
+        Nfsstat4::NFS4_OK,
+        "CREATE in a pseudo directory succeeded"
+    );
 }
 
 /// RFC 8881 section 5.8.2 (attribute 55, mounted_on_fileid): for the root of a file system it
@@ -633,7 +666,7 @@ fn pseudo_fs_mounted_on_fileid_is_not_the_parent_directory() {
     let fx = Fixture::new();
     let mut c = V4::session(fx.server.port, 1, "mounted-on");
     let export_fh = c.path_fh(&fx.export);
-    let bits = [fa::FSID, fa::FILEID, fa::MOUNTED_ON_FILEID];
+    let bits = [FATTR4_FSID, FATTR4_FILEID, FATTR4_MOUNTED_ON_FILEID];
     let export = c.getattr(&export_fh, &bits);
     let r = c
         .call(Ops::new().putfh(&export_fh).lookupp().getattr(&bits))
@@ -661,7 +694,7 @@ fn owner_strings_numeric_or_mapped_to_names() {
         std::os::unix::fs::chown(fx.export.join("nameless"), Some(3_999_999), Some(3_999_999))
             .unwrap();
         let mut c = V4::session(fx.server.port, 1, "idmap");
-        let owner_bits = [fa::OWNER, fa::OWNER_GROUP];
+        let owner_bits = [FATTR4_OWNER, FATTR4_OWNER_GROUP];
         let f = c.path_fh(&fx.export.join("rootfile"));
         let a = c.getattr(&f, &owner_bits);
         assert_eq!(a.owner.as_deref(), Some(root_owner), "{domain:?}");
@@ -678,18 +711,28 @@ fn owner_strings_numeric_or_mapped_to_names() {
         let r = c.call(
             Ops::new()
                 .putfh(&f)
-                .setattr(&Stateid::default(), &set("root@elsewhere.org")),
+                .setattr(&ANON_STATEID, &set("root@elsewhere.org")),
         );
-        assert_eq!(r.status, st::BADOWNER, "{domain:?}: {}", r.summary());
-        let r = c.call(Ops::new().putfh(&f).setattr(&Stateid::default(), &set("0")));
-        assert_ne!(r.status, st::BADOWNER, "{domain:?}: {}", r.summary());
+        assert_eq!(
+            r.status,
+            Nfsstat4::NFS4ERR_BADOWNER,
+            "{domain:?}: {}",
+            r.summary()
+        );
+        let r = c.call(Ops::new().putfh(&f).setattr(&ANON_STATEID, &set("0")));
+        assert_ne!(
+            r.status,
+            Nfsstat4::NFS4ERR_BADOWNER,
+            "{domain:?}: {}",
+            r.summary()
+        );
         if domain.is_some() {
             let r = c.call(
                 Ops::new()
                     .putfh(&f)
-                    .setattr(&Stateid::default(), &set("root@example.org")),
+                    .setattr(&ANON_STATEID, &set("root@example.org")),
             );
-            assert_ne!(r.status, st::BADOWNER, "{}", r.summary());
+            assert_ne!(r.status, Nfsstat4::NFS4ERR_BADOWNER, "{}", r.summary());
         }
     }
 }
@@ -708,9 +751,9 @@ fn a_compound_that_gives_up_on_the_reader_runs_again_in_its_slot() {
     };
     fx.server.restart();
     let mut c = V4::session(fx.server.port, 1, "after");
-    let read = || Ops::new().putfh(&fh).read(&Stateid::ANON, 0, 100);
+    let read = || Ops::new().putfh(&fh).read(&ANON_STATEID, 0, 100);
     let data = |r: &CompoundRes| match &r.results.last().map(|x| &x.res) {
-        Some(Res::Read { data, eof }) => (data.clone(), *eof),
+        Some(NfsResop4::OpRead(Read4res::Nfs4Ok(ok))) => (payload(&ok.data).clone(), ok.eof),
         other => panic!("not a READ result: {other:?}"),
     };
     let first = c
@@ -728,5 +771,10 @@ fn a_compound_that_gives_up_on_the_reader_runs_again_in_its_slot() {
     let next = c.call_slot(1, 2, true, read()).ok("next seqid");
     assert_eq!(data(&next).0, data(&first).0);
     let r = c.call_slot(1, 4, false, read());
-    assert_eq!(r.status, st::SEQ_MISORDERED, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_SEQ_MISORDERED,
+        "{}",
+        r.summary()
+    );
 }

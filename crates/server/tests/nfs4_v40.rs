@@ -9,27 +9,25 @@ use std::process::{Command, Output};
 
 use common::nfs4_raw::*;
 use common::*;
+use nfs4wire::*;
 
 fn open_ops(dir: &[u8], seqid: u32, clientid: u64, owner: &[u8], name: &str) -> Ops {
     Ops::new()
         .putfh(dir)
         .open(
             seqid,
-            share::ACCESS_BOTH,
-            share::DENY_NONE,
+            OPEN4_SHARE_ACCESS_BOTH,
+            OPEN4_SHARE_DENY_NONE,
             clientid,
             owner,
             &OpenHow::Unchecked(Sattr::mode(0o644)),
-            &Claim::Null(name.as_bytes().to_vec()),
+            &OpenClaim4::ClaimNull(name.as_bytes().to_vec().into()),
         )
         .getfh()
 }
 
 fn rflags(r: &CompoundRes) -> u32 {
-    match r.get(op::OPEN).res {
-        Res::Open { rflags, .. } => rflags,
-        ref x => panic!("OPEN: {x:?}"),
-    }
+    r.get(NfsOpnum4::OP_OPEN).open().rflags
 }
 
 #[test]
@@ -52,7 +50,7 @@ fn setclientid_open_confirm_replay_and_bad_seqid() {
     let r = c
         .compound(Ops::new().putfh(&fh_a).open_confirm(&sid, 1))
         .ok("OPEN_CONFIRM");
-    let sid_a = r.stateid(op::OPEN_CONFIRM);
+    let sid_a = r.stateid(NfsOpnum4::OP_OPEN_CONFIRM);
     assert_eq!(sid_a.other, sid.other);
     assert_eq!(sid_a.seqid, sid.seqid + 1, "OPEN_CONFIRM stateid seqid");
 
@@ -65,17 +63,22 @@ fn setclientid_open_confirm_replay_and_bad_seqid() {
     // A retransmission (same seqid) gets the same OPEN result (the same stateid, not a new
     // open); see also replayed_open_leaves_the_opened_file_current.
     let again = c.compound(open_ops(&dir, 2, id, owner, "b"));
-    assert_eq!(again.status, st::OK, "{}", again.summary());
+    assert_eq!(again.status, Nfsstat4::NFS4_OK, "{}", again.summary());
     assert_eq!(
-        again.get(op::OPEN),
-        first.get(op::OPEN),
+        again.get(NfsOpnum4::OP_OPEN),
+        first.get(NfsOpnum4::OP_OPEN),
         "replayed OPEN differs from the original"
     );
 
     // Seqids other than the last or the next one: BAD_SEQID, nothing created.
     for bad in [5, 1, 0] {
         let r = c.compound(open_ops(&dir, bad, id, owner, "c"));
-        assert_eq!(r.status, st::BAD_SEQID, "seqid {bad}: {}", r.summary());
+        assert_eq!(
+            r.status,
+            Nfsstat4::NFS4ERR_BAD_SEQID,
+            "seqid {bad}: {}",
+            r.summary()
+        );
     }
     assert!(
         !fx.export.join("c").exists(),
@@ -84,7 +87,11 @@ fn setclientid_open_confirm_replay_and_bad_seqid() {
     let r = c
         .compound(Ops::new().putfh(&fh_a).open_confirm(&sid_a, 9))
         .status;
-    assert_eq!(r, st::BAD_SEQID, "OPEN_CONFIRM with a bad seqid");
+    assert_eq!(
+        r,
+        Nfsstat4::NFS4ERR_BAD_SEQID,
+        "OPEN_CONFIRM with a bad seqid"
+    );
 
     // The owner continues with the next seqid.
     let r = c.compound(open_ops(&dir, 3, id, owner, "c")).ok("OPEN c");
@@ -93,15 +100,15 @@ fn setclientid_open_confirm_replay_and_bad_seqid() {
         .compound(
             Ops::new()
                 .putfh(&fh_c)
-                .write(&sid_c, 0, FILE_SYNC4, b"v4.0 data")
+                .write(&sid_c, 0, StableHow4::FileSync4, b"v4.0 data")
                 .read(&sid_c, 0, 100),
         )
         .ok("WRITE READ");
     assert_eq!(
-        r.get(op::READ).res,
-        Res::Read {
+        r.get(NfsOpnum4::OP_READ).read(),
+        &Read4resok {
             eof: true,
-            data: bytes::Bytes::from_static(b"v4.0 data")
+            data: bytes::Bytes::from_static(b"v4.0 data").into()
         }
     );
     assert_eq!(std::fs::read(fx.export.join("c")).unwrap(), b"v4.0 data");
@@ -111,14 +118,24 @@ fn setclientid_open_confirm_replay_and_bad_seqid() {
     c.compound(open_ops(&dir, 5, id, owner, "c"))
         .ok("OPEN c again");
     let r = c.compound(open_ops(&dir, 3, id, owner, "c"));
-    assert_eq!(r.status, st::BAD_SEQID, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_BAD_SEQID, "{}", r.summary());
 
     // RENEW of our client id works; an unknown one is stale.
     c.compound(Ops::new().renew(id)).ok("RENEW");
     let r = c.compound(Ops::new().renew(id ^ 0x7777_0000_0000));
-    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_STALE_CLIENTID,
+        "{}",
+        r.summary()
+    );
     let r = c.compound(open_ops(&dir, 0, id ^ 0x7777_0000_0000, b"x", "d"));
-    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_STALE_CLIENTID,
+        "{}",
+        r.summary()
+    );
 }
 
 /// RFC 7530 section 9.1 (a retransmitted seqid-mutating request gets the cached reply) and
@@ -163,12 +180,12 @@ fn replayed_close_gets_the_cached_reply() {
     let sid = c
         .compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
         .ok("OPEN_CONFIRM")
-        .stateid(op::OPEN_CONFIRM);
+        .stateid(NfsOpnum4::OP_OPEN_CONFIRM);
     let first = c.compound(Ops::new().putfh(&fh).close(2, &sid)).ok("CLOSE");
     let again = c.compound(Ops::new().putfh(&fh).close(2, &sid));
     assert_eq!(
         again.status,
-        st::OK,
+        Nfsstat4::NFS4_OK,
         "retransmitted CLOSE: {}",
         again.summary()
     );
@@ -182,17 +199,28 @@ fn setclientid_confirm_with_wrong_verifier_is_stale() {
     let r = c
         .compound(Ops::new().setclientid(*b"bootverf", b"v40-unconfirmed"))
         .ok("SETCLIENTID");
-    let Res::SetClientId { clientid, confirm } = r.get(op::SETCLIENTID).res else {
-        unreachable!()
-    };
+    let Setclientid4resok {
+        clientid,
+        setclientid_confirm: confirm,
+    } = *r.get(NfsOpnum4::OP_SETCLIENTID).setclientid();
     let mut wrong = confirm;
     wrong[7] ^= 0xff;
     let r = c.compound(Ops::new().setclientid_confirm(clientid, wrong));
-    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_STALE_CLIENTID,
+        "{}",
+        r.summary()
+    );
     // Unconfirmed: OPEN is refused.
     let dir = c.path_fh(&fx.export);
     let r = c.compound(open_ops(&dir, 0, clientid, b"o", "f"));
-    assert_eq!(r.status, st::STALE_CLIENTID, "{}", r.summary());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_STALE_CLIENTID,
+        "{}",
+        r.summary()
+    );
     c.compound(Ops::new().setclientid_confirm(clientid, confirm))
         .ok("SETCLIENTID_CONFIRM");
     c.compound(open_ops(&dir, 0, clientid, b"o", "f"))
@@ -211,55 +239,53 @@ fn v40_locks_with_lock_owner_seqids() {
     let sid = c
         .compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
         .ok("OPEN_CONFIRM")
-        .stateid(op::OPEN_CONFIRM);
-    let new = Locker::New {
-        open_seqid: 2,
-        open_stateid: sid,
-        lock_seqid: 0,
-        clientid: id,
-        owner: b"lo".to_vec(),
-    };
+        .stateid(NfsOpnum4::OP_OPEN_CONFIRM);
+    let new = new_lock_owner(2, &sid, 0, id, b"lo");
     let lsid = c
-        .compound(Ops::new().putfh(&fh).lock(lock_type::WRITE, 0, 10, &new))
+        .compound(
+            Ops::new()
+                .putfh(&fh)
+                .lock(NfsLockType4::WriteLt, 0, 10, &new),
+        )
         .ok("LOCK")
-        .stateid(op::LOCK);
-    let r = d.compound(
-        Ops::new()
-            .putfh(&fh)
-            .lockt(lock_type::READ, 5, 1, d.clientid, b"other"),
-    );
-    assert_eq!(r.status, st::DENIED, "{}", r.summary());
+        .stateid(NfsOpnum4::OP_LOCK);
+    let r =
+        d.compound(
+            Ops::new()
+                .putfh(&fh)
+                .lockt(NfsLockType4::ReadLt, 5, 1, d.clientid, b"other"),
+        );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DENIED, "{}", r.summary());
     // The lock-owner's seqids: 1 is next, 0 a replay, 7 bad.
-    let exist = |seqid| Locker::Exist {
-        stateid: lsid,
-        seqid,
-    };
+    let exist = |seqid| exist_lock_owner(&lsid, seqid);
     let r = c.compound(
         Ops::new()
             .putfh(&fh)
-            .lock(lock_type::WRITE, 20, 10, &exist(7)),
+            .lock(NfsLockType4::WriteLt, 20, 10, &exist(7)),
     );
-    assert_eq!(r.status, st::BAD_SEQID, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_BAD_SEQID, "{}", r.summary());
     let lsid2 = c
         .compound(
             Ops::new()
                 .putfh(&fh)
-                .lock(lock_type::WRITE, 20, 10, &exist(1)),
+                .lock(NfsLockType4::WriteLt, 20, 10, &exist(1)),
         )
         .ok("LOCK existing owner")
-        .stateid(op::LOCK);
+        .stateid(NfsOpnum4::OP_LOCK);
     assert_eq!(lsid2.other, lsid.other);
     c.compound(
         Ops::new()
             .putfh(&fh)
-            .locku(lock_type::WRITE, 2, &lsid2, 0, u64::MAX),
+            .locku(NfsLockType4::WriteLt, 2, &lsid2, 0, u64::MAX),
     )
     .ok("LOCKU");
-    d.compound(
-        Ops::new()
-            .putfh(&fh)
-            .lockt(lock_type::WRITE, 0, u64::MAX, d.clientid, b"other"),
-    )
+    d.compound(Ops::new().putfh(&fh).lockt(
+        NfsLockType4::WriteLt,
+        0,
+        u64::MAX,
+        d.clientid,
+        b"other",
+    ))
     .ok("LOCKT after LOCKU");
 }
 

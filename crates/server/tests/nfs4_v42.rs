@@ -13,6 +13,7 @@ use std::path::Path;
 
 use common::nfs4_raw::*;
 use common::*;
+use nfs4wire::*;
 
 const K64: u64 = 64 * 1024;
 const MIB: u64 = 1 << 20;
@@ -44,12 +45,13 @@ fn has_hole_at(path: &Path, off: u64) -> bool {
 }
 
 /// Merges adjacent segments of the same kind (a server may split extents anywhere).
-fn normalize(segs: &[Segment]) -> Vec<(bool, u64, u64)> {
+fn normalize(segs: &[ReadPlusContent]) -> Vec<(bool, u64, u64)> {
     let mut out: Vec<(bool, u64, u64)> = Vec::new();
     for s in segs {
         let (data, off, len) = match s {
-            Segment::Data { offset, data } => (true, *offset, data.len() as u64),
-            Segment::Hole { offset, length } => (false, *offset, *length),
+            ReadPlusContent::Nfs4ContentData(d) => (true, d.d_offset, d.d_data.len() as u64),
+            ReadPlusContent::Nfs4ContentHole(h) => (false, h.di_offset, h.di_length),
+            ReadPlusContent::Default(t) => panic!("READ_PLUS content {t:?}"),
         };
         if let Some(last) = out.last_mut() {
             assert_eq!(
@@ -70,54 +72,56 @@ fn normalize(segs: &[Segment]) -> Vec<(bool, u64, u64)> {
 fn read_plus(
     c: &mut V4,
     fh: &[u8],
-    sid: &Stateid,
+    sid: &Stateid4,
     offset: u64,
     count: u32,
-) -> (bool, Vec<Segment>) {
+) -> (bool, Vec<ReadPlusContent>) {
     let r = c
         .call(Ops::new().putfh(fh).read_plus(sid, offset, count))
         .ok("READ_PLUS");
-    match &r.get(op::READ_PLUS).res {
-        Res::ReadPlus { eof, segments } => (*eof, segments.clone()),
-        x => panic!("READ_PLUS: {x:?}"),
-    }
+    let ok = r.get(NfsOpnum4::OP_READ_PLUS).read_plus();
+    (ok.rpr_eof, ok.rpr_contents.clone())
 }
 
 /// Checks that the segments carry exactly `want[offset..offset + len]`.
-fn check_content(segs: &[Segment], want: &[u8], offset: u64) {
+fn check_content(segs: &[ReadPlusContent], want: &[u8], offset: u64) {
     let mut pos = offset;
     for s in segs {
         match s {
-            Segment::Data { offset, data } => {
-                assert_eq!(*offset, pos);
-                let o = *offset as usize;
+            ReadPlusContent::Nfs4ContentData(Data4 { d_offset, d_data }) => {
+                assert_eq!(*d_offset, pos);
+                let (o, data) = (*d_offset as usize, payload(d_data));
                 assert!(
                     data[..] == want[o..o + data.len()],
-                    "data segment at {offset} differs"
+                    "data segment at {d_offset} differs"
                 );
                 pos += data.len() as u64;
             }
-            Segment::Hole { offset, length } => {
-                assert_eq!(*offset, pos);
-                let o = *offset as usize;
-                let end = (o + *length as usize).min(want.len());
+            ReadPlusContent::Nfs4ContentHole(DataInfo4 {
+                di_offset,
+                di_length,
+            }) => {
+                assert_eq!(*di_offset, pos);
+                let o = *di_offset as usize;
+                let end = (o + *di_length as usize).min(want.len());
                 assert!(
                     want[o..end].iter().all(|b| *b == 0),
-                    "hole at {offset} over data"
+                    "hole at {di_offset} over data"
                 );
-                pos += length;
+                pos += di_length;
             }
+            ReadPlusContent::Default(t) => panic!("READ_PLUS content {t:?}"),
         }
     }
 }
 
-fn open_read(c: &mut V4, dir: &[u8], name: &str) -> (bytes::Bytes, Stateid) {
+fn open_read(c: &mut V4, dir: &[u8], name: &str) -> (bytes::Bytes, Stateid4) {
     c.open_ok(
         dir,
         name,
         "reader",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     )
 }
@@ -200,14 +204,17 @@ fn read_plus_returns_data_and_hole_segments() {
         assert!(!segs.is_empty() || eof, "no segments at {pos} before eof");
         for s in &segs {
             match s {
-                Segment::Hole { offset, length } => {
-                    assert_eq!(*offset, pos, "hole segment not contiguous");
-                    assert!(*length > 0);
-                    pos += length;
+                ReadPlusContent::Nfs4ContentHole(h) => {
+                    assert_eq!(h.di_offset, pos, "hole segment not contiguous");
+                    assert!(h.di_length > 0);
+                    pos += h.di_length;
                 }
-                Segment::Data { offset, data } => {
-                    panic!("DATA segment at {offset} ({} bytes) in a hole", data.len())
-                }
+                ReadPlusContent::Nfs4ContentData(d) => panic!(
+                    "DATA segment at {} ({} bytes) in a hole",
+                    d.d_offset,
+                    d.d_data.len()
+                ),
+                ReadPlusContent::Default(t) => panic!("READ_PLUS content {t:?}"),
             }
         }
         if eof {
@@ -244,50 +251,65 @@ fn seek_data_and_hole() {
     let mut c = V4::session(fx.server.port, 2, "seek");
     let dir = c.path_fh(&fx.export);
     let (fh, sid) = open_read(&mut c, &dir, "sparse");
-    let seek = |c: &mut V4, fh: &[u8], off: u64, what: u32| {
+    let seek = |c: &mut V4, fh: &[u8], off: u64, what: DataContent4| {
         let r = c.call(Ops::new().putfh(fh).seek(&sid, off, what));
         match &r.last().res {
-            Res::Seek { eof, offset } => Ok((*eof, *offset)),
+            NfsResop4::OpSeek(Seek4res::Nfs4Ok(s)) => Ok((s.sr_eof, s.sr_offset)),
             _ => Err(r.status),
         }
     };
     // (from, what, expected offset)
     for (from, what, at) in [
-        (0, CONTENT_DATA, 0),
-        (0, CONTENT_HOLE, K64),
-        (10, CONTENT_HOLE, K64),
-        (K64, CONTENT_DATA, 2 * K64),
-        (K64 + 7, CONTENT_DATA, 2 * K64),
-        (K64 + 7, CONTENT_HOLE, K64 + 7),
-        (2 * K64 + 5, CONTENT_HOLE, 3 * K64),
-        (6 * K64, CONTENT_HOLE, 7 * K64),
-        (7 * K64 + 100, CONTENT_HOLE, 7 * K64 + 100),
+        (0, DataContent4::Nfs4ContentData, 0),
+        (0, DataContent4::Nfs4ContentHole, K64),
+        (10, DataContent4::Nfs4ContentHole, K64),
+        (K64, DataContent4::Nfs4ContentData, 2 * K64),
+        (K64 + 7, DataContent4::Nfs4ContentData, 2 * K64),
+        (K64 + 7, DataContent4::Nfs4ContentHole, K64 + 7),
+        (2 * K64 + 5, DataContent4::Nfs4ContentHole, 3 * K64),
+        (6 * K64, DataContent4::Nfs4ContentHole, 7 * K64),
+        (7 * K64 + 100, DataContent4::Nfs4ContentHole, 7 * K64 + 100),
     ] {
         assert_eq!(
             seek(&mut c, &fh, from, what),
             Ok((false, at)),
             "SEEK {} from {from}",
-            if what == CONTENT_DATA { "DATA" } else { "HOLE" }
+            if what == DataContent4::Nfs4ContentData {
+                "DATA"
+            } else {
+                "HOLE"
+            }
         );
     }
     // No data after the last data extent: eof.
-    let r = seek(&mut c, &fh, 7 * K64, CONTENT_DATA).expect("SEEK DATA in the trailing hole");
+    let r = seek(&mut c, &fh, 7 * K64, DataContent4::Nfs4ContentData)
+        .expect("SEEK DATA in the trailing hole");
     assert!(r.0, "SEEK DATA in the trailing hole without eof: {r:?}");
     // At or beyond the end of the file: NFS4ERR_NXIO (RFC 7862 section 15.11.3).
-    assert_eq!(seek(&mut c, &fh, SPARSE_SIZE, CONTENT_DATA), Err(6));
-    assert_eq!(seek(&mut c, &fh, SPARSE_SIZE + 1, CONTENT_HOLE), Err(6));
+    assert_eq!(
+        seek(&mut c, &fh, SPARSE_SIZE, DataContent4::Nfs4ContentData),
+        Err(Nfsstat4::NFS4ERR_NXIO)
+    );
+    assert_eq!(
+        seek(&mut c, &fh, SPARSE_SIZE + 1, DataContent4::Nfs4ContentHole),
+        Err(Nfsstat4::NFS4ERR_NXIO)
+    );
     c.close_ok(&fh, &sid);
 
     // A file without holes has only the implicit hole at its end.
     let (dfh, dsid) = open_read(&mut c, &dir, "dense");
     let r = c
-        .call(Ops::new().putfh(&dfh).seek(&dsid, 100, CONTENT_HOLE))
+        .call(
+            Ops::new()
+                .putfh(&dfh)
+                .seek(&dsid, 100, DataContent4::Nfs4ContentHole),
+        )
         .ok("SEEK HOLE in a dense file");
     assert_eq!(
-        r.last().res,
-        Res::Seek {
-            eof: true,
-            offset: 10_000
+        r.last().seek(),
+        &SeekRes4 {
+            sr_eof: true,
+            sr_offset: 10_000
         }
     );
     c.close_ok(&dfh, &dsid);
@@ -303,8 +325,8 @@ fn allocate_then_deallocate_changes_allocation() {
         &dir,
         "alloc",
         "writer",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Unchecked(Sattr::mode(0o644)),
     );
     let blocks = |p: &Path| std::fs::metadata(p).unwrap().blocks();
@@ -322,7 +344,7 @@ fn allocate_then_deallocate_changes_allocation() {
     );
     let data = pattern(7, 3 * MIB as usize);
     c.write_all(&fh, &sid, 0, &data);
-    let a = c.getattr(&fh, &[fa::SIZE, fa::SPACE_USED]);
+    let a = c.getattr(&fh, &[FATTR4_SIZE, FATTR4_SPACE_USED]);
     assert_eq!(a.size, Some(8 * MIB));
     assert!(a.space_used.unwrap() >= 8 * MIB, "space_used {a:?}");
 
@@ -336,7 +358,7 @@ fn allocate_then_deallocate_changes_allocation() {
         "blocks {} after DEALLOCATE of 4 MiB, {allocated} before",
         md.blocks()
     );
-    let a2 = c.getattr(&fh, &[fa::SIZE, fa::SPACE_USED]);
+    let a2 = c.getattr(&fh, &[FATTR4_SIZE, FATTR4_SPACE_USED]);
     assert!(
         a2.space_used.unwrap() + 4 * MIB <= a.space_used.unwrap(),
         "space_used {:?} -> {:?}",
@@ -351,13 +373,17 @@ fn allocate_then_deallocate_changes_allocation() {
     assert!(content[..2 * MIB as usize] == data[..2 * MIB as usize]);
     assert!(content[2 * MIB as usize..].iter().all(|b| *b == 0));
     let r = c
-        .call(Ops::new().putfh(&fh).seek(&sid, 0, CONTENT_HOLE))
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .seek(&sid, 0, DataContent4::Nfs4ContentHole),
+        )
         .ok("SEEK HOLE after DEALLOCATE");
     assert_eq!(
-        r.last().res,
-        Res::Seek {
-            eof: false,
-            offset: 2 * MIB
+        r.last().seek(),
+        &SeekRes4 {
+            sr_eof: false,
+            sr_offset: 2 * MIB
         }
     );
 
@@ -366,8 +392,8 @@ fn allocate_then_deallocate_changes_allocation() {
         &dir,
         "alloc",
         "reader",
-        share::ACCESS_READ,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::NoCreate,
     );
     for ops in [
@@ -375,7 +401,7 @@ fn allocate_then_deallocate_changes_allocation() {
         Ops::new().putfh(&fh).deallocate(&rsid, 0, MIB),
     ] {
         let r = c.call(ops);
-        assert_eq!(r.status, st::OPENMODE, "{}", r.summary());
+        assert_eq!(r.status, Nfsstat4::NFS4ERR_OPENMODE, "{}", r.summary());
     }
     assert!(std::fs::read(&path).unwrap()[..MIB as usize] == data[..MIB as usize]);
     c.close_ok(&fh, &sid);
@@ -393,8 +419,8 @@ fn copy_between_files() {
         &dir,
         "dst",
         "writer",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Guarded(Sattr::mode(0o644)),
     );
     let copy = |c: &mut V4, so: u64, d_o: u64, n: u64| {
@@ -407,19 +433,14 @@ fn copy_between_files() {
         )
     };
     let r = copy(&mut c, 0, 0, MIB).ok("COPY");
-    match r.last().res {
-        Res::Copy {
-            callback_ids,
-            count,
-            synchronous,
-            ..
-        } => {
-            assert_eq!(count, MIB);
-            assert_eq!(callback_ids, 0, "synchronous COPY with a callback id");
-            assert!(synchronous);
-        }
-        ref x => panic!("COPY: {x:?}"),
-    }
+    let ok = r.last().copy();
+    assert_eq!(ok.cr_response.wr_count, MIB);
+    assert_eq!(
+        ok.cr_response.wr_callback_id.len(),
+        0,
+        "synchronous COPY with a callback id"
+    );
+    assert!(ok.cr_requirements.cr_synchronous);
     let dst = std::fs::read(fx.export.join("dst")).unwrap();
     assert_eq!(dst.len(), src_data.len());
     assert!(dst == src_data, "copied content differs");
@@ -433,7 +454,7 @@ fn copy_between_files() {
 
     // Beyond the source's end: NFS4ERR_INVAL (RFC 7862 section 15.2.3).
     let r = copy(&mut c, MIB - 10, 0, 100);
-    assert_eq!(r.status, st::INVAL, "{}", r.summary());
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_INVAL, "{}", r.summary());
     // The destination needs write access.
     let r = c.call(
         Ops::new()
@@ -442,13 +463,17 @@ fn copy_between_files() {
             .putfh(&sfh)
             .copy(&ssid, &ssid, 0, 0, 10),
     );
-    assert_ne!(r.status, st::OK, "COPY onto a file opened read-only");
+    assert_ne!(
+        r.status,
+        Nfsstat4::NFS4_OK,
+        "COPY onto a file opened read-only"
+    );
     c.close_ok(&sfh, &ssid);
     c.close_ok(&dfh, &dsid);
 }
 
 /// Reads a whole file with READ_PLUS in 1 MiB requests and rebuilds its bytes.
-fn read_plus_whole(c: &mut V4, fh: &[u8], sid: &Stateid, size: u64) -> Vec<u8> {
+fn read_plus_whole(c: &mut V4, fh: &[u8], sid: &Stateid4, size: u64) -> Vec<u8> {
     let mut out = vec![0u8; size as usize];
     let mut pos = 0u64;
     loop {
@@ -456,12 +481,13 @@ fn read_plus_whole(c: &mut V4, fh: &[u8], sid: &Stateid, size: u64) -> Vec<u8> {
         let mut next = pos;
         for s in &segs {
             match s {
-                Segment::Data { offset, data } => {
-                    let o = *offset as usize;
-                    out[o..o + data.len()].copy_from_slice(data);
-                    next = next.max(offset + data.len() as u64);
+                ReadPlusContent::Nfs4ContentData(d) => {
+                    let o = d.d_offset as usize;
+                    out[o..o + d.d_data.len()].copy_from_slice(payload(&d.d_data));
+                    next = next.max(d.d_offset + d.d_data.len() as u64);
                 }
-                Segment::Hole { offset, length } => next = next.max(offset + length),
+                ReadPlusContent::Nfs4ContentHole(h) => next = next.max(h.di_offset + h.di_length),
+                ReadPlusContent::Default(t) => panic!("READ_PLUS content {t:?}"),
             }
         }
         if eof || next >= size {
@@ -547,28 +573,27 @@ fn read_plus_and_read_spliced_from_the_page_cache() {
         assert_eq!(segs.len(), 1, "one data segment at {off}");
         check_content(&segs, &want, off);
         let end = (off + count).min(size);
-        assert!(matches!(&segs[0], Segment::Data { data, .. } if data.len() as u64 == end - off));
+        assert!(
+            matches!(&segs[0], ReadPlusContent::Nfs4ContentData(d) if d.d_data.len() as u64 == end - off)
+        );
         assert_eq!(eof, end == size, "eof at {off}");
         let r = c
             .call(Ops::new().putfh(&fh).read(&sid, off, count as u32))
             .ok("READ");
-        match &r.get(op::READ).res {
-            Res::Read { eof, data } => {
-                assert!(
-                    data[..] == want[off as usize..end as usize],
-                    "READ at {off}"
-                );
-                assert_eq!(*eof, end == size);
-            }
-            x => panic!("READ: {x:?}"),
-        }
+        let ok = r.get(NfsOpnum4::OP_READ).read();
+        assert!(
+            payload(&ok.data)[..] == want[off as usize..end as usize],
+            "READ at {off}"
+        );
+        assert_eq!(ok.eof, end == size);
     }
     assert!(read_plus_whole(&mut c, &fh, &sid, size) == want);
     c.close_ok(&fh, &sid);
     let (sfh, ssid) = open_read(&mut c, &dir, "sparse");
     let (_, segs) = read_plus(&mut c, &sfh, &ssid, 0, MIB as u32);
     assert!(
-        segs.iter().any(|s| matches!(s, Segment::Hole { .. })),
+        segs.iter()
+            .any(|s| matches!(s, ReadPlusContent::Nfs4ContentHole(_))),
         "the sparse file's holes are kept"
     );
     check_content(&segs, &sparse, 0);

@@ -17,11 +17,10 @@ use bytes::Bytes;
 use common::nfs4_raw::*;
 use common::*;
 use nfs3::types::*;
+use nfs4wire::*;
 
 /// nobody: an unprivileged caller that owns nothing here.
 const OTHER: u32 = 65534;
-/// NFS4ERR_ACCESS.
-const NFS4ERR_ACCESS: u32 = 13;
 
 fn mode_on_disk(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
@@ -247,9 +246,9 @@ fn v4(fx: &Fixture, minor: u32, owner: &str, uid: u32) -> (V4, Bytes) {
     (c, dir)
 }
 
-fn open_status(c: &mut V4, dir: &[u8], name: &str, access: u32, how: OpenHow) -> u32 {
-    let r = c.open(dir, name, "o", access, share::DENY_NONE, how);
-    if r.status == st::OK {
+fn open_status(c: &mut V4, dir: &[u8], name: &str, access: u32, how: OpenHow) -> Nfsstat4 {
+    let r = c.open(dir, name, "o", access, OPEN4_SHARE_DENY_NONE, how);
+    if r.status == Nfsstat4::NFS4_OK {
         let (fh, sid) = (r.fh(), r.open_stateid());
         c.close_ok(&fh, &sid);
     }
@@ -266,11 +265,17 @@ fn nfsv4_open_holds_the_owner_to_the_mode_of_an_existing_file() {
     for (mode, read_ok) in [(0o477, true), (0o177, false), (0o077, false), (0o644, true)] {
         set_mode(&p, mode);
         let write_ok = mode & 0o200 != 0;
-        let expect = |ok: bool| if ok { st::OK } else { NFS4ERR_ACCESS };
+        let expect = |ok: bool| {
+            if ok {
+                Nfsstat4::NFS4_OK
+            } else {
+                Nfsstat4::NFS4ERR_ACCESS
+            }
+        };
         for (access, want) in [
-            (share::ACCESS_READ, expect(read_ok)),
-            (share::ACCESS_WRITE, expect(write_ok)),
-            (share::ACCESS_BOTH, expect(read_ok && write_ok)),
+            (OPEN4_SHARE_ACCESS_READ, expect(read_ok)),
+            (OPEN4_SHARE_ACCESS_WRITE, expect(write_ok)),
+            (OPEN4_SHARE_ACCESS_BOTH, expect(read_ok && write_ok)),
         ] {
             assert_eq!(
                 open_status(&mut c, &dir, "mine", access, OpenHow::NoCreate),
@@ -290,8 +295,8 @@ fn nfsv4_file_created_read_only_is_written_through_its_open() {
         &dir,
         "new",
         "o",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Unchecked(Sattr::mode(0o444)),
     );
     c.write_all(&fh, &sid, 0, b"written");
@@ -301,8 +306,14 @@ fn nfsv4_file_created_read_only_is_written_through_its_open() {
     assert_eq!(mode_on_disk(&p), 0o444);
     // opened again, the mode holds
     assert_eq!(
-        open_status(&mut c, &dir, "new", share::ACCESS_WRITE, OpenHow::NoCreate),
-        NFS4ERR_ACCESS
+        open_status(
+            &mut c,
+            &dir,
+            "new",
+            OPEN4_SHARE_ACCESS_WRITE,
+            OpenHow::NoCreate
+        ),
+        Nfsstat4::NFS4ERR_ACCESS
     );
     // an UNCHECKED create of the existing file with size 0 truncates nothing it may not write
     assert_eq!(
@@ -310,13 +321,13 @@ fn nfsv4_file_created_read_only_is_written_through_its_open() {
             &mut c,
             &dir,
             "new",
-            share::ACCESS_WRITE,
+            OPEN4_SHARE_ACCESS_WRITE,
             OpenHow::Unchecked(Sattr {
                 size: Some(0),
                 ..Default::default()
             })
         ),
-        NFS4ERR_ACCESS
+        Nfsstat4::NFS4ERR_ACCESS
     );
     assert_eq!(std::fs::read(&p).unwrap(), b"written");
 }
@@ -333,11 +344,15 @@ fn nfsv4_data_changes_by_another_user_clear_set_id_bits() {
         .call(Ops::new().putfh(&dir).lookup("src").getfh())
         .ok("LOOKUP src")
         .fh();
-    type Op = fn(&mut V4, &[u8], &Stateid, &[u8], &Stateid);
+    type Op = fn(&mut V4, &[u8], &Stateid4, &[u8], &Stateid4);
     let changes: [(Change, Op); 4] = [
         (Change::Write, |c, fh, sid, _, _| {
-            c.call(Ops::new().putfh(fh).write(sid, 10, FILE_SYNC4, b"!"))
-                .ok("WRITE");
+            c.call(
+                Ops::new()
+                    .putfh(fh)
+                    .write(sid, 10, StableHow4::FileSync4, b"!"),
+            )
+            .ok("WRITE");
         }),
         (Change::Allocate, |c, fh, sid, _, _| {
             c.call(Ops::new().putfh(fh).allocate(sid, 0, 65536))
@@ -369,16 +384,16 @@ fn nfsv4_data_changes_by_another_user_clear_set_id_bits() {
                     &dir,
                     &name,
                     "o",
-                    share::ACCESS_BOTH,
-                    share::DENY_NONE,
+                    OPEN4_SHARE_ACCESS_BOTH,
+                    OPEN4_SHARE_DENY_NONE,
                     OpenHow::NoCreate,
                 );
                 let (_, src_sid) = c.open_ok(
                     &dir,
                     "src",
                     "o",
-                    share::ACCESS_READ,
-                    share::DENY_NONE,
+                    OPEN4_SHARE_ACCESS_READ,
+                    OPEN4_SHARE_DENY_NONE,
                     OpenHow::NoCreate,
                 );
                 change(c, &fh, &sid, &src_fh, &src_sid);
@@ -395,10 +410,7 @@ fn nfsv4_data_changes_by_another_user_clear_set_id_bits() {
 }
 
 fn attrset(r: &CompoundRes) -> Vec<u32> {
-    match &r.get(op::OPEN).res {
-        Res::Open { attrset, .. } => attrset.clone(),
-        x => panic!("OPEN: {x:?}"),
-    }
+    bits(&r.get(NfsOpnum4::OP_OPEN).open().attrset)
 }
 
 /// Whether attribute `n` is among `bits` (the client decodes a bitmap into attribute numbers).
@@ -429,8 +441,8 @@ fn exclusive_create_asks_the_client_to_set_the_times() {
                 &dir,
                 "excl41",
                 "o",
-                share::ACCESS_BOTH,
-                share::DENY_NONE,
+                OPEN4_SHARE_ACCESS_BOTH,
+                OPEN4_SHARE_DENY_NONE,
                 OpenHow::Exclusive41(verf, Sattr::mode(0o640)),
             ),
         ),
@@ -441,12 +453,12 @@ fn exclusive_create_asks_the_client_to_set_the_times() {
                     .putfh(&dir)
                     .open(
                         0,
-                        share::ACCESS_BOTH,
-                        share::DENY_NONE,
+                        OPEN4_SHARE_ACCESS_BOTH,
+                        OPEN4_SHARE_DENY_NONE,
                         clientid,
                         b"o",
                         &OpenHow::Exclusive(verf),
-                        &Claim::Null(b"excl40".to_vec()),
+                        &OpenClaim4::ClaimNull("excl40".into()),
                     )
                     .getfh(),
             ),
@@ -455,7 +467,7 @@ fn exclusive_create_asks_the_client_to_set_the_times() {
         let r = r.ok(&format!("exclusive OPEN {name}"));
         let set = attrset(&r);
         assert!(
-            has_bit(&set, fa::TIME_ACCESS) && has_bit(&set, fa::TIME_MODIFY),
+            has_bit(&set, FATTR4_TIME_ACCESS) && has_bit(&set, FATTR4_TIME_MODIFY),
             "{name}: attrset {set:?} does not flag the times, so the client keeps the verifier \
              as the file's times"
         );
@@ -463,7 +475,7 @@ fn exclusive_create_asks_the_client_to_set_the_times() {
         let md = std::fs::metadata(fx.export.join(name)).unwrap();
         if name == "excl41" {
             assert_eq!(md.mode() & 0o7777, 0o640, "EXCLUSIVE4_1 createattrs");
-            assert!(!has_bit(&set, fa::TIME_ACCESS_SET), "{set:?}");
+            assert!(!has_bit(&set, FATTR4_TIME_ACCESS_SET), "{set:?}");
         }
         // what the client then does (Linux: SETATTR time_access_set / time_modify_set to the
         // server's time) gives the file real times
@@ -478,10 +490,10 @@ fn exclusive_create_asks_the_client_to_set_the_times() {
         let t0 = now_secs();
         client
             .call(Ops::new().putfh(&fh).setattr(
-                &Stateid::default(),
+                &ANON_STATEID,
                 &Sattr {
-                    atime: Some(common::nfs4_raw::SetTime::Server),
-                    mtime: Some(common::nfs4_raw::SetTime::Server),
+                    atime: Some(Settime4::Default(TimeHow4::SetToServerTime4)),
+                    mtime: Some(Settime4::Default(TimeHow4::SetToServerTime4)),
                     ..Default::default()
                 },
             ))
@@ -506,11 +518,11 @@ fn a_new_file_on_a_removed_files_inode_number_starts_without_state() {
         &dir,
         "gone",
         "o",
-        share::ACCESS_BOTH,
-        share::DENY_WRITE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_WRITE,
         OpenHow::Unchecked(Sattr::mode(0o644)),
     );
-    let ino = a.getattr(&fh, &[fa::FILEID]).fileid.unwrap();
+    let ino = a.getattr(&fh, &[FATTR4_FILEID]).fileid.unwrap();
     a.call(Ops::new().putfh(&dir).remove("gone")).ok("REMOVE");
     // New files until one gets the freed inode number (ext4 hands out the lowest free
     // number of the group: the first one, as a rule); every one opens for writing.
@@ -521,27 +533,27 @@ fn a_new_file_on_a_removed_files_inode_number_starts_without_state() {
             &dir,
             &name,
             "o",
-            share::ACCESS_BOTH,
-            share::DENY_NONE,
+            OPEN4_SHARE_ACCESS_BOTH,
+            OPEN4_SHARE_DENY_NONE,
             OpenHow::Unchecked(Sattr::mode(0o644)),
         );
         assert_eq!(
             r.status,
-            st::OK,
+            Nfsstat4::NFS4_OK,
             "OPEN of new file {name} (removed file's inode {ino}): {}",
             r.summary()
         );
         let new_fh = r.fh();
-        let got = b.getattr(&new_fh, &[fa::FILEID]).fileid.unwrap();
+        let got = b.getattr(&new_fh, &[FATTR4_FILEID]).fileid.unwrap();
         let sid = r.open_stateid();
         b.close_ok(&new_fh, &sid);
         if got == ino {
             reused = true;
             // the old handle names the removed file, not the new one
-            let old = a.call(Ops::new().putfh(&fh).getattr(&[fa::FILEID]));
+            let old = a.call(Ops::new().putfh(&fh).getattr(&[FATTR4_FILEID]));
             assert_ne!(
                 old.status,
-                st::OK,
+                Nfsstat4::NFS4_OK,
                 "the removed file's handle still resolves"
             );
             break;
@@ -571,31 +583,40 @@ fn an_open_whose_truncation_fails_leaves_no_share_reservation() {
         &dir,
         "prog",
         "o",
-        share::ACCESS_WRITE,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_WRITE,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Unchecked(Sattr {
             size: Some(0),
             ..Default::default()
         }),
     );
     let busy = r.status;
-    let status = open_status(&mut b, &dir, "prog", share::ACCESS_READ, OpenHow::NoCreate);
+    let status = open_status(
+        &mut b,
+        &dir,
+        "prog",
+        OPEN4_SHARE_ACCESS_READ,
+        OpenHow::NoCreate,
+    );
     let deny_write = b.open(
         &dir,
         "prog",
         "o2",
-        share::ACCESS_READ,
-        share::DENY_WRITE,
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_WRITE,
         OpenHow::NoCreate,
     );
     running.kill().unwrap();
     running.wait().unwrap();
-    const NFS4ERR_DELAY: u32 = 10008;
-    assert_eq!(busy, NFS4ERR_DELAY, "O_TRUNC of a running program");
-    assert_eq!(status, st::OK);
+    assert_eq!(
+        busy,
+        Nfsstat4::NFS4ERR_DELAY,
+        "O_TRUNC of a running program"
+    );
+    assert_eq!(status, Nfsstat4::NFS4_OK);
     assert_eq!(
         deny_write.status,
-        st::OK,
+        Nfsstat4::NFS4_OK,
         "a reader denying writes, after the failed O_TRUNC: {}",
         deny_write.summary()
     );

@@ -11,6 +11,7 @@ use common::loopback::LocalServer;
 use common::nfs4_raw::*;
 use common::*;
 use nfs3::types::*;
+use nfs4wire::*;
 
 fn server() -> (tempfile::TempDir, std::path::PathBuf, LocalServer) {
     let tmp = tempfile::tempdir().unwrap();
@@ -77,29 +78,22 @@ fn nfsv41_state_keeps_no_call_buffer() {
     // A second client whose session keeps an AUTH_SYS callback credential.
     let mut b = V4::over(RpcClient::loopback(&srv), 1, "retention-41-cb");
     let (clientid, seqid) = b.exchange_id();
-    let mut args = xdr::Encoder::new();
-    args.u64(clientid);
-    args.u32(seqid);
-    args.u32(0);
-    for (maxreq, maxresp, cached, maxops, reqs) in
-        [(1 << 20, 1 << 20, 65536, 16, 4), (4096, 4096, 0, 2, 1)]
-    {
-        for v in [0, maxreq, maxresp, cached, maxops, reqs, 0] {
-            args.u32(v);
-        }
-    }
-    args.u32(0x4000_0000);
-    args.u32(1); // one callback security: AUTH_SYS
-    args.u32(1);
-    sunrpc::AuthSys {
-        stamp: 1,
-        machine: bytes::Bytes::from_static(b"client.example"),
-        uid: 0,
-        gid: 0,
-        gids: vec![],
-    }
-    .encode(&mut args);
-    b.compound(Ops::new().raw(op::CREATE_SESSION, &args.finish().to_bytes()))
+    let create = CreateSession4args {
+        csa_clientid: clientid,
+        csa_sequence: seqid,
+        csa_flags: 0,
+        csa_fore_chan_attrs: channel(1 << 20, 1 << 20, 65536, 16, 4),
+        csa_back_chan_attrs: channel(4096, 4096, 0, 2, 1),
+        csa_cb_program: CB_PROGRAM,
+        csa_sec_parms: vec![CallbackSecParms4::AuthSys(AuthsysParms {
+            stamp: 1,
+            machinename: bytes::Bytes::from_static(b"client.example"),
+            uid: 0,
+            gid: 0,
+            gids: vec![],
+        })],
+    };
+    b.compound(Ops::new().op(NfsArgop4::OpCreateSession(create)))
         .ok("CREATE_SESSION with an AUTH_SYS callback credential");
 
     let dir = c.path_fh(&export);
@@ -107,30 +101,24 @@ fn nfsv41_state_keeps_no_call_buffer() {
         &dir,
         "f",
         "open-owner",
-        share::ACCESS_BOTH,
-        share::DENY_NONE,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
         OpenHow::Unchecked(Sattr::mode(0o644)),
     );
     c.write_all(&fh, &open, 0, &[5u8; 70_000]);
-    let locker = Locker::New {
-        open_seqid: 0,
-        open_stateid: open,
-        lock_seqid: 0,
-        clientid: c.clientid,
-        owner: b"lock-owner".to_vec(),
-    };
+    let locker = new_lock_owner(0, &open, 0, c.clientid, b"lock-owner");
     let r = c
         .call(
             Ops::new()
                 .putfh(&fh)
-                .lock(lock_type::WRITE, 0, 100, &locker),
+                .lock(NfsLockType4::WriteLt, 0, 100, &locker),
         )
         .ok("LOCK");
-    let lock = r.stateid(op::LOCK);
+    let lock = r.stateid(NfsOpnum4::OP_LOCK);
     c.call(
         Ops::new()
             .putfh(&fh)
-            .locku(lock_type::WRITE, 0, &lock, 0, 100),
+            .locku(NfsLockType4::WriteLt, 0, &lock, 0, 100),
     )
     .ok("LOCKU");
     // A READ whose reply the slot caches (sa_cachethis): the cache must not keep the READ's
@@ -144,7 +132,7 @@ fn nfsv41_state_keeps_no_call_buffer() {
     );
     // its replay comes from the cache, byte for byte
     let again = c.call_slot(1, 1, true, Ops::new().putfh(&fh).read(&open, 0, 4096));
-    assert_eq!(again.status, 0);
+    assert_eq!(again.status, Nfsstat4::NFS4_OK);
     c.close_ok(&fh, &open);
     c.destroy();
 }
@@ -161,12 +149,12 @@ fn nfsv40_owners_keep_no_call_buffer() {
             .putfh(&dir)
             .open(
                 0,
-                share::ACCESS_BOTH,
-                share::DENY_NONE,
+                OPEN4_SHARE_ACCESS_BOTH,
+                OPEN4_SHARE_DENY_NONE,
                 clientid,
                 b"open-owner-40",
                 &OpenHow::Unchecked(Sattr::mode(0o644)),
-                &Claim::Null(b"f".to_vec()),
+                &OpenClaim4::ClaimNull("f".into()),
             )
             .getfh(),
     )
