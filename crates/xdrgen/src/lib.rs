@@ -22,7 +22,9 @@
 //! types called `parent_field`), comments (`/* */`, `//`), `%` pass-through lines (ignored,
 //! wherever they appear) and `program`/`version` blocks, which become constants for the
 //! program, version and procedure numbers. `int32_t`, `uint32_t`, `int64_t` and `uint64_t`
-//! are understood as the C typedefs RFC 7863 assumes. `float`, `double` and `quadruple` are
+//! are understood as the C typedefs RFC 7863 assumes, and rpcgen's `long` and `unsigned long`
+//! (RFC 1813's `int32` and `uint32`) as `int` and `unsigned int`; `struct name`, `enum name`
+//! and `union name` name a type (`typedef struct mountbody *mountlist;`). `float`, `double` and `quadruple` are
 //! rejected. Errors name the file, line and column.
 //!
 //! # What is generated
@@ -48,6 +50,11 @@
 //!   dropped iteratively, with at most `max_array` (or `bound("S", n)`) nodes; any other
 //!   recursion is decoded with a depth bound ([`Generator::max_depth`]). Both limits fail
 //!   with `XdrError::TooLong`.
+//! * Representation settings, each for named types: [`Generator::vec_list`] (a linked list as
+//!   a `Vec`, same encoding), [`Generator::option_union`] (a `bool`-switched union with one
+//!   void arm as `struct X(pub Option<T>)`), [`Generator::newtype`] (a typedef as a type of
+//!   its own, with a codec) and [`Generator::variant_name`] (union arms named after their
+//!   meaning, such as `Ok` and `Fail` for status-switched results).
 //! * Optionally ([`Generator::proptest`]) `proptest` strategies and `Arbitrary` impls, in
 //!   `#[cfg(test)]` code, for round-trip tests in the crate that includes the output.
 
@@ -108,6 +115,7 @@ impl std::error::Error for Error {}
 #[derive(Debug, Clone)]
 pub struct Generator {
     open_enums: Vec<String>,
+    renames: Vec<(String, String, String)>,
     cfg: codegen::Config,
     extensions: Vec<(String, bool, String)>,
     sources: Vec<(String, String)>,
@@ -126,6 +134,7 @@ impl Generator {
     pub fn new() -> Self {
         Generator {
             open_enums: Vec::new(),
+            renames: Vec::new(),
             cfg: codegen::Config {
                 max_opaque: 1 << 20,
                 max_array: 1024,
@@ -136,6 +145,9 @@ impl Generator {
                 inline_max: 64,
                 proptest: false,
                 arbitrary_depth: 3,
+                vec_lists: BTreeSet::new(),
+                option_unions: BTreeSet::new(),
+                newtypes: BTreeSet::new(),
             },
             extensions: Vec::new(),
             sources: Vec::new(),
@@ -206,6 +218,48 @@ impl Generator {
         self
     }
 
+    /// Makes the linked list `struct name { ...; name *next; }` (the tail may also be a
+    /// typedef of `name *`, as in `typedef struct name *list;`) a `Vec`: every `name *x` (and
+    /// every typedef of it) becomes `Vec<Name>`, and `Name` loses its tail field. The encoding
+    /// is unchanged (TRUE before each node, FALSE after the last); the node count is bounded as
+    /// for other lists. Code that builds or reads long lists (directory listings) then pushes
+    /// to and iterates a `Vec`, with no allocation per node and no recursion to undo on drop.
+    /// `name` may then only be used behind `*`.
+    pub fn vec_list(mut self, name: &str) -> Self {
+        self.cfg.vec_lists.insert(name.to_string());
+        self
+    }
+
+    /// Makes the union `name`, which must be `switch (bool b) { case TRUE: T v; case FALSE:
+    /// void; }` (or `default: void;` for the FALSE arm), a `struct Name(pub Option<T>)` with
+    /// `Default` (`None`): optional data spelt as a union, such as NFSv3's `post_op_attr`.
+    pub fn option_union(mut self, name: &str) -> Self {
+        self.cfg.option_unions.insert(name.to_string());
+        self
+    }
+
+    /// Makes the typedef `name` a type of its own (`struct Name(pub T)`, with `Decode` and
+    /// `Encode`) instead of an alias, so that a bare typedef (a procedure's argument such as
+    /// MOUNT's `dirpath`, or a result such as `exports`) can be decoded and encoded with its
+    /// bounds. Bounds set for `name` apply inside it.
+    pub fn newtype(mut self, name: &str) -> Self {
+        self.cfg.newtypes.insert(name.to_string());
+        self
+    }
+
+    /// In every union switching on the enum `discriminant`, names the Rust variant of the arm
+    /// for `label` (an item of the enum, matched by value, or `"default"`) `variant`: for
+    /// example `("nfsstat3", "NFS3_OK", "Ok")` and `("nfsstat3", "default", "Fail")` give every
+    /// NFSv3 result union the variants `Ok(..)` and `Fail(status, ..)`.
+    pub fn variant_name(mut self, discriminant: &str, label: &str, variant: &str) -> Self {
+        self.renames.push((
+            discriminant.to_string(),
+            label.to_string(),
+            variant.to_string(),
+        ));
+        self
+    }
+
     /// Adds enum items, written as in an enum body (`"A = 1, B = 2"`), to the enum `name`
     /// (for extensions such as RFC 8276's additions to `nfs_opnum4`).
     pub fn extend_enum(mut self, name: &str, items: &str) -> Self {
@@ -264,7 +318,8 @@ impl Generator {
                 model::Extension::Enum(name.clone(), parser::parse_enum_items(toks)?)
             });
         }
-        let m = model::build(defs, &exts, &self.open_enums)?;
+        let mut m = model::build(defs, &exts, &self.open_enums)?;
+        model::rename_variants(&mut m, &self.renames)?;
         let names: Vec<String> = all.iter().map(|(n, _)| n.clone()).collect();
         codegen::generate(&m, &self.cfg, &names)
     }
@@ -382,6 +437,52 @@ mod tests {
             .generate(&["/nonexistent/x.x"])
             .unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/x.x: cannot read"));
+    }
+
+    #[test]
+    fn representation_settings_are_checked() {
+        let g = Generator::new().source(
+            "t.x",
+            "enum st { OK = 0, BAD = 1 };\nstruct n { int v; n *next; };\nstruct t { t *l; t *r; };\nstruct u { n one; };\nunion o switch (bool b) { case TRUE: int x; case FALSE: int y; };\nunion r switch (st s) { case OK: void; };\ntypedef int i;",
+        );
+        let err = |g: Generator| g.generate_sources().unwrap_err().to_string();
+        assert_eq!(
+            err(g.clone().vec_list("t")),
+            "vec_list(\"t\"): not a linked-list struct (`struct t { ...; t *next; }`)"
+        );
+        assert_eq!(
+            err(g.clone().vec_list("nope")),
+            "vec_list(\"nope\"): no struct of that name"
+        );
+        // `u` holds one node of `n` without the rest of its list: not representable.
+        assert_eq!(
+            err(g.clone().vec_list("n")),
+            "t.x:4:8: vec_list(\"n\"): `u` uses `n` other than as `n *`"
+        );
+        assert!(err(g.clone().option_union("o")).starts_with("option_union(\"o\"): not a union"));
+        assert!(err(g.clone().option_union("r")).starts_with("option_union(\"r\"): not a union"));
+        assert_eq!(
+            err(g.clone().newtype("st")),
+            "newtype(\"st\"): no typedef of that name"
+        );
+        assert!(g.clone().newtype("i").generate_sources().is_ok());
+        assert_eq!(
+            err(g.clone().variant_name("st", "NOPE", "X")),
+            "variant_name(\"st\", \"NOPE\", ..): `NOPE` is not an item of `st` (nor `default`)"
+        );
+        assert_eq!(
+            err(g.clone().variant_name("st", "default", "Fail")),
+            "variant_name(\"st\", \"default\", ..): no union switching on `st` has that arm"
+        );
+        assert_eq!(
+            err(g.clone().variant_name("i", "OK", "Fine")),
+            "variant_name(\"i\", ..): no enum of that name"
+        );
+        let src = g
+            .variant_name("st", "OK", "Fine")
+            .generate_sources()
+            .unwrap();
+        assert!(src.contains("    /// `case OK: void`.\n    Fine,"));
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub enum Ty {
     Var(Box<Ty>, Option<u32>),
     /// `T *x`.
     Optional(Box<Ty>),
+    /// `S *x` where `S` is a linked-list struct made a `Vec` (`Generator::vec_list`): the
+    /// list's nodes, each encoded after a TRUE, then FALSE.
+    List(String),
 }
 
 /// A struct field or a union arm's declaration.
@@ -99,6 +102,8 @@ pub struct Union {
     pub cases: Vec<Case>,
     /// The default arm: `None` when absent, `Some(None)` for `default: void`.
     pub default: Option<Option<Field>>,
+    /// The Rust variant name of the default arm.
+    pub default_variant: String,
 }
 
 /// What a named type is.
@@ -833,6 +838,7 @@ impl Resolver {
             discr,
             cases,
             default,
+            default_variant: "Default".into(),
         })
     }
 
@@ -867,6 +873,72 @@ fn check_unique<'a>(
         if let Some(prev) = seen.insert(rust, xdr) {
             return Err(pos.err(format!(
                 "`{prev}` and `{xdr}` both become the Rust {what} `{rust}`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Renames union variants: in every union whose discriminant is the enum `discr`, the arm of
+/// the item `label` (matched by value, so `case 0:` is the arm of the item whose value is 0), or
+/// the `default` arm, is called `variant`. Each rename must apply to at least one union.
+pub fn rename_variants(m: &mut Model, renames: &[(String, String, String)]) -> Result<(), Error> {
+    for (discr, label, variant) in renames {
+        let Some(&ei) = m.index.get(discr) else {
+            return Err(Error::config(format!(
+                "variant_name(\"{discr}\", ..): no enum of that name"
+            )));
+        };
+        let value = match &m.types[ei].kind {
+            Kind::Enum { .. } if label == "default" => None,
+            Kind::Enum { items, .. } => match items.iter().find(|i| &i.name == label) {
+                Some(i) => Some(i.value),
+                None => {
+                    return Err(Error::config(format!(
+                        "variant_name(\"{discr}\", \"{label}\", ..): `{label}` is not an item of `{discr}` (nor `default`)"
+                    )))
+                }
+            },
+            _ => {
+                return Err(Error::config(format!(
+                    "variant_name(\"{discr}\", ..): no enum of that name"
+                )))
+            }
+        };
+        let mut applied = false;
+        for t in &mut m.types {
+            let Kind::Union(u) = &mut t.kind else {
+                continue;
+            };
+            if !matches!(&u.discr, Discr::Closed(e) | Discr::Open(e) if e == discr) {
+                continue;
+            }
+            match value {
+                None if u.default.is_some() => {
+                    u.default_variant = variant.clone();
+                    applied = true;
+                }
+                None => {}
+                Some(v) => {
+                    for c in u.cases.iter_mut().filter(|c| c.value == v) {
+                        c.variant = variant.clone();
+                        applied = true;
+                    }
+                }
+            }
+            let mut names: Vec<(String, String)> = u
+                .cases
+                .iter()
+                .map(|c| (c.variant.clone(), c.label.clone()))
+                .collect();
+            if u.default.is_some() {
+                names.push((u.default_variant.clone(), "default".into()));
+            }
+            check_unique(names.iter().map(|(a, b)| (a, b)), &t.pos, "variant")?;
+        }
+        if !applied {
+            return Err(Error::config(format!(
+                "variant_name(\"{discr}\", \"{label}\", ..): no union switching on `{discr}` has that arm"
             )));
         }
     }

@@ -393,8 +393,11 @@ impl Parser {
                     Ok(TypeSpec::UInt)
                 } else if self.eat_kw("hyper") {
                     Ok(TypeSpec::UHyper)
+                } else if self.eat_kw("long") {
+                    // rpcgen's `unsigned long` (RFC 1813's uint32): 32 bits on the wire.
+                    Ok(TypeSpec::UInt)
                 } else if let Tok::Ident(w) = self.peek().clone() {
-                    if matches!(w.as_str(), "long" | "short" | "char") {
+                    if matches!(w.as_str(), "short" | "char") {
                         Err(self.pos().err(format!("`unsigned {w}` is not an XDR type")))
                     } else {
                         Ok(TypeSpec::UInt)
@@ -415,7 +418,12 @@ impl Parser {
                 self.bump();
                 Ok(TypeSpec::Bool)
             }
-            "long" | "short" | "char" => Err(pos.err(format!("`{word}` is not an XDR type"))),
+            "long" => {
+                // rpcgen's `long` (RFC 1813's int32), an `int` on the wire.
+                self.bump();
+                Ok(TypeSpec::Int)
+            }
+            "short" | "char" => Err(pos.err(format!("`{word}` is not an XDR type"))),
             "enum" => {
                 self.bump();
                 if self.peek() == &Tok::Punct('{') {
@@ -639,11 +647,29 @@ mod tests {
             e.to_string(),
             "t.x:1:10: expected an enum item name, found `}`"
         );
-        let e = p("typedef unsigned long x;").unwrap_err();
+        let e = p("typedef unsigned short x;").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "t.x:1:18: `unsigned long` is not an XDR type"
+            "t.x:1:18: `unsigned short` is not an XDR type"
         );
+        let e = p("typedef char x;").unwrap_err();
+        assert_eq!(e.to_string(), "t.x:1:9: `char` is not an XDR type");
+        // rpcgen's `long` and `unsigned long` (RFC 1813 writes its int32/uint32 so) are ints.
+        let d = p("typedef unsigned long u;\ntypedef long i;").unwrap();
+        assert!(matches!(
+            &d[0],
+            Def::Typedef(Decl::Named {
+                ty: DeclType::Spec(TypeSpec::UInt),
+                ..
+            })
+        ));
+        assert!(matches!(
+            &d[1],
+            Def::Typedef(Decl::Named {
+                ty: DeclType::Spec(TypeSpec::Int),
+                ..
+            })
+        ));
         let e = p("foo;").unwrap_err();
         assert!(e.to_string().starts_with("t.x:1:1: expected a definition"));
     }

@@ -20,6 +20,14 @@ fn generator() -> xdrgen::Generator {
         .max_depth(8)
         .payload("blob.data")
         .bulk("blob.bulk")
+        .vec_list("vnode")
+        .bound("vnode", 4)
+        .option_union("opt_point")
+        .option_union("opt_int")
+        .newtype("path")
+        .newtype("vlist")
+        .variant_name("rstat", "RS_OK", "Ok")
+        .variant_name("rstat", "default", "Fail")
         .proptest(true)
 }
 
@@ -410,7 +418,101 @@ fn payload_and_bulk_fields_stay_separate_segments() {
     assert_eq!(decode::<Blob>(r.to_bytes()), Ok(b));
 }
 
+#[test]
+fn rpcgen_long_is_an_int() {
+    let _: UlongAlias = u32::MAX;
+    let _: LongAlias = i32::MIN;
+}
+
+fn vnodes(n: i32) -> Vec<Vnode> {
+    (0..n)
+        .map(|v| Vnode {
+            v,
+            label: Bytes::from_static(b"ab"),
+        })
+        .collect()
+}
+
+#[test]
+fn vec_list_keeps_the_linked_list_encoding() {
+    let h = Vholder {
+        first: vnodes(2),
+        rest: Vlist(vec![]),
+        eof: true,
+    };
+    let ab = u32::from_be_bytes(*b"ab\0\0");
+    // TRUE before each node, FALSE after the last; the node has no tail field of its own.
+    assert_eq!(encode(&h), words(&[1, 0, 2, ab, 1, 1, 2, ab, 0, 0, 1]));
+    assert_eq!(decode::<Vholder>(encode(&h)), Ok(h));
+    // The typedef'd list (a newtype) decodes on its own, bounded by bound("vnode", 4).
+    assert_eq!(
+        decode::<Vlist>(encode(&Vlist(vnodes(4)))),
+        Ok(Vlist(vnodes(4)))
+    );
+    assert_eq!(
+        decode::<Vlist>(encode(&Vlist(vnodes(5)))),
+        Err(XdrError::TooLong { len: 5, max: 4 })
+    );
+    // A bad more-flag, and a list that promises a node and ends, are refused.
+    assert_eq!(decode::<Vlist>(words(&[2])), Err(XdrError::BadBool(2)));
+    assert!(decode::<Vlist>(words(&[1, 7])).is_err());
+    // The node's own bounds still hold.
+    assert!(matches!(
+        decode::<Vlist>(words(&[1, 0, 9, 0, 0, 0, 0])),
+        Err(XdrError::TooLong { len: 9, max: 8 })
+    ));
+}
+
+#[test]
+fn option_unions_are_options() {
+    assert_eq!(OptPoint::default(), OptPoint(None));
+    assert_eq!(encode(&OptPoint(None)), words(&[0]));
+    let p = OptPoint(Some(Point { x: 1, y: -1 }));
+    assert_eq!(encode(&p), words(&[1, 1, u32::MAX]));
+    assert_eq!(decode::<OptPoint>(encode(&p)), Ok(p));
+    // `default: void` for FALSE: the discriminant is still a bool.
+    assert_eq!(encode(&OptInt(Some(5))), words(&[1, 5]));
+    assert_eq!(decode::<OptInt>(words(&[0])), Ok(OptInt(None)));
+    assert_eq!(decode::<OptInt>(words(&[2])), Err(XdrError::BadBool(2)));
+}
+
+#[test]
+fn newtype_typedefs_have_their_own_codec_and_bound() {
+    let p = Path(Bytes::from_static(b"/a/b"));
+    assert_eq!(encode(&p), words(&[4, u32::from_be_bytes(*b"/a/b")]));
+    assert_eq!(decode::<Path>(encode(&p)), Ok(p));
+    let long = Path(Bytes::from_static(b"/123456789012"));
+    assert_eq!(
+        decode::<Path>(encode(&long)),
+        Err(XdrError::TooLong { len: 13, max: 12 })
+    );
+}
+
+#[test]
+fn renamed_variants() {
+    let ok = Rres::Ok(Point { x: 2, y: 3 });
+    assert_eq!(ok.discriminant(), Rstat::RsOk);
+    assert_eq!(encode(&ok), words(&[0, 2, 3]));
+    let fail = Rres::Fail(Rstat::RsBusy, Path(Bytes::from_static(b"x")));
+    assert_eq!(fail.discriminant(), Rstat::RsBusy);
+    assert_eq!(
+        encode(&fail),
+        words(&[2, 1, u32::from_be_bytes(*b"x\0\0\0")])
+    );
+    assert_eq!(decode::<Rres>(encode(&fail)), Ok(fail));
+}
+
 proptest! {
+    #[test]
+    fn rpcgen_and_setting_constructs_round_trip(a: Vholder, b: Vlist, c: OptPoint, d: OptInt, e: Path, f: Rres) {
+        prop_assert_eq!(decode::<Vholder>(encode(&a)), Ok(a));
+        prop_assert_eq!(decode::<Vlist>(encode(&b)), Ok(b));
+        prop_assert_eq!(decode::<OptPoint>(encode(&c)), Ok(c));
+        prop_assert_eq!(decode::<OptInt>(encode(&d)), Ok(d));
+        prop_assert_eq!(decode::<Path>(encode(&e)), Ok(e));
+        prop_assert_eq!(decode::<Rres>(encode(&f)), Ok(f));
+    }
+
     #[test]
     fn everything_round_trips(v: Everything) {
         prop_assert_eq!(decode::<Everything>(encode(&v)), Ok(v));

@@ -30,6 +30,37 @@ impl Gen<'_> {
                 )));
             }
         }
+        for name in &self.cfg.vec_lists {
+            if !matches!(
+                self.m.index.get(name).map(|&i| &self.m.types[i].kind),
+                Some(Kind::Struct(_))
+            ) {
+                return Err(Error::config(format!(
+                    "vec_list(\"{name}\"): no struct of that name"
+                )));
+            }
+        }
+        for name in &self.cfg.newtypes {
+            if !matches!(
+                self.m.index.get(name).map(|&i| &self.m.types[i].kind),
+                Some(Kind::Typedef(_))
+            ) {
+                return Err(Error::config(format!(
+                    "newtype(\"{name}\"): no typedef of that name"
+                )));
+            }
+        }
+        for name in &self.cfg.option_unions {
+            let shape = match self.m.index.get(name).map(|&i| &self.m.types[i].kind) {
+                Some(Kind::Union(u)) => Self::option_arm(u).is_some(),
+                _ => false,
+            };
+            if !shape {
+                return Err(Error::config(format!(
+                    "option_union(\"{name}\"): not a union `switch (bool ..) {{ case TRUE: T v; case FALSE: void; }}` (or `default: void` for FALSE)"
+                )));
+            }
+        }
         for key in self.cfg.payload.iter().chain(self.cfg.bulk.iter()) {
             match field_of(key) {
                 Some(Ty::OpaqueVar(_)) => {}
@@ -49,6 +80,7 @@ impl Gen<'_> {
             Ty::Named(n) => out.push((n.clone(), indirect)),
             Ty::Fixed(t, _) => Self::refs(t, out, indirect),
             Ty::Var(t, _) | Ty::Optional(t) => Self::refs(t, out, true),
+            Ty::List(s) => out.push((s.clone(), true)),
             _ => {}
         }
     }
@@ -217,11 +249,29 @@ impl Gen<'_> {
         let Some((last, rest)) = fs.split_last() else {
             return false;
         };
-        if last.ty != Ty::Optional(Box::new(Ty::Named(t.name.clone()))) {
+        // The tail is `S *`, or a typedef of it (`typedef struct S *list;`, as RFC 1813's
+        // MOUNT lists are written).
+        let mut tail = last.ty.clone();
+        let mut via = Vec::new();
+        while let Ty::Named(n) = &tail {
+            match &self.m.get(n).kind {
+                Kind::Typedef(inner) if via.len() < 64 => {
+                    via.push(n.clone());
+                    tail = inner.clone();
+                }
+                _ => break,
+            }
+        }
+        if tail != Ty::Optional(Box::new(Ty::Named(t.name.clone()))) {
             return false;
         }
         let comp = self.scc[&t.name];
-        if self.scc.values().filter(|&&c| c == comp).count() != 1 {
+        let others_are_the_tail_typedefs = self
+            .scc
+            .iter()
+            .filter(|(n, c)| **c == comp && *n != &t.name)
+            .all(|(n, _)| via.contains(n));
+        if !others_are_the_tail_typedefs {
             return false;
         }
         rest.iter().all(|f| {
@@ -269,7 +319,7 @@ impl Gen<'_> {
             Ty::I32 | Ty::U32 | Ty::Bool => 4,
             Ty::I64 | Ty::U64 => 8,
             Ty::OpaqueFixed(n) => pad4(*n as u64),
-            Ty::OpaqueVar(_) | Ty::StringVar(_) | Ty::Var(..) | Ty::Optional(_) => 4,
+            Ty::OpaqueVar(_) | Ty::StringVar(_) | Ty::Var(..) | Ty::Optional(_) | Ty::List(_) => 4,
             Ty::Fixed(t, n) => self.min_ty(t).saturating_mul(*n as u64),
             Ty::Named(n) => self.min_named(n),
         }
@@ -281,7 +331,7 @@ impl Gen<'_> {
             Ty::I32 | Ty::U32 | Ty::Bool => 4,
             Ty::I64 | Ty::U64 => 8,
             Ty::OpaqueFixed(n) => pad4(*n as u64),
-            Ty::OpaqueVar(_) | Ty::StringVar(_) | Ty::Var(..) | Ty::Optional(_) => 4,
+            Ty::OpaqueVar(_) | Ty::StringVar(_) | Ty::Var(..) | Ty::Optional(_) | Ty::List(_) => 4,
             Ty::Fixed(t, n) => self.min_of(t).saturating_mul(*n as u64),
             Ty::Named(n) => self.min.get(n).copied().unwrap_or(4),
         }

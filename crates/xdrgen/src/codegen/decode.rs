@@ -15,9 +15,11 @@ impl Gen<'_> {
             Ty::Named(n) => {
                 let t = self.m.get(n);
                 if let Kind::Typedef(inner) = &t.kind {
-                    let mut k = keys.to_vec();
-                    k.push(n.clone());
-                    return self.dec(inner, &k, scc);
+                    if !self.cfg.newtypes.contains(n) {
+                        let mut k = keys.to_vec();
+                        k.push(n.clone());
+                        return self.dec(inner, &k, scc);
+                    }
                 }
                 if scc.is_some_and(|s| self.scc[n] == s) && self.rec[n] == Rec::Depth {
                     let max = self.cfg.max_depth;
@@ -63,6 +65,18 @@ impl Gen<'_> {
                     false,
                 )
             }
+            Ty::List(s) => {
+                let mut k = keys.to_vec();
+                k.push(s.clone());
+                let max = self.limit(&k, None, false);
+                let (inner, _) = self.dec(&Ty::Named(s.clone()), &[], scc);
+                (
+                    format!(
+                        "{{ let mut v = ::std::vec::Vec::new(); while d.bool()? {{ if v.len() >= {max} {{ return {R_ERR}(::xdr::XdrError::TooLong {{ len: v.len() as u64 + 1, max: {max} }}); }} v.push({inner}); }} v }}"
+                    ),
+                    false,
+                )
+            }
             Ty::Optional(t) => {
                 let f = if self.boxed(t) {
                     let (inner, _) = self.dec(t, &[], scc);
@@ -73,6 +87,12 @@ impl Gen<'_> {
                 (format!("d.optional({f})?"), true)
             }
         }
+    }
+
+    /// The decoding expression of the type a newtype typedef `name` wraps (bounds set for
+    /// `name` apply).
+    pub(super) fn dec_named_typedef(&self, ty: &Ty, name: &str) -> (String, bool) {
+        self.dec(ty, &[name.to_string()], None)
     }
 
     /// A function (`|d| ...` closure or a `decode` path) returning `xdr::Result<T>`.

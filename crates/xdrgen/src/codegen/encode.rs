@@ -13,7 +13,7 @@ impl Gen<'_> {
             Ty::U64 => format!("e.u64(*{x});"),
             Ty::Bool => format!("e.bool(*{x});"),
             Ty::Named(n) => match &self.m.get(n).kind {
-                Kind::Typedef(inner) => self.enc(inner, x, lvl),
+                Kind::Typedef(inner) if !self.cfg.newtypes.contains(n) => self.enc(inner, x, lvl),
                 _ => format!("::xdr::Encode::encode({x}, e);"),
             },
             Ty::OpaqueFixed(n) if *n <= self.cfg.inline_max => {
@@ -31,6 +31,10 @@ impl Gen<'_> {
                 "for x{lvl} in {x}.iter() {{ {} }}",
                 self.enc(t, &format!("x{lvl}"), lvl + 1)
             ),
+            Ty::List(s) => format!(
+                "for x{lvl} in {x}.iter() {{ e.bool(true); {} }} e.bool(false);",
+                self.enc(&Ty::Named(s.clone()), &format!("x{lvl}"), lvl + 1)
+            ),
             Ty::Optional(t) => {
                 let inner = if self.boxed(t) {
                     format!("&**x{lvl}")
@@ -43,6 +47,11 @@ impl Gen<'_> {
                 )
             }
         }
+    }
+
+    /// Statements encoding `ty`, which the expression `x` (a reference) points to.
+    pub(super) fn enc_ty(&self, ty: &Ty, x: &str) -> String {
+        self.enc(ty, x, 0)
     }
 
     /// Statements encoding field `f` of `owner`, which the expression `x` refers to.

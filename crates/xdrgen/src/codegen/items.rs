@@ -29,6 +29,9 @@ impl Gen<'_> {
 
     /// Emits a type alias for a typedef.
     pub(super) fn typedef(&mut self, t: &TypeDef, ty: &Ty) {
+        if self.cfg.newtypes.contains(&t.name) {
+            return self.newtype(t, ty);
+        }
         let _ = writeln!(
             self.out,
             "\n/// XDR `typedef {}` ({}).\npub type {} = {};",
@@ -36,6 +39,20 @@ impl Gen<'_> {
             self.loc(t),
             t.rust,
             self.rty(ty)
+        );
+    }
+
+    /// Emits a typedef made a type of its own (`Generator::newtype`) and its codec.
+    fn newtype(&mut self, t: &TypeDef, ty: &Ty) {
+        let r = &t.rust;
+        let (dec, _) = self.dec_named_typedef(ty, &t.name);
+        let _ = writeln!(
+            self.out,
+            "\n/// XDR `typedef {}` ({}), a type of its own.\n#[derive(Debug, Clone, PartialEq, Eq)]\npub struct {r}(pub {});\n\nimpl ::xdr::Decode for {r} {{\n    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {{\n        {R_OK}(Self({dec}))\n    }}\n}}\n\nimpl ::xdr::Encode for {r} {{\n    fn encode(&self, e: &mut ::xdr::Encoder) {{\n        let Self(x) = self;\n        {}\n    }}\n}}",
+            t.xdr,
+            self.loc(t),
+            self.rty(ty),
+            self.enc_ty(ty, "x"),
         );
     }
 

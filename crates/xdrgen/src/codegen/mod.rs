@@ -8,6 +8,7 @@ mod analysis;
 mod decode;
 mod encode;
 mod items;
+mod lists;
 mod strategies;
 mod structs;
 mod types;
@@ -40,6 +41,12 @@ pub struct Config {
     pub proptest: bool,
     /// Nesting depth the `Arbitrary` impls pass to the strategies.
     pub arbitrary_depth: u32,
+    /// Linked-list structs represented as `Vec`s.
+    pub vec_lists: BTreeSet<String>,
+    /// `bool`-switched unions represented as `struct X(pub Option<T>)`.
+    pub option_unions: BTreeSet<String>,
+    /// Typedefs that are types of their own.
+    pub newtypes: BTreeSet<String>,
 }
 
 /// How a recursive type is decoded.
@@ -90,6 +97,29 @@ pub fn generate(m: &Model, cfg: &Config, sources: &[String]) -> Result<String, E
         min: HashMap::new(),
     };
     g.check_config()?;
+    if !cfg.vec_lists.is_empty() {
+        g.analyse()?;
+        // The lists made `Vec`s are no longer recursive: analyse the model without them.
+        let m2 = g.vec_lists_model()?;
+        return emit(
+            Gen {
+                m: &m2,
+                cfg,
+                out: String::new(),
+                scc: HashMap::new(),
+                recursive: HashSet::new(),
+                rec: HashMap::new(),
+                min: HashMap::new(),
+            },
+            sources,
+        );
+    }
+    emit(g, sources)
+}
+
+/// Analyses (again, for a transformed model) and emits everything.
+fn emit(mut g: Gen<'_>, sources: &[String]) -> Result<String, Error> {
+    let (m, cfg) = (g.m, g.cfg);
     g.analyse()?;
     let names: Vec<&str> = sources.iter().map(|s| base(s)).collect();
     let _ = writeln!(

@@ -18,9 +18,11 @@ impl Gen<'_> {
             Ty::Named(n) => {
                 let t = self.m.get(n);
                 if let Kind::Typedef(inner) = &t.kind {
-                    let mut k = keys.to_vec();
-                    k.push(n.clone());
-                    return self.strat(inner, &k);
+                    if !self.cfg.newtypes.contains(n) {
+                        let mut k = keys.to_vec();
+                        k.push(n.clone());
+                        return self.strat(inner, &k);
+                    }
                 }
                 format!("arb_{}(depth)", t.rust)
             }
@@ -39,6 +41,15 @@ impl Gen<'_> {
                 self.strat(t, &[]),
                 self.limit(keys, *b, false).min(3)
             ),
+            Ty::List(s) => {
+                let mut k = keys.to_vec();
+                k.push(s.clone());
+                format!(
+                    "if depth == 0 {{ ::proptest::strategy::Just(::std::vec::Vec::new()).boxed() }} else {{ let depth = depth - 1; ::proptest::collection::vec(arb_{}(depth), 0..={}).boxed() }}",
+                    self.m.get(s).rust,
+                    self.limit(&k, None, false).min(3)
+                )
+            }
             Ty::Fixed(t, n) => format!(
                 "::proptest::collection::vec({}, {n}).prop_filter_map(\"fixed-size array\", |v| <[{}; {n}]>::try_from(v).ok()).boxed()",
                 self.strat(t, &[]),
@@ -101,6 +112,10 @@ impl Gen<'_> {
         for t in &self.m.types {
             let r = &t.rust;
             let body = match &t.kind {
+                Kind::Typedef(ty) if self.cfg.newtypes.contains(&t.name) => format!(
+                    "{}.prop_map({r}).boxed()",
+                    self.strat(ty, std::slice::from_ref(&t.name))
+                ),
                 Kind::Typedef(_) => continue,
                 Kind::Enum { items, open: false } => {
                     let _ = items;
@@ -139,7 +154,9 @@ impl Gen<'_> {
         }
         for t in &self.m.types {
             if let Kind::Typedef(_) = t.kind {
-                continue;
+                if !self.cfg.newtypes.contains(&t.name) {
+                    continue;
+                }
             }
             let r = &t.rust;
             let _ = writeln!(
@@ -155,6 +172,13 @@ impl Gen<'_> {
     /// A strategy choosing among a union's arms (and its default, if a value is left for it).
     fn union_strat(&self, t: &TypeDef, u: &Union) -> String {
         let r = &t.rust;
+        if self.cfg.option_unions.contains(&t.name) {
+            let f = Self::option_arm(u).expect("checked in check_config");
+            return format!(
+                "::proptest::option::of({}).prop_map({r}).boxed()",
+                self.field_strat(&t.name, f)
+            );
+        }
         let mut arms = Vec::new();
         for c in &u.cases {
             match &c.field {
@@ -225,10 +249,14 @@ impl Gen<'_> {
             if let Some(disc) = disc {
                 match def {
                     Some(f) => arms.push(format!(
-                        "({disc}, {}).prop_map(|(a, b)| {r}::Default(a, b)).boxed()",
-                        self.field_strat(&t.name, f)
+                        "({disc}, {}).prop_map(|(a, b)| {r}::{}(a, b)).boxed()",
+                        self.field_strat(&t.name, f),
+                        u.default_variant
                     )),
-                    None => arms.push(format!("{disc}.prop_map({r}::Default).boxed()")),
+                    None => arms.push(format!(
+                        "{disc}.prop_map({r}::{}).boxed()",
+                        u.default_variant
+                    )),
                 }
             }
         }

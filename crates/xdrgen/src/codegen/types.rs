@@ -34,7 +34,7 @@ impl Gen<'_> {
             Ty::OpaqueFixed(n) => *n <= self.cfg.inline_max,
             Ty::Fixed(t, _) => self.is_copy(t),
             Ty::Named(n) => match &self.m.get(n).kind {
-                Kind::Typedef(t) => self.is_copy(t),
+                Kind::Typedef(t) if !self.cfg.newtypes.contains(n) => self.is_copy(t),
                 Kind::Enum { .. } => true,
                 _ => false,
             },
@@ -73,6 +73,7 @@ impl Gen<'_> {
             Ty::OpaqueFixed(_) | Ty::OpaqueVar(_) | Ty::StringVar(_) => "::bytes::Bytes".into(),
             Ty::Fixed(t, n) => format!("[{}; {n}]", self.rty(t)),
             Ty::Var(t, _) => format!("::std::vec::Vec<{}>", self.rty(t)),
+            Ty::List(s) => format!("::std::vec::Vec<{}>", self.m.get(s).rust),
             Ty::Optional(t) => {
                 if self.boxed(t) {
                     format!("::std::option::Option<::std::boxed::Box<{}>>", self.rty(t))

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{Gen, Rec, R_ERR, R_OK};
-use crate::model::{Case, Discr, Kind, TypeDef, Union};
+use crate::model::{Case, Discr, Field, Kind, TypeDef, Union};
 
 impl Gen<'_> {
     /// The Rust value of case `c`'s discriminant, as `discriminant()` returns it.
@@ -38,6 +38,9 @@ impl Gen<'_> {
 
     /// Emits a union as a Rust `enum` with `discriminant()` and its codec.
     pub(super) fn union(&mut self, t: &TypeDef, u: &Union) {
+        if self.cfg.option_unions.contains(&t.name) {
+            return self.option_union(t, u);
+        }
         let r = t.rust.clone();
         let rec = self.rec[&t.name];
         let drt = self.discr_rty(&u.discr);
@@ -68,15 +71,17 @@ impl Gen<'_> {
             Some(Some(f)) => {
                 let _ = writeln!(
                     s,
-                    "    /// `default: {}`, with the discriminant it was sent with.\n    Default({drt}, {}),",
+                    "    /// `default: {}`, with the discriminant it was sent with.\n    {}({drt}, {}),",
                     f.xdr,
+                    u.default_variant,
                     self.field_rty(&t.name, f)
                 );
             }
             Some(None) => {
                 let _ = writeln!(
                     s,
-                    "    /// `default: void`, with the discriminant it was sent with.\n    Default({drt}),"
+                    "    /// `default: void`, with the discriminant it was sent with.\n    {}({drt}),",
+                    u.default_variant
                 );
             }
             None => {}
@@ -98,8 +103,12 @@ impl Gen<'_> {
             );
         }
         match &u.default {
-            Some(Some(_)) => s.push_str("            Self::Default(v, _) => *v,\n"),
-            Some(None) => s.push_str("            Self::Default(v) => *v,\n"),
+            Some(Some(_)) => {
+                let _ = writeln!(s, "            Self::{}(v, _) => *v,", u.default_variant);
+            }
+            Some(None) => {
+                let _ = writeln!(s, "            Self::{}(v) => *v,", u.default_variant);
+            }
             None => {}
         }
         s.push_str("        }\n    }\n");
@@ -162,18 +171,57 @@ impl Gen<'_> {
             Some(Some(f)) => {
                 let _ = writeln!(
                     s,
-                    "            Self::Default(v, x) => {{ {} {} }}",
+                    "            Self::{}(v, x) => {{ {} {} }}",
+                    u.default_variant,
                     put(&dv),
                     self.enc_field(&t.name, f, "x")
                 );
             }
             Some(None) => {
-                let _ = writeln!(s, "            Self::Default(v) => {{ {} }}", put(&dv));
+                let _ = writeln!(
+                    s,
+                    "            Self::{}(v) => {{ {} }}",
+                    u.default_variant,
+                    put(&dv)
+                );
             }
             None => {}
         }
         s.push_str("        }\n    }\n}\n");
         self.out.push_str(&s);
+    }
+
+    /// The arm of an `option_union`: the TRUE arm's declaration, if `u` is `switch (bool) {
+    /// case TRUE: T v; case FALSE: void; }` (or `default: void` for FALSE).
+    pub(super) fn option_arm(u: &Union) -> Option<&Field> {
+        if u.discr != Discr::Bool {
+            return None;
+        }
+        let yes = u.cases.iter().find(|c| c.value == 1)?.field.as_ref()?;
+        let no_case = u.cases.iter().find(|c| c.value == 0);
+        let no_is_void = match (no_case, &u.default) {
+            (Some(c), None) => c.field.is_none(),
+            (None, Some(None)) => true,
+            _ => false,
+        };
+        (no_is_void && u.cases.len() == 1 + no_case.is_some() as usize).then_some(yes)
+    }
+
+    /// Emits an `option_union` as `struct X(pub Option<T>)` and its codec.
+    fn option_union(&mut self, t: &TypeDef, u: &Union) {
+        let r = &t.rust;
+        let f = Self::option_arm(u).expect("checked in check_config");
+        let _ = writeln!(
+            self.out,
+            "\n/// XDR union `{}` switch (`{}`) ({}): `Some` is `case TRUE: {}`, `None` the void arm.\n#[derive(Debug, Clone, PartialEq, Eq, Default)]\npub struct {r}(pub ::std::option::Option<{}>);\n\nimpl ::xdr::Decode for {r} {{\n    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {{\n        {R_OK}(Self(if d.bool()? {{ ::std::option::Option::Some({}) }} else {{ ::std::option::Option::None }}))\n    }}\n}}\n\nimpl ::xdr::Encode for {r} {{\n    fn encode(&self, e: &mut ::xdr::Encoder) {{\n        match &self.0 {{\n            ::std::option::Option::Some(x) => {{ e.bool(true); {} }}\n            ::std::option::Option::None => e.bool(false),\n        }}\n    }}\n}}",
+            t.name,
+            t.xdr,
+            self.loc(t),
+            f.xdr,
+            self.field_rty(&t.name, f),
+            self.dec_field(&t.name, f, Some(self.scc[&t.name])),
+            self.enc_field(&t.name, f, "x"),
+        );
     }
 
     /// The body of a union's decode function: read the discriminant, then the arm.
@@ -224,12 +272,13 @@ impl Gen<'_> {
                 Some(Some(f)) => {
                     let _ = writeln!(
                         s,
-                        "            _ => Self::Default({d}, {}),",
+                        "            _ => Self::{}({d}, {}),",
+                        u.default_variant,
                         self.dec_field(&t.name, f, scc)
                     );
                 }
                 Some(None) => {
-                    let _ = writeln!(s, "            _ => Self::Default({d}),");
+                    let _ = writeln!(s, "            _ => Self::{}({d}),", u.default_variant);
                 }
                 None => {
                     let _ = writeln!(

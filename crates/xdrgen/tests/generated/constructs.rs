@@ -852,6 +852,229 @@ impl ::xdr::Encode for Blob {
     }
 }
 
+/// XDR `typedef unsigned int ulong_alias` (constructs.x:151).
+pub type UlongAlias = u32;
+
+/// XDR `typedef int long_alias` (constructs.x:152).
+pub type LongAlias = i32;
+
+/// XDR `typedef vnode *vlist` (constructs.x:156), a type of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vlist(pub ::std::vec::Vec<Vnode>);
+
+impl ::xdr::Decode for Vlist {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        ::std::result::Result::Ok(Self({ let mut v = ::std::vec::Vec::new(); while d.bool()? { if v.len() >= 4 { return ::std::result::Result::Err(::xdr::XdrError::TooLong { len: v.len() as u64 + 1, max: 4 }); } v.push(<Vnode as ::xdr::Decode>::decode(d)?); } v }))
+    }
+}
+
+impl ::xdr::Encode for Vlist {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        let Self(x) = self;
+        for x0 in x.iter() { e.bool(true); ::xdr::Encode::encode(x0, e); } e.bool(false);
+    }
+}
+
+/// XDR struct `vnode` (constructs.x:157).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vnode {
+    /// `int v`.
+    pub v: i32,
+    /// `string label<8>`.
+    pub label: ::bytes::Bytes,
+}
+
+impl ::xdr::Decode for Vnode {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        let f_v = d.i32()?;
+        let f_label = d.opaque(8)?;
+        let v = Self { v: f_v, label: f_label };
+        ::std::result::Result::Ok(v)
+    }
+}
+
+impl ::xdr::Encode for Vnode {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        let Self { v: x_v, label: x_label } = self;
+        e.i32(*x_v);
+        e.opaque(&x_label[..]);
+    }
+}
+
+/// XDR struct `vholder` (constructs.x:163).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vholder {
+    /// `vnode *first`.
+    pub first: ::std::vec::Vec<Vnode>,
+    /// `vlist rest`.
+    pub rest: Vlist,
+    /// `bool eof`.
+    pub eof: bool,
+}
+
+impl ::xdr::Decode for Vholder {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        let f_first = { let mut v = ::std::vec::Vec::new(); while d.bool()? { if v.len() >= 4 { return ::std::result::Result::Err(::xdr::XdrError::TooLong { len: v.len() as u64 + 1, max: 4 }); } v.push(<Vnode as ::xdr::Decode>::decode(d)?); } v };
+        let f_rest = <Vlist as ::xdr::Decode>::decode(d)?;
+        let f_eof = d.bool()?;
+        let v = Self { first: f_first, rest: f_rest, eof: f_eof };
+        ::std::result::Result::Ok(v)
+    }
+}
+
+impl ::xdr::Encode for Vholder {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        let Self { first: x_first, rest: x_rest, eof: x_eof } = self;
+        for x0 in x_first.iter() { e.bool(true); ::xdr::Encode::encode(x0, e); } e.bool(false);
+        ::xdr::Encode::encode(x_rest, e);
+        e.bool(*x_eof);
+    }
+}
+
+/// XDR union `opt_point` switch (`bool present`) (constructs.x:170): `Some` is `case TRUE: point p`, `None` the void arm.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OptPoint(pub ::std::option::Option<Point>);
+
+impl ::xdr::Decode for OptPoint {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        ::std::result::Result::Ok(Self(if d.bool()? { ::std::option::Option::Some(<Point as ::xdr::Decode>::decode(d)?) } else { ::std::option::Option::None }))
+    }
+}
+
+impl ::xdr::Encode for OptPoint {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        match &self.0 {
+            ::std::option::Option::Some(x) => { e.bool(true); ::xdr::Encode::encode(x, e); }
+            ::std::option::Option::None => e.bool(false),
+        }
+    }
+}
+
+/// XDR union `opt_int` switch (`bool set_it`) (constructs.x:177): `Some` is `case TRUE: int v`, `None` the void arm.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OptInt(pub ::std::option::Option<i32>);
+
+impl ::xdr::Decode for OptInt {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        ::std::result::Result::Ok(Self(if d.bool()? { ::std::option::Option::Some(d.i32()?) } else { ::std::option::Option::None }))
+    }
+}
+
+impl ::xdr::Encode for OptInt {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        match &self.0 {
+            ::std::option::Option::Some(x) => { e.bool(true); e.i32(*x); }
+            ::std::option::Option::None => e.bool(false),
+        }
+    }
+}
+
+/// XDR `typedef string path<12>` (constructs.x:185), a type of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Path(pub ::bytes::Bytes);
+
+impl ::xdr::Decode for Path {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        ::std::result::Result::Ok(Self(d.opaque(12)?))
+    }
+}
+
+impl ::xdr::Encode for Path {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        let Self(x) = self;
+        e.opaque(&x[..]);
+    }
+}
+
+/// XDR enum `rstat` (constructs.x:189); a value it does not define is rejected when decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(i32)]
+#[allow(clippy::enum_variant_names)]
+pub enum Rstat {
+    /// `RS_OK = 0`.
+    RsOk = 0,
+    /// `RS_ERR = 1`.
+    RsErr = 1,
+    /// `RS_BUSY = 2`.
+    RsBusy = 2,
+}
+
+impl Rstat {
+    /// Every value, in the order of the specification.
+    pub const ALL: [Self; 3] = [Self::RsOk, Self::RsErr, Self::RsBusy];
+
+    /// The value for a wire number, if the enum defines one.
+    pub fn from_i32(v: i32) -> ::std::option::Option<Self> {
+        match v {
+            0 => ::std::option::Option::Some(Self::RsOk),
+            1 => ::std::option::Option::Some(Self::RsErr),
+            2 => ::std::option::Option::Some(Self::RsBusy),
+            _ => ::std::option::Option::None,
+        }
+    }
+
+    /// The value's name in the specification.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RsOk => "RS_OK",
+            Self::RsErr => "RS_ERR",
+            Self::RsBusy => "RS_BUSY",
+        }
+    }
+}
+
+impl ::xdr::Decode for Rstat {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        let v = d.i32()?;
+        Self::from_i32(v).ok_or(::xdr::XdrError::BadDiscriminant(v as u32))
+    }
+}
+
+impl ::xdr::Encode for Rstat {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        e.i32(*self as i32);
+    }
+}
+
+/// XDR union `rres` switch (`rstat s`) (constructs.x:191).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant, clippy::enum_variant_names)]
+pub enum Rres {
+    /// `case 0: point ok`.
+    Ok(Point),
+    /// `default: path fail`, with the discriminant it was sent with.
+    Fail(Rstat, Path),
+}
+
+impl Rres {
+    /// The discriminant (`rstat s`) this value is encoded with.
+    pub fn discriminant(&self) -> Rstat {
+        match self {
+            Self::Ok(..) => Rstat::RsOk,
+            Self::Fail(v, _) => *v,
+        }
+    }
+}
+
+impl ::xdr::Decode for Rres {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        let disc = d.i32()?;
+        ::std::result::Result::Ok(match disc {
+            0 => Self::Ok(<Point as ::xdr::Decode>::decode(d)?),
+            _ => Self::Fail(Rstat::from_i32(disc).ok_or(::xdr::XdrError::BadDiscriminant(disc as u32))?, <Path as ::xdr::Decode>::decode(d)?),
+        })
+    }
+}
+
+impl ::xdr::Encode for Rres {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        match self {
+            Self::Ok(x) => { e.i32(0); ::xdr::Encode::encode(x, e); }
+            Self::Fail(v, x) => { e.i32(*v as i32); ::xdr::Encode::encode(x, e); }
+        }
+    }
+}
+
 /// proptest strategies for the generated types (test builds only).
 #[cfg(test)]
 #[allow(non_snake_case, unused_variables, clippy::redundant_clone)]
@@ -942,6 +1165,46 @@ pub mod arbitrary {
     /// Values of `Blob`; `depth` bounds nesting through optional data and arrays.
     pub fn arb_Blob(depth: u32) -> ::proptest::strategy::BoxedStrategy<Blob> {
         (::proptest::collection::vec(::proptest::arbitrary::any::<u8>(), 0..=16).prop_map(::bytes::Bytes::from).boxed().prop_map(::xdr::Payload::Bytes).boxed(), ::proptest::collection::vec(::proptest::arbitrary::any::<u8>(), 0..=16).prop_map(::bytes::Bytes::from).boxed(),).prop_map(|(v0, v1,)| Blob { data: v0, bulk: v1 }).boxed()
+    }
+
+    /// Values of `Vlist`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_Vlist(depth: u32) -> ::proptest::strategy::BoxedStrategy<Vlist> {
+        if depth == 0 { ::proptest::strategy::Just(::std::vec::Vec::new()).boxed() } else { let depth = depth - 1; ::proptest::collection::vec(arb_Vnode(depth), 0..=3).boxed() }.prop_map(Vlist).boxed()
+    }
+
+    /// Values of `Vnode`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_Vnode(depth: u32) -> ::proptest::strategy::BoxedStrategy<Vnode> {
+        (::proptest::arbitrary::any::<i32>().boxed(), ::proptest::collection::vec(::proptest::arbitrary::any::<u8>(), 0..=8).prop_map(::bytes::Bytes::from).boxed(),).prop_map(|(v0, v1,)| Vnode { v: v0, label: v1 }).boxed()
+    }
+
+    /// Values of `Vholder`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_Vholder(depth: u32) -> ::proptest::strategy::BoxedStrategy<Vholder> {
+        (if depth == 0 { ::proptest::strategy::Just(::std::vec::Vec::new()).boxed() } else { let depth = depth - 1; ::proptest::collection::vec(arb_Vnode(depth), 0..=3).boxed() }, arb_Vlist(depth), ::proptest::arbitrary::any::<bool>().boxed(),).prop_map(|(v0, v1, v2,)| Vholder { first: v0, rest: v1, eof: v2 }).boxed()
+    }
+
+    /// Values of `OptPoint`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_OptPoint(depth: u32) -> ::proptest::strategy::BoxedStrategy<OptPoint> {
+        ::proptest::option::of(arb_Point(depth)).prop_map(OptPoint).boxed()
+    }
+
+    /// Values of `OptInt`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_OptInt(depth: u32) -> ::proptest::strategy::BoxedStrategy<OptInt> {
+        ::proptest::option::of(::proptest::arbitrary::any::<i32>().boxed()).prop_map(OptInt).boxed()
+    }
+
+    /// Values of `Path`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_Path(depth: u32) -> ::proptest::strategy::BoxedStrategy<Path> {
+        ::proptest::collection::vec(::proptest::arbitrary::any::<u8>(), 0..=12).prop_map(::bytes::Bytes::from).boxed().prop_map(Path).boxed()
+    }
+
+    /// Values of `Rstat`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_Rstat(depth: u32) -> ::proptest::strategy::BoxedStrategy<Rstat> {
+        ::proptest::sample::select(Rstat::ALL.to_vec()).boxed()
+    }
+
+    /// Values of `Rres`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_Rres(depth: u32) -> ::proptest::strategy::BoxedStrategy<Rres> {
+        ::proptest::strategy::Union::new(::std::vec![arb_Point(depth).prop_map(Rres::Ok).boxed(), (::proptest::sample::select(::std::vec![Rstat::RsErr, Rstat::RsBusy]).boxed(), arb_Path(depth)).prop_map(|(a, b)| Rres::Fail(a, b)).boxed()]).boxed()
     }
 
     impl ::proptest::arbitrary::Arbitrary for Color {
@@ -1077,6 +1340,70 @@ pub mod arbitrary {
         type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
         fn arbitrary_with(_: ()) -> Self::Strategy {
             arb_Blob(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for Vlist {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_Vlist(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for Vnode {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_Vnode(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for Vholder {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_Vholder(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for OptPoint {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_OptPoint(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for OptInt {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_OptInt(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for Path {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_Path(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for Rstat {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_Rstat(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for Rres {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_Rres(3)
         }
     }
 }
