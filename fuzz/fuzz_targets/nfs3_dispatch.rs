@@ -1,4 +1,4 @@
-//! NFSv3 and MOUNT end to end: every `nfs3::types::*Args` decoder, then the whole
+//! NFSv3 and MOUNT end to end: every `nfs3wire::*Args` decoder, then the whole
 //! `sunrpc::Dispatcher` with NFSv3, MOUNT and NFSv4 registered over a `vfs::Vfs` exporting a
 //! scratch directory (see fuzz/harness/src/env.rs).
 //!
@@ -15,7 +15,7 @@ use std::fmt::Debug;
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use nfs3::types::*;
+use nfs3wire::*;
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 fn roundtrip<T: Decode + Encode + PartialEq + Debug>(args: &Bytes) {
@@ -31,27 +31,27 @@ fn roundtrip<T: Decode + Encode + PartialEq + Debug>(args: &Bytes) {
 
 fn nfs3_args(proc_: u32, a: &Bytes) {
     match proc_ {
-        1 => roundtrip::<GetattrArgs>(a),
-        2 => roundtrip::<SetattrArgs>(a),
-        3 => roundtrip::<LookupArgs>(a),
-        4 => roundtrip::<AccessArgs>(a),
-        5 => roundtrip::<ReadlinkArgs>(a),
-        6 => roundtrip::<ReadArgs>(a),
-        7 => roundtrip::<WriteArgs>(a),
-        8 => roundtrip::<CreateArgs>(a),
-        9 => roundtrip::<MkdirArgs>(a),
-        10 => roundtrip::<SymlinkArgs>(a),
-        11 => roundtrip::<MknodArgs>(a),
-        12 => roundtrip::<RemoveArgs>(a),
-        13 => roundtrip::<RmdirArgs>(a),
-        14 => roundtrip::<RenameArgs>(a),
-        15 => roundtrip::<LinkArgs>(a),
-        16 => roundtrip::<ReaddirArgs>(a),
-        17 => roundtrip::<ReaddirplusArgs>(a),
-        18 => roundtrip::<FsstatArgs>(a),
-        19 => roundtrip::<FsinfoArgs>(a),
-        20 => roundtrip::<PathconfArgs>(a),
-        21 => roundtrip::<CommitArgs>(a),
+        1 => roundtrip::<Getattr3args>(a),
+        2 => roundtrip::<Setattr3args>(a),
+        3 => roundtrip::<Lookup3args>(a),
+        4 => roundtrip::<Access3args>(a),
+        5 => roundtrip::<Readlink3args>(a),
+        6 => roundtrip::<Read3args>(a),
+        7 => roundtrip::<Write3args>(a),
+        8 => roundtrip::<Create3args>(a),
+        9 => roundtrip::<Mkdir3args>(a),
+        10 => roundtrip::<Symlink3args>(a),
+        11 => roundtrip::<Mknod3args>(a),
+        12 => roundtrip::<Remove3args>(a),
+        13 => roundtrip::<Rmdir3args>(a),
+        14 => roundtrip::<Rename3args>(a),
+        15 => roundtrip::<Link3args>(a),
+        16 => roundtrip::<Readdir3args>(a),
+        17 => roundtrip::<Readdirplus3args>(a),
+        18 => roundtrip::<Fsstat3args>(a),
+        19 => roundtrip::<Fsinfo3args>(a),
+        20 => roundtrip::<Pathconf3args>(a),
+        21 => roundtrip::<Commit3args>(a),
         _ => {}
     }
 }
@@ -61,9 +61,11 @@ fuzz_target!(|data: &[u8]| {
         if let Ok((h, args)) = sunrpc::msg::decode_call(Bytes::copy_from_slice(m)) {
             let a = args.into_rest();
             match (h.prog, h.vers) {
-                (NFS_PROGRAM, NFS_V3) => nfs3_args(h.proc_, &a),
-                (MOUNT_PROGRAM, MOUNT_V3) if h.proc_ == 1 || h.proc_ == 3 => {
-                    roundtrip::<MntArgs>(&a)
+                (NFS3_PROGRAM, NFS_V3) => nfs3_args(h.proc_, &a),
+                (MOUNTPROG, MOUNTVERS3)
+                    if h.proc_ == MOUNTPROC_MNT || h.proc_ == MOUNTPROC_UMNT =>
+                {
+                    roundtrip::<Dirpath>(&a)
                 }
                 _ => {}
             }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
-use nfs3::types::{Fh3, StableHow};
+use nfs3wire::{NfsFh3, StableHow};
 
 use crate::err;
 use crate::error::Result;
@@ -97,8 +97,8 @@ pub enum Conn {
     V4(V4),
 }
 
-fn fh3(b: &Bytes) -> Fh3 {
-    Fh3(b.clone())
+fn fh3(b: &Bytes) -> NfsFh3 {
+    NfsFh3 { data: b.clone() }
 }
 
 fn open4(f: &File) -> Open {
@@ -129,7 +129,7 @@ impl Session {
                 let c = V3::connect(target.nfs, target.via, target.cred, target.timeout).await?;
                 let (rt, wt) = c.fsinfo(&root).await?;
                 Ok(Session {
-                    root: root.0,
+                    root: root.data,
                     max_io: rt.min(wt).min(1 << 20),
                     target,
                 })
@@ -197,7 +197,7 @@ impl Conn {
     /// LOOKUP (v4: PUTFH, LOOKUP, GETFH, GETATTR).
     pub async fn lookup(&self, dir: &Bytes, name: &str) -> Result<Bytes> {
         match self {
-            Conn::V3(c) => c.lookup(&fh3(dir), name).await.map(|f| f.0),
+            Conn::V3(c) => c.lookup(&fh3(dir), name).await.map(|f| f.data),
             Conn::V4(c) => c.lookup(dir, name).await,
         }
     }
@@ -205,7 +205,7 @@ impl Conn {
     /// Makes a directory.
     pub async fn mkdir(&self, dir: &Bytes, name: &str) -> Result<Bytes> {
         match self {
-            Conn::V3(c) => c.mkdir(&fh3(dir), name).await.map(|f| f.0),
+            Conn::V3(c) => c.mkdir(&fh3(dir), name).await.map(|f| f.data),
             Conn::V4(c) => c.mkdir(dir, name).await,
         }
     }
@@ -214,7 +214,7 @@ impl Conn {
     pub async fn create(&self, dir: &Bytes, name: &str) -> Result<File> {
         match self {
             Conn::V3(c) => Ok(File {
-                fh: c.create(&fh3(dir), name).await?.0,
+                fh: c.create(&fh3(dir), name).await?.data,
                 sid: Stateid::default(),
             }),
             Conn::V4(c) => {
@@ -231,7 +231,7 @@ impl Conn {
     pub async fn open(&self, dir: &Bytes, name: &str, write: bool) -> Result<File> {
         match self {
             Conn::V3(c) => Ok(File {
-                fh: c.lookup(&fh3(dir), name).await?.0,
+                fh: c.lookup(&fh3(dir), name).await?.data,
                 sid: Stateid::default(),
             }),
             Conn::V4(c) => {
@@ -255,7 +255,7 @@ impl Conn {
     /// Creates a file and closes it at once (`touch`): its handle.
     pub async fn touch(&self, dir: &Bytes, name: &str) -> Result<Bytes> {
         match self {
-            Conn::V3(c) => c.create(&fh3(dir), name).await.map(|f| f.0),
+            Conn::V3(c) => c.create(&fh3(dir), name).await.map(|f| f.data),
             Conn::V4(c) => c.create_closed(dir, name).await,
         }
     }
@@ -265,7 +265,7 @@ impl Conn {
         let len = data.len() as u32;
         let n = match self {
             Conn::V3(c) => {
-                let how = StableHow::try_from(stable).unwrap_or(StableHow::FileSync);
+                let how = StableHow::from_i32(stable as i32).unwrap_or(StableHow::FileSync);
                 c.write(&fh3(&f.fh), off, data, how).await?
             }
             Conn::V4(c) => c.write(&open4(f), off, data, stable).await?,

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use nfs3::types::*;
+use nfs3wire::*;
 use xdr::{Decode, Decoder, Encode};
 
 use crate::err;
@@ -26,29 +26,29 @@ fn decode<T: Decode>(b: Bytes) -> Result<T> {
     Ok(T::decode(&mut d)?)
 }
 
-fn check<T, F>(what: &str, r: Res3<T, F>) -> Result<T> {
-    match r {
-        Res3::Ok(t) => Ok(t),
-        Res3::Fail(s, _) => Err(err!("NFSv3 {what}: {s:?}")),
-    }
+/// The success arm of the NFSv3 result union `$res` decoded from `$reply`; an error naming
+/// `$what` and the status otherwise.
+macro_rules! ok {
+    ($res:ident, $what:expr, $reply:expr) => {
+        match decode::<$res>($reply)? {
+            $res::Ok(ok) => ok,
+            other => return Err(err!("NFSv3 {}: {:?}", $what, other.discriminant())),
+        }
+    };
 }
 
 /// MNT of `path` through the MOUNT server at `addr`: the export's root handle.
-pub async fn mount(addr: SocketAddr, path: &str, cred: Cred, timeout: Duration) -> Result<Fh3> {
+pub async fn mount(addr: SocketAddr, path: &str, cred: Cred, timeout: Duration) -> Result<NfsFh3> {
     let rpc = RpcConn::connect(addr, cred, timeout)
         .await
         .map_err(|e| err!("cannot connect to MOUNT at {addr}: {e}"))?;
-    let args = MntArgs {
-        dirpath: Bytes::copy_from_slice(path.as_bytes()),
-    };
+    let args = Dirpath(Bytes::copy_from_slice(path.as_bytes()));
     let r = rpc
-        .call(MOUNT_PROGRAM, MOUNT_V3, MountProc3::Mnt as u32, |e| {
-            args.encode(e)
-        })
+        .call(MOUNTPROG, MOUNTVERS3, MOUNTPROC_MNT, |e| args.encode(e))
         .await?;
-    match decode::<MountRes3>(r)? {
-        MountRes3::Ok(ok) => Ok(ok.fhandle),
-        MountRes3::Fail(s) => Err(err!("MNT {path}: {s:?}")),
+    match decode::<Mountres3>(r)? {
+        Mountres3::Ok(ok) => Ok(NfsFh3 { data: ok.fhandle }),
+        Mountres3::Fail(s) => Err(err!("MNT {path}: {s:?}")),
     }
 }
 
@@ -61,120 +61,122 @@ impl V3 {
         Ok(V3 { rpc })
     }
 
-    async fn call(&self, p: NfsProc3, args: &impl Encode) -> Result<Bytes> {
+    async fn call(&self, p: u32, args: &impl Encode) -> Result<Bytes> {
         self.call_expect(p, Expect::Small, args).await
     }
 
-    async fn call_expect(&self, p: NfsProc3, expect: Expect, args: &impl Encode) -> Result<Bytes> {
+    async fn call_expect(&self, p: u32, expect: Expect, args: &impl Encode) -> Result<Bytes> {
         Ok(self
             .rpc
-            .call_expect(NFS_PROGRAM, NFS_V3, p as u32, expect, |e| args.encode(e))
+            .call_expect(NFS3_PROGRAM, NFS_V3, p, expect, |e| args.encode(e))
             .await?)
     }
 
     /// NULL.
     pub async fn null(&self) -> Result<()> {
-        self.call(NfsProc3::Null, &Void).await?;
+        self.rpc
+            .call_expect(NFS3_PROGRAM, NFS_V3, NFSPROC3_NULL, Expect::Small, |_| {})
+            .await?;
         Ok(())
     }
 
     /// FSINFO: (rtmax, wtmax).
-    pub async fn fsinfo(&self, fh: &Fh3) -> Result<(u32, u32)> {
+    pub async fn fsinfo(&self, fh: &NfsFh3) -> Result<(u32, u32)> {
         let r = self
-            .call(NfsProc3::Fsinfo, &FsinfoArgs { fsroot: fh.clone() })
+            .call(NFSPROC3_FSINFO, &Fsinfo3args { fsroot: fh.clone() })
             .await?;
-        let ok = check("FSINFO", decode::<FsinfoRes>(r)?)?;
+        let ok = ok!(Fsinfo3res, "FSINFO", r);
         Ok((ok.rtmax, ok.wtmax))
     }
 
     /// GETATTR.
-    pub async fn getattr(&self, fh: &Fh3) -> Result<Fattr3> {
+    pub async fn getattr(&self, fh: &NfsFh3) -> Result<Fattr3> {
         let r = self
-            .call(NfsProc3::Getattr, &GetattrArgs { object: fh.clone() })
+            .call(NFSPROC3_GETATTR, &Getattr3args { object: fh.clone() })
             .await?;
-        check("GETATTR", decode::<GetattrRes>(r)?)
+        Ok(ok!(Getattr3res, "GETATTR", r).obj_attributes)
     }
 
     /// LOOKUP of `name` in `dir`.
-    pub async fn lookup(&self, dir: &Fh3, name: &str) -> Result<Fh3> {
+    pub async fn lookup(&self, dir: &NfsFh3, name: &str) -> Result<NfsFh3> {
         let r = self
             .call(
-                NfsProc3::Lookup,
-                &LookupArgs {
+                NFSPROC3_LOOKUP,
+                &Lookup3args {
                     what: dirop(dir, name),
                 },
             )
             .await?;
-        Ok(check("LOOKUP", decode::<LookupRes>(r)?)?.object)
+        Ok(ok!(Lookup3res, "LOOKUP", r).object)
     }
 
     /// CREATE (UNCHECKED, mode 0644) of `name` in `dir`.
-    pub async fn create(&self, dir: &Fh3, name: &str) -> Result<Fh3> {
+    pub async fn create(&self, dir: &NfsFh3, name: &str) -> Result<NfsFh3> {
         let r = self
             .call(
-                NfsProc3::Create,
-                &CreateArgs {
-                    where_: dirop(dir, name),
-                    how: Createhow3::Unchecked(Sattr3 {
-                        mode: Some(0o644),
-                        ..Default::default()
-                    }),
+                NFSPROC3_CREATE,
+                &Create3args {
+                    r#where: dirop(dir, name),
+                    how: Createhow3::Unchecked(sattr(SetMode3(Some(0o644)), SetSize3(None))),
                 },
             )
             .await?;
-        match check("CREATE", decode::<CreateRes>(r)?)?.obj.0 {
+        match ok!(Create3res, "CREATE", r).obj.0 {
             Some(fh) => Ok(fh),
             None => self.lookup(dir, name).await,
         }
     }
 
     /// MKDIR (mode 0755) of `name` in `dir`.
-    pub async fn mkdir(&self, dir: &Fh3, name: &str) -> Result<Fh3> {
+    pub async fn mkdir(&self, dir: &NfsFh3, name: &str) -> Result<NfsFh3> {
         let r = self
             .call(
-                NfsProc3::Mkdir,
-                &MkdirArgs {
-                    where_: dirop(dir, name),
-                    attributes: Sattr3 {
-                        mode: Some(0o755),
-                        ..Default::default()
-                    },
+                NFSPROC3_MKDIR,
+                &Mkdir3args {
+                    r#where: dirop(dir, name),
+                    attributes: sattr(SetMode3(Some(0o755)), SetSize3(None)),
                 },
             )
             .await?;
-        match check("MKDIR", decode::<MkdirRes>(r)?)?.obj.0 {
+        match ok!(Mkdir3res, "MKDIR", r).obj.0 {
             Some(fh) => Ok(fh),
             None => self.lookup(dir, name).await,
         }
     }
 
     /// WRITE of `data` at `off`; returns the count written.
-    pub async fn write(&self, fh: &Fh3, off: u64, data: Bytes, stable: StableHow) -> Result<u32> {
-        let args = WriteArgs {
+    pub async fn write(
+        &self,
+        fh: &NfsFh3,
+        off: u64,
+        data: Bytes,
+        stable: StableHow,
+    ) -> Result<u32> {
+        let args = Write3args {
             file: fh.clone(),
             offset: off,
             count: data.len() as u32,
             stable,
             data,
         };
-        let r = self.call(NfsProc3::Write, &args).await?;
-        Ok(check("WRITE", decode::<WriteRes>(r)?)?.count)
+        let r = self.call(NFSPROC3_WRITE, &args).await?;
+        Ok(ok!(Write3res, "WRITE", r).count)
     }
 
     /// READ of `count` bytes at `off`: the data and the eof flag.
-    pub async fn read(&self, fh: &Fh3, off: u64, count: u32) -> Result<(Bytes, bool)> {
+    pub async fn read(&self, fh: &NfsFh3, off: u64, count: u32) -> Result<(Bytes, bool)> {
         let r = self
             .call_expect(
-                NfsProc3::Read,
+                NFSPROC3_READ,
                 Expect::DataLast(count),
-                &ReadArgs {
+                &Read3args {
                     file: fh.clone(),
                     offset: off,
                     count,
                 },
             )
             .await?;
-        let ok = check("READ", decode::<ReadRes>(r)?)?;
+        let ok = ok!(Read3res, "READ", r);
         let data = match ok.data {
             xdr::Payload::Bytes(b) => b,
             xdr::Payload::Pages(_) => return Err(err!("READ: a decoded reply holds bytes")),
@@ -183,71 +185,68 @@ impl V3 {
     }
 
     /// COMMIT of the whole file.
-    pub async fn commit(&self, fh: &Fh3) -> Result<()> {
+    pub async fn commit(&self, fh: &NfsFh3) -> Result<()> {
         let r = self
             .call(
-                NfsProc3::Commit,
-                &CommitArgs {
+                NFSPROC3_COMMIT,
+                &Commit3args {
                     file: fh.clone(),
                     offset: 0,
                     count: 0,
                 },
             )
             .await?;
-        check("COMMIT", decode::<CommitRes>(r)?)?;
+        ok!(Commit3res, "COMMIT", r);
         Ok(())
     }
 
     /// SETATTR of the size.
-    pub async fn truncate(&self, fh: &Fh3, size: u64) -> Result<()> {
+    pub async fn truncate(&self, fh: &NfsFh3, size: u64) -> Result<()> {
         let r = self
             .call(
-                NfsProc3::Setattr,
-                &SetattrArgs {
+                NFSPROC3_SETATTR,
+                &Setattr3args {
                     object: fh.clone(),
-                    new_attributes: Sattr3 {
-                        size: Some(size),
-                        ..Default::default()
-                    },
-                    guard: SattrGuard3(None),
+                    new_attributes: sattr(SetMode3(None), SetSize3(Some(size))),
+                    guard: Sattrguard3(None),
                 },
             )
             .await?;
-        check("SETATTR", decode::<SetattrRes>(r)?)?;
+        ok!(Setattr3res, "SETATTR", r);
         Ok(())
     }
 
     /// REMOVE of `name` in `dir`.
-    pub async fn remove(&self, dir: &Fh3, name: &str) -> Result<()> {
+    pub async fn remove(&self, dir: &NfsFh3, name: &str) -> Result<()> {
         let r = self
             .call(
-                NfsProc3::Remove,
-                &RemoveArgs {
+                NFSPROC3_REMOVE,
+                &Remove3args {
                     object: dirop(dir, name),
                 },
             )
             .await?;
-        check("REMOVE", decode::<RemoveRes>(r)?)?;
+        ok!(Remove3res, "REMOVE", r);
         Ok(())
     }
 
     /// RMDIR of `name` in `dir`.
-    pub async fn rmdir(&self, dir: &Fh3, name: &str) -> Result<()> {
+    pub async fn rmdir(&self, dir: &NfsFh3, name: &str) -> Result<()> {
         let r = self
             .call(
-                NfsProc3::Rmdir,
-                &RmdirArgs {
+                NFSPROC3_RMDIR,
+                &Rmdir3args {
                     object: dirop(dir, name),
                 },
             )
             .await?;
-        check("RMDIR", decode::<RmdirRes>(r)?)?;
+        ok!(Rmdir3res, "RMDIR", r);
         Ok(())
     }
 
     /// The whole listing of `dir` with READDIRPLUS (dircount 16 KiB, maxcount 64 KiB per call):
     /// entry names other than `.` and `..`, and the number of calls made.
-    pub async fn readdirplus(&self, dir: &Fh3) -> Result<(Vec<Bytes>, u32)> {
+    pub async fn readdirplus(&self, dir: &NfsFh3) -> Result<(Vec<Bytes>, u32)> {
         let mut names = Vec::new();
         let mut cookie = 0;
         let mut verf = [0u8; 8];
@@ -255,9 +254,9 @@ impl V3 {
         loop {
             let r = self
                 .call_expect(
-                    NfsProc3::Readdirplus,
+                    NFSPROC3_READDIRPLUS,
                     Expect::Large(MAXCOUNT + 4096),
-                    &ReaddirplusArgs {
+                    &Readdirplus3args {
                         dir: dir.clone(),
                         cookie,
                         cookieverf: verf,
@@ -267,7 +266,7 @@ impl V3 {
                 )
                 .await?;
             calls += 1;
-            let ok = check("READDIRPLUS", decode::<ReaddirplusRes>(r)?)?;
+            let ok = ok!(Readdirplus3res, "READDIRPLUS", r);
             verf = ok.cookieverf;
             for e in &ok.reply.entries {
                 cookie = e.cookie;
@@ -282,8 +281,20 @@ impl V3 {
     }
 }
 
-fn dirop(dir: &Fh3, name: &str) -> DiropArgs3 {
-    DiropArgs3 {
+/// A sattr3 that sets the mode or the size, or neither.
+fn sattr(mode: SetMode3, size: SetSize3) -> Sattr3 {
+    Sattr3 {
+        mode,
+        uid: SetUid3(None),
+        gid: SetGid3(None),
+        size,
+        atime: SetAtime::Default(TimeHow::DontChange),
+        mtime: SetMtime::Default(TimeHow::DontChange),
+    }
+}
+
+fn dirop(dir: &NfsFh3, name: &str) -> Diropargs3 {
+    Diropargs3 {
         dir: dir.clone(),
         name: Bytes::copy_from_slice(name.as_bytes()),
     }

@@ -3,43 +3,43 @@
 
 use vfs::{Attr, FileType, SetAttrs, VfsError};
 
-use crate::types::*;
+use nfs3wire::*;
 
 /// Maps a backend error to the NFSv3 status the client sees.
 pub fn nfsstat(e: VfsError) -> Nfsstat3 {
     match e {
-        VfsError::Stale => Nfsstat3::Stale,
-        VfsError::BadHandle => Nfsstat3::Badhandle,
-        VfsError::ExportDenied => Nfsstat3::Acces,
-        VfsError::ReadOnly => Nfsstat3::Rofs,
-        VfsError::NotSync => Nfsstat3::NotSync,
-        VfsError::BadCookie => Nfsstat3::BadCookie,
-        VfsError::TooSmall => Nfsstat3::Toosmall,
-        VfsError::BadName => Nfsstat3::Acces,
-        VfsError::NotSupported => Nfsstat3::Notsupp,
-        VfsError::Delay => Nfsstat3::Jukebox,
+        VfsError::Stale => Nfsstat3::NFS3ERR_STALE,
+        VfsError::BadHandle => Nfsstat3::NFS3ERR_BADHANDLE,
+        VfsError::ExportDenied => Nfsstat3::NFS3ERR_ACCES,
+        VfsError::ReadOnly => Nfsstat3::NFS3ERR_ROFS,
+        VfsError::NotSync => Nfsstat3::NFS3ERR_NOT_SYNC,
+        VfsError::BadCookie => Nfsstat3::NFS3ERR_BAD_COOKIE,
+        VfsError::TooSmall => Nfsstat3::NFS3ERR_TOOSMALL,
+        VfsError::BadName => Nfsstat3::NFS3ERR_ACCES,
+        VfsError::NotSupported => Nfsstat3::NFS3ERR_NOTSUPP,
+        VfsError::Delay => Nfsstat3::NFS3ERR_JUKEBOX,
         VfsError::Errno(n) => match n {
-            libc::EPERM => Nfsstat3::Perm,
-            libc::ENOENT => Nfsstat3::Noent,
-            libc::ENXIO => Nfsstat3::Nxio,
-            libc::EACCES => Nfsstat3::Acces,
-            libc::EEXIST => Nfsstat3::Exist,
-            libc::EXDEV => Nfsstat3::Xdev,
-            libc::ENODEV => Nfsstat3::Nodev,
-            libc::ENOTDIR => Nfsstat3::Notdir,
-            libc::EISDIR => Nfsstat3::Isdir,
-            libc::EINVAL | libc::ELOOP => Nfsstat3::Inval,
-            libc::EFBIG | libc::EOVERFLOW => Nfsstat3::Fbig,
-            libc::ENOSPC => Nfsstat3::Nospc,
-            libc::EROFS => Nfsstat3::Rofs,
-            libc::EMLINK => Nfsstat3::Mlink,
-            libc::ENAMETOOLONG => Nfsstat3::Nametoolong,
-            libc::ENOTEMPTY => Nfsstat3::Notempty,
-            libc::EDQUOT => Nfsstat3::Dquot,
-            libc::ESTALE => Nfsstat3::Stale,
-            libc::EOPNOTSUPP => Nfsstat3::Notsupp,
-            libc::EAGAIN | libc::ETXTBSY => Nfsstat3::Jukebox,
-            _ => Nfsstat3::Io,
+            libc::EPERM => Nfsstat3::NFS3ERR_PERM,
+            libc::ENOENT => Nfsstat3::NFS3ERR_NOENT,
+            libc::ENXIO => Nfsstat3::NFS3ERR_NXIO,
+            libc::EACCES => Nfsstat3::NFS3ERR_ACCES,
+            libc::EEXIST => Nfsstat3::NFS3ERR_EXIST,
+            libc::EXDEV => Nfsstat3::NFS3ERR_XDEV,
+            libc::ENODEV => Nfsstat3::NFS3ERR_NODEV,
+            libc::ENOTDIR => Nfsstat3::NFS3ERR_NOTDIR,
+            libc::EISDIR => Nfsstat3::NFS3ERR_ISDIR,
+            libc::EINVAL | libc::ELOOP => Nfsstat3::NFS3ERR_INVAL,
+            libc::EFBIG | libc::EOVERFLOW => Nfsstat3::NFS3ERR_FBIG,
+            libc::ENOSPC => Nfsstat3::NFS3ERR_NOSPC,
+            libc::EROFS => Nfsstat3::NFS3ERR_ROFS,
+            libc::EMLINK => Nfsstat3::NFS3ERR_MLINK,
+            libc::ENAMETOOLONG => Nfsstat3::NFS3ERR_NAMETOOLONG,
+            libc::ENOTEMPTY => Nfsstat3::NFS3ERR_NOTEMPTY,
+            libc::EDQUOT => Nfsstat3::NFS3ERR_DQUOT,
+            libc::ESTALE => Nfsstat3::NFS3ERR_STALE,
+            libc::EOPNOTSUPP => Nfsstat3::NFS3ERR_NOTSUPP,
+            libc::EAGAIN | libc::ETXTBSY => Nfsstat3::NFS3ERR_JUKEBOX,
+            _ => Nfsstat3::NFS3ERR_IO,
         },
     }
 }
@@ -47,15 +47,15 @@ pub fn nfsstat(e: VfsError) -> Nfsstat3 {
 /// Maps a backend error to a MOUNT status.
 pub fn mountstat(e: VfsError) -> Mountstat3 {
     match nfsstat(e) {
-        Nfsstat3::Perm => Mountstat3::Perm,
-        Nfsstat3::Noent | Nfsstat3::Stale => Mountstat3::Noent,
-        Nfsstat3::Acces | Nfsstat3::Badhandle => Mountstat3::Acces,
-        Nfsstat3::Notdir => Mountstat3::Notdir,
-        Nfsstat3::Inval => Mountstat3::Inval,
-        Nfsstat3::Nametoolong => Mountstat3::Nametoolong,
-        Nfsstat3::Notsupp => Mountstat3::Notsupp,
-        Nfsstat3::Io => Mountstat3::Io,
-        _ => Mountstat3::Serverfault,
+        Nfsstat3::NFS3ERR_PERM => Mountstat3::MNT3ERR_PERM,
+        Nfsstat3::NFS3ERR_NOENT | Nfsstat3::NFS3ERR_STALE => Mountstat3::MNT3ERR_NOENT,
+        Nfsstat3::NFS3ERR_ACCES | Nfsstat3::NFS3ERR_BADHANDLE => Mountstat3::MNT3ERR_ACCES,
+        Nfsstat3::NFS3ERR_NOTDIR => Mountstat3::MNT3ERR_NOTDIR,
+        Nfsstat3::NFS3ERR_INVAL => Mountstat3::MNT3ERR_INVAL,
+        Nfsstat3::NFS3ERR_NAMETOOLONG => Mountstat3::MNT3ERR_NAMETOOLONG,
+        Nfsstat3::NFS3ERR_NOTSUPP => Mountstat3::MNT3ERR_NOTSUPP,
+        Nfsstat3::NFS3ERR_IO => Mountstat3::MNT3ERR_IO,
+        _ => Mountstat3::MNT3ERR_SERVERFAULT,
     }
 }
 
@@ -69,14 +69,14 @@ fn time3(t: vfs::Time) -> Nfstime3 {
 /// NFSv3 attributes of an object.
 pub fn fattr3(a: &Attr) -> Fattr3 {
     Fattr3 {
-        ftype: match a.ftype {
-            FileType::Regular => Ftype3::Reg,
-            FileType::Directory => Ftype3::Dir,
-            FileType::Block => Ftype3::Blk,
-            FileType::Char => Ftype3::Chr,
-            FileType::Symlink => Ftype3::Lnk,
-            FileType::Socket => Ftype3::Sock,
-            FileType::Fifo => Ftype3::Fifo,
+        r#type: match a.ftype {
+            FileType::Regular => Ftype3::Nf3reg,
+            FileType::Directory => Ftype3::Nf3dir,
+            FileType::Block => Ftype3::Nf3blk,
+            FileType::Char => Ftype3::Nf3chr,
+            FileType::Symlink => Ftype3::Nf3lnk,
+            FileType::Socket => Ftype3::Nf3sock,
+            FileType::Fifo => Ftype3::Nf3fifo,
         },
         mode: a.mode,
         nlink: a.nlink,
@@ -110,6 +110,14 @@ pub fn pre(a: &Attr) -> PreOpAttr {
     }))
 }
 
+/// wcc_data with neither attribute set (the object could not be found).
+pub fn no_wcc() -> WccData {
+    WccData {
+        before: PreOpAttr(None),
+        after: PostOpAttr(None),
+    }
+}
+
 /// wcc_data from attributes before and after.
 pub fn wcc(before: &Attr, after: Option<&Attr>) -> WccData {
     WccData {
@@ -118,32 +126,41 @@ pub fn wcc(before: &Attr, after: Option<&Attr>) -> WccData {
     }
 }
 
-fn set_time(t: &SetTime) -> vfs::SetTime {
-    match t {
-        SetTime::DontChange => vfs::SetTime::DontChange,
-        SetTime::ServerTime => vfs::SetTime::ServerNow,
-        SetTime::ClientTime(t) => vfs::SetTime::Client(vfs::Time {
+/// A SETATTR time: `t` is the client's time (`SET_TO_CLIENT_TIME`), `how` the
+/// discriminant of a time-less arm.
+fn set_time(t: Option<&Nfstime3>, how: TimeHow) -> vfs::SetTime {
+    match (t, how) {
+        (Some(t), _) => vfs::SetTime::Client(vfs::Time {
             sec: t.seconds as i64,
             nsec: t.nseconds,
         }),
+        (None, TimeHow::SetToServerTime) => vfs::SetTime::ServerNow,
+        // DONT_CHANGE (SET_TO_CLIENT_TIME always carries a time)
+        (None, _) => vfs::SetTime::DontChange,
     }
 }
 
 /// Backend attribute changes from a sattr3.
 pub fn set_attrs(s: &Sattr3) -> SetAttrs {
     SetAttrs {
-        mode: s.mode,
-        uid: s.uid,
-        gid: s.gid,
-        size: s.size,
-        atime: set_time(&s.atime),
-        mtime: set_time(&s.mtime),
+        mode: s.mode.0,
+        uid: s.uid.0,
+        gid: s.gid.0,
+        size: s.size.0,
+        atime: match &s.atime {
+            SetAtime::SetToClientTime(t) => set_time(Some(t), TimeHow::SetToClientTime),
+            SetAtime::Default(how) => set_time(None, *how),
+        },
+        mtime: match &s.mtime {
+            SetMtime::SetToClientTime(t) => set_time(Some(t), TimeHow::SetToClientTime),
+            SetMtime::Default(how) => set_time(None, *how),
+        },
     }
 }
 
 /// The ctime guard of a SETATTR.
-pub fn guard(g: &SattrGuard3) -> Option<vfs::Time> {
-    g.0.map(|t| vfs::Time {
+pub fn guard(g: &Sattrguard3) -> Option<vfs::Time> {
+    g.0.as_ref().map(|t| vfs::Time {
         sec: t.seconds as i64,
         nsec: t.nseconds,
     })
@@ -155,14 +172,23 @@ mod tests {
 
     #[test]
     fn errno_mapping() {
-        assert_eq!(nfsstat(VfsError::Errno(libc::ENOENT)), Nfsstat3::Noent);
+        assert_eq!(
+            nfsstat(VfsError::Errno(libc::ENOENT)),
+            Nfsstat3::NFS3ERR_NOENT
+        );
         assert_eq!(
             nfsstat(VfsError::Errno(libc::ENOTEMPTY)),
-            Nfsstat3::Notempty
+            Nfsstat3::NFS3ERR_NOTEMPTY
         );
-        assert_eq!(nfsstat(VfsError::Errno(libc::EBADMSG)), Nfsstat3::Io);
-        assert_eq!(nfsstat(VfsError::BadHandle), Nfsstat3::Badhandle);
-        assert_eq!(nfsstat(VfsError::errno(libc::ESTALE)), Nfsstat3::Stale);
-        assert_eq!(mountstat(VfsError::ExportDenied), Mountstat3::Acces);
+        assert_eq!(
+            nfsstat(VfsError::Errno(libc::EBADMSG)),
+            Nfsstat3::NFS3ERR_IO
+        );
+        assert_eq!(nfsstat(VfsError::BadHandle), Nfsstat3::NFS3ERR_BADHANDLE);
+        assert_eq!(
+            nfsstat(VfsError::errno(libc::ESTALE)),
+            Nfsstat3::NFS3ERR_STALE
+        );
+        assert_eq!(mountstat(VfsError::ExportDenied), Mountstat3::MNT3ERR_ACCES);
     }
 }

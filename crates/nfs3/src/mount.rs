@@ -10,17 +10,17 @@ use xdr::{Decode, Decoder, Encode, Encoder};
 
 use crate::convert::mountstat;
 use crate::nfs::client_of;
-use crate::types::*;
+use nfs3wire::*;
 
 /// AUTH_SYS, the one flavor we offer.
-const AUTH_SYS: u32 = 1;
+const AUTH_SYS: i32 = 1;
 /// Mount-list entries kept (the list is advisory; bounded so clients cannot grow it forever).
 const MAX_MOUNT_LIST: usize = 4096;
 
 /// Serves MOUNT version 3 (and answers version 1 and 2 with PROG_MISMATCH).
 pub struct Mount {
     vfs: Arc<Vfs>,
-    mounts: Mutex<Vec<MountBody>>,
+    mounts: Mutex<Vec<Mountbody>>,
 }
 
 impl Mount {
@@ -32,31 +32,31 @@ impl Mount {
         }
     }
 
-    fn mnt(&self, ctx: &CallContext, a: MntArgs) -> MountRes3 {
-        match self.vfs.mount(&a.dirpath, &client_of(ctx)) {
+    fn mnt(&self, ctx: &CallContext, Dirpath(dirpath): Dirpath) -> Mountres3 {
+        match self.vfs.mount(&dirpath, &client_of(ctx)) {
             Ok(fh) => {
                 let host = Bytes::from(ctx.peer.ip().to_string());
                 let mut m = self.mounts.lock();
                 if !m
                     .iter()
-                    .any(|e| e.hostname == host && e.directory == a.dirpath)
+                    .any(|e| e.ml_hostname == host && e.ml_directory.0 == dirpath)
                     && m.len() < MAX_MOUNT_LIST
                 {
-                    m.push(MountBody {
-                        hostname: host,
+                    m.push(Mountbody {
+                        ml_hostname: host,
                         // a copy: the list outlives the call buffer the path is a slice of
-                        directory: Bytes::copy_from_slice(&a.dirpath),
+                        ml_directory: Dirpath(Bytes::copy_from_slice(&dirpath)),
                     });
                 }
-                tracing::info!(client = %ctx.peer, path = %String::from_utf8_lossy(&a.dirpath), "mounted");
-                MountRes3::Ok(MountRes3Ok {
-                    fhandle: Fh3(fh),
+                tracing::info!(client = %ctx.peer, path = %String::from_utf8_lossy(&dirpath), "mounted");
+                Mountres3::Ok(Mountres3Ok {
+                    fhandle: fh,
                     auth_flavors: vec![AUTH_SYS],
                 })
             }
             Err(e) => {
-                tracing::info!(client = %ctx.peer, path = %String::from_utf8_lossy(&a.dirpath), error = %e, "mount refused");
-                MountRes3::Fail(mountstat(e))
+                tracing::info!(client = %ctx.peer, path = %String::from_utf8_lossy(&dirpath), error = %e, "mount refused");
+                Mountres3::Fail(mountstat(e))
             }
         }
     }
@@ -66,15 +66,15 @@ impl Mount {
             self.vfs
                 .export_list()
                 .into_iter()
-                .map(|(path, groups)| ExportNode {
-                    dir: Bytes::from(path.into_os_string().into_encoded_bytes()),
-                    groups: Groups(
-                        groups
-                            .into_iter()
-                            .filter(|g| g != "*")
-                            .map(Bytes::from)
-                            .collect(),
-                    ),
+                .map(|(path, groups)| Exportnode {
+                    ex_dir: Dirpath(Bytes::from(path.into_os_string().into_encoded_bytes())),
+                    ex_groups: groups
+                        .into_iter()
+                        .filter(|g| g != "*")
+                        .map(|g| Groupnode {
+                            gr_name: Bytes::from(g),
+                        })
+                        .collect(),
                 })
                 .collect(),
         )
@@ -83,45 +83,46 @@ impl Mount {
 
 impl Program for Mount {
     fn program(&self) -> u32 {
-        MOUNT_PROGRAM
+        MOUNTPROG
     }
 
     fn versions(&self) -> (u32, u32) {
-        (MOUNT_V3, MOUNT_V3)
+        (MOUNTVERS3, MOUNTVERS3)
     }
 
     fn proc_name(&self, _vers: u32, p: u32) -> Option<&'static str> {
-        Some(match MountProc3::try_from(p).ok()? {
-            MountProc3::Null => "NULL",
-            MountProc3::Mnt => "MNT",
-            MountProc3::Dump => "DUMP",
-            MountProc3::Umnt => "UMNT",
-            MountProc3::Umntall => "UMNTALL",
-            MountProc3::Export => "EXPORT",
+        Some(match p {
+            MOUNTPROC_NULL => "NULL",
+            MOUNTPROC_MNT => "MNT",
+            MOUNTPROC_DUMP => "DUMP",
+            MOUNTPROC_UMNT => "UMNT",
+            MOUNTPROC_UMNTALL => "UMNTALL",
+            MOUNTPROC_EXPORT => "EXPORT",
+            _ => return None,
         })
     }
 
     fn call(&self, ctx: &CallContext, mut args: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
-        let p = MountProc3::try_from(ctx.proc_).map_err(|_| ProcError::ProcUnavail)?;
-        match p {
-            MountProc3::Null => {}
-            MountProc3::Mnt => {
-                let a = MntArgs::decode(&mut args)?;
+        match ctx.proc_ {
+            MOUNTPROC_NULL => {}
+            MOUNTPROC_MNT => {
+                let a = Dirpath::decode(&mut args)?;
                 self.mnt(ctx, a).encode(r);
             }
-            MountProc3::Dump => MountList(self.mounts.lock().clone()).encode(r),
-            MountProc3::Umnt => {
-                let a = UmntArgs::decode(&mut args)?;
+            MOUNTPROC_DUMP => Mountlist(self.mounts.lock().clone()).encode(r),
+            MOUNTPROC_UMNT => {
+                let Dirpath(dirpath) = Dirpath::decode(&mut args)?;
                 let host = Bytes::from(ctx.peer.ip().to_string());
                 self.mounts
                     .lock()
-                    .retain(|e| !(e.hostname == host && e.directory == a.dirpath));
+                    .retain(|e| !(e.ml_hostname == host && e.ml_directory.0 == dirpath));
             }
-            MountProc3::Umntall => {
+            MOUNTPROC_UMNTALL => {
                 let host = Bytes::from(ctx.peer.ip().to_string());
-                self.mounts.lock().retain(|e| e.hostname != host);
+                self.mounts.lock().retain(|e| e.ml_hostname != host);
             }
-            MountProc3::Export => self.export_list().encode(r),
+            MOUNTPROC_EXPORT => self.export_list().encode(r),
+            _ => return Err(ProcError::ProcUnavail),
         }
         Ok(())
     }

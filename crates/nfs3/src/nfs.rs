@@ -7,8 +7,9 @@ use sunrpc::{CallContext, Credential, ProcError, Program};
 use vfs::{Attr, Caller, Client, CreateMode, Creds, Node, SpecialFile, Stability, Vfs, VfsError};
 use xdr::{Decode, Decoder, Encode, Encoder, Payload};
 
+use nfs3wire::*;
+
 use crate::convert::*;
-use crate::types::*;
 
 /// Largest READ / WRITE transfer we announce in FSINFO.
 pub const MAX_IO: u32 = vfs::fs::MAX_IO;
@@ -94,55 +95,79 @@ fn decode<A: Decode>(mut d: Decoder) -> Result<A, ProcError> {
     A::decode(&mut d).map_err(|_| ProcError::GarbageArgs)
 }
 
-type Res<T, F> = Res3<T, F>;
+/// What CREATE, MKDIR, SYMLINK and MKNOD answer: the new object's handle and attributes and
+/// the directory's wcc data, or a status and the directory's wcc data.
+type Created = Result<(NfsFh3, PostOpAttr, WccData), (Nfsstat3, WccData)>;
 
-fn fail<T, F>(e: VfsError, f: F) -> Res<T, F> {
-    Res3::Fail(nfsstat(e), f)
+/// Builds the result union `$res` of a creating procedure from a [`Created`] (its resok and
+/// resfail structs have the same fields for all four).
+macro_rules! created {
+    ($r:expr, $res:ident, $ok:ident, $fail:ident) => {
+        match $r {
+            Ok((fh, obj_attributes, dir_wcc)) => $res::Ok($ok {
+                obj: PostOpFh3(Some(fh)),
+                obj_attributes,
+                dir_wcc,
+            }),
+            Err((s, dir_wcc)) => $res::Fail(s, $fail { dir_wcc }),
+        }
+    };
 }
 
 impl Nfs3 {
-    fn auth(&self, ctx: &CallContext, fh: &Fh3) -> Result<(Caller, Node), VfsError> {
-        self.vfs.authorize(&fh.0, &client_of(ctx))
+    fn auth(&self, ctx: &CallContext, fh: &NfsFh3) -> Result<(Caller, Node), VfsError> {
+        self.vfs.authorize(&fh.data, &client_of(ctx))
     }
 
     fn fresh(&self, n: &Node) -> Option<Attr> {
         self.vfs.getattr(n).ok()
     }
 
-    fn getattr(&self, ctx: &CallContext, a: GetattrArgs) -> GetattrRes {
+    fn getattr(&self, ctx: &CallContext, a: Getattr3args) -> Getattr3res {
         // the size and times of a file another client may hold unwritten changes of are not
         // known here: recalled first, as for a READ (close-to-open checks start here)
         match self
             .auth(ctx, &a.object)
             .and_then(|(_, mut n)| self.before_read(&mut n).map(|()| n))
         {
-            Ok(n) => Res3::Ok(fattr3(&n.attr)),
-            Err(e) => fail(e, Void),
+            Ok(n) => Getattr3res::Ok(Getattr3resok {
+                obj_attributes: fattr3(&n.attr),
+            }),
+            Err(e) => Getattr3res::Fail(nfsstat(e)),
         }
     }
 
-    fn setattr(&self, ctx: &CallContext, a: SetattrArgs) -> SetattrRes {
+    fn setattr(&self, ctx: &CallContext, a: Setattr3args) -> Setattr3res {
         let (c, n) = match self.auth(ctx, &a.object) {
             Ok(x) => x,
-            Err(e) => return fail(e, WccData::default()),
+            Err(e) => return Setattr3res::Fail(nfsstat(e), Setattr3resfail { obj_wcc: no_wcc() }),
         };
         match self.before_change(&n).and_then(|()| {
             self.vfs
                 .setattr(&c, &n, &set_attrs(&a.new_attributes), guard(&a.guard))
         }) {
-            Ok(after) => Res3::Ok(wcc(&n.attr, Some(&after))),
-            Err(e) => fail(e, wcc(&n.attr, self.fresh(&n).as_ref())),
+            Ok(after) => Setattr3res::Ok(Setattr3resok {
+                obj_wcc: wcc(&n.attr, Some(&after)),
+            }),
+            Err(e) => Setattr3res::Fail(
+                nfsstat(e),
+                Setattr3resfail {
+                    obj_wcc: wcc(&n.attr, self.fresh(&n).as_ref()),
+                },
+            ),
         }
     }
 
-    fn lookup(&self, ctx: &CallContext, a: LookupArgs) -> LookupRes {
+    fn lookup(&self, ctx: &CallContext, a: Lookup3args) -> Lookup3res {
+        let fail =
+            |e, dir_attributes| Lookup3res::Fail(nfsstat(e), Lookup3resfail { dir_attributes });
         let (c, dir) = match self.auth(ctx, &a.what.dir) {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None)),
         };
         match self.vfs.lookup(&c, &dir, &a.what.name) {
-            Ok((fh, attr)) => Res3::Ok(LookupResOk {
-                object: Fh3(fh),
+            Ok((fh, attr)) => Lookup3res::Ok(Lookup3resok {
+                object: NfsFh3 { data: fh },
                 obj_attributes: post(Some(&attr)),
                 dir_attributes: post(Some(&dir.attr)),
             }),
@@ -150,23 +175,31 @@ impl Nfs3 {
         }
     }
 
-    fn access(&self, ctx: &CallContext, a: AccessArgs) -> AccessRes {
+    fn access(&self, ctx: &CallContext, a: Access3args) -> Access3res {
         match self.auth(ctx, &a.object) {
-            Ok((c, n)) => Res3::Ok(AccessResOk {
+            Ok((c, n)) => Access3res::Ok(Access3resok {
                 obj_attributes: post(Some(&n.attr)),
                 access: self.vfs.access(&c, &n, a.access),
             }),
-            Err(e) => fail(e, PostOpAttr(None)),
+            Err(e) => Access3res::Fail(
+                nfsstat(e),
+                Access3resfail {
+                    obj_attributes: PostOpAttr(None),
+                },
+            ),
         }
     }
 
-    fn readlink(&self, ctx: &CallContext, a: ReadlinkArgs) -> ReadlinkRes {
+    fn readlink(&self, ctx: &CallContext, a: Readlink3args) -> Readlink3res {
+        let fail = |e, symlink_attributes| {
+            Readlink3res::Fail(nfsstat(e), Readlink3resfail { symlink_attributes })
+        };
         let (c, n) = match self.auth(ctx, &a.symlink) {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None)),
         };
         match self.vfs.readlink(&c, &n) {
-            Ok(data) => Res3::Ok(ReadlinkResOk {
+            Ok(data) => Readlink3res::Ok(Readlink3resok {
                 symlink_attributes: post(Some(&n.attr)),
                 data,
             }),
@@ -174,7 +207,9 @@ impl Nfs3 {
         }
     }
 
-    fn read(&self, ctx: &CallContext, a: ReadArgs) -> ReadRes {
+    fn read(&self, ctx: &CallContext, a: Read3args) -> Read3res {
+        let fail =
+            |e, file_attributes| Read3res::Fail(nfsstat(e), Read3resfail { file_attributes });
         let (c, mut n) = match self.auth(ctx, &a.file) {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None)),
@@ -205,7 +240,7 @@ impl Nfs3 {
             Err(e) => Err(e),
         };
         match read {
-            Ok((data, (eof, attr))) => Res3::Ok(ReadResOk {
+            Ok((data, (eof, attr))) => Read3res::Ok(Read3resok {
                 file_attributes: post(Some(&attr)),
                 count: data.len() as u32,
                 eof,
@@ -215,13 +250,14 @@ impl Nfs3 {
         }
     }
 
-    fn write(&self, ctx: &CallContext, a: WriteArgs) -> WriteRes {
+    fn write(&self, ctx: &CallContext, a: Write3args) -> Write3res {
+        let fail = |s, file_wcc| Write3res::Fail(s, Write3resfail { file_wcc });
         let (c, n) = match self.auth(ctx, &a.file) {
             Ok(x) => x,
-            Err(e) => return fail(e, WccData::default()),
+            Err(e) => return fail(nfsstat(e), no_wcc()),
         };
         if (a.count as usize) > a.data.len() {
-            return Res3::Fail(Nfsstat3::Inval, wcc(&n.attr, Some(&n.attr)));
+            return fail(Nfsstat3::NFS3ERR_INVAL, wcc(&n.attr, Some(&n.attr)));
         }
         let data = a.data.slice(..a.count as usize);
         let stable = match a.stable {
@@ -233,7 +269,7 @@ impl Nfs3 {
             .before_change(&n)
             .and_then(|()| self.vfs.write(&c, &n, a.offset, &data, stable))
         {
-            Ok((done, after)) => Res3::Ok(WriteResOk {
+            Ok((done, after)) => Write3res::Ok(Write3resok {
                 file_wcc: wcc(&n.attr, Some(&after)),
                 count: data.len() as u32,
                 committed: match done {
@@ -243,157 +279,176 @@ impl Nfs3 {
                 },
                 verf: self.vfs.write_verifier(),
             }),
-            Err(e) => fail(e, wcc(&n.attr, self.fresh(&n).as_ref())),
+            Err(e) => fail(nfsstat(e), wcc(&n.attr, self.fresh(&n).as_ref())),
         }
     }
 
     /// Shared tail of CREATE, MKDIR, SYMLINK and MKNOD.
+    // The failure carries the reply's wcc data, moved once into the result: boxing it would
+    // only add an allocation.
+    #[allow(clippy::result_large_err)]
     fn created(
         &self,
         ctx: &CallContext,
-        dir: &Fh3,
+        dir: &NfsFh3,
         op: impl FnOnce(&Caller, &Node) -> Result<(Bytes, Attr), VfsError>,
-    ) -> CreateRes {
-        let (c, d) = match self.auth(ctx, dir) {
-            Ok(x) => x,
-            Err(e) => return fail(e, WccData::default()),
-        };
+    ) -> Created {
+        let (c, d) = self.auth(ctx, dir).map_err(|e| (nfsstat(e), no_wcc()))?;
         let r = op(&c, &d);
         let dir_wcc = wcc(&d.attr, self.fresh(&d).as_ref());
         match r {
-            Ok((fh, attr)) => Res3::Ok(CreateResOk {
-                obj: PostOpFh3(Some(Fh3(fh))),
-                obj_attributes: post(Some(&attr)),
-                dir_wcc,
-            }),
-            Err(e) => fail(e, dir_wcc),
+            Ok((fh, attr)) => Ok((NfsFh3 { data: fh }, post(Some(&attr)), dir_wcc)),
+            Err(e) => Err((nfsstat(e), dir_wcc)),
         }
     }
 
-    fn create(&self, ctx: &CallContext, a: CreateArgs) -> CreateRes {
+    fn create(&self, ctx: &CallContext, a: Create3args) -> Create3res {
         let (how, s) = match &a.how {
             Createhow3::Unchecked(s) => (CreateMode::Unchecked, set_attrs(s)),
             Createhow3::Guarded(s) => (CreateMode::Guarded, set_attrs(s)),
             Createhow3::Exclusive(v) => (CreateMode::Exclusive(*v), Default::default()),
         };
-        self.created(ctx, &a.where_.dir, |c, d| {
-            self.vfs.create(c, d, &a.where_.name, how, &s)
-        })
+        let r = self.created(ctx, &a.r#where.dir, |c, d| {
+            self.vfs.create(c, d, &a.r#where.name, how, &s)
+        });
+        created!(r, Create3res, Create3resok, Create3resfail)
     }
 
-    fn mkdir(&self, ctx: &CallContext, a: MkdirArgs) -> MkdirRes {
-        self.created(ctx, &a.where_.dir, |c, d| {
+    fn mkdir(&self, ctx: &CallContext, a: Mkdir3args) -> Mkdir3res {
+        let r = self.created(ctx, &a.r#where.dir, |c, d| {
             self.vfs
-                .mkdir(c, d, &a.where_.name, &set_attrs(&a.attributes))
-        })
+                .mkdir(c, d, &a.r#where.name, &set_attrs(&a.attributes))
+        });
+        created!(r, Mkdir3res, Mkdir3resok, Mkdir3resfail)
     }
 
-    fn symlink(&self, ctx: &CallContext, a: SymlinkArgs) -> SymlinkRes {
-        self.created(ctx, &a.where_.dir, |c, d| {
+    fn symlink(&self, ctx: &CallContext, a: Symlink3args) -> Symlink3res {
+        let r = self.created(ctx, &a.r#where.dir, |c, d| {
             self.vfs.symlink(
                 c,
                 d,
-                &a.where_.name,
+                &a.r#where.name,
                 &a.symlink.symlink_data,
                 &set_attrs(&a.symlink.symlink_attributes),
             )
-        })
+        });
+        created!(r, Symlink3res, Symlink3resok, Symlink3resfail)
     }
 
-    fn mknod(&self, ctx: &CallContext, a: MknodArgs) -> MknodRes {
+    fn mknod(&self, ctx: &CallContext, a: Mknod3args) -> Mknod3res {
         let (kind, s) = match &a.what {
-            Mknoddata3::Chr(d) => (
+            Mknoddata3::Nf3chr(d) => (
                 SpecialFile::Char(d.spec.specdata1, d.spec.specdata2),
                 &d.dev_attributes,
             ),
-            Mknoddata3::Blk(d) => (
+            Mknoddata3::Nf3blk(d) => (
                 SpecialFile::Block(d.spec.specdata1, d.spec.specdata2),
                 &d.dev_attributes,
             ),
-            Mknoddata3::Sock(s) => (SpecialFile::Socket, s),
-            Mknoddata3::Fifo(s) => (SpecialFile::Fifo, s),
-            Mknoddata3::Reg | Mknoddata3::Dir | Mknoddata3::Lnk => {
-                return Res3::Fail(Nfsstat3::Badtype, WccData::default())
+            Mknoddata3::Nf3sock(s) => (SpecialFile::Socket, s),
+            Mknoddata3::Nf3fifo(s) => (SpecialFile::Fifo, s),
+            // NF3REG, NF3DIR, NF3LNK: not made by MKNOD
+            Mknoddata3::Default(_) => {
+                return Mknod3res::Fail(
+                    Nfsstat3::NFS3ERR_BADTYPE,
+                    Mknod3resfail { dir_wcc: no_wcc() },
+                )
             }
         };
         let s = set_attrs(s);
-        self.created(ctx, &a.where_.dir, |c, d| {
-            self.vfs.mknod(c, d, &a.where_.name, kind, &s)
-        })
+        let r = self.created(ctx, &a.r#where.dir, |c, d| {
+            self.vfs.mknod(c, d, &a.r#where.name, kind, &s)
+        });
+        created!(r, Mknod3res, Mknod3resok, Mknod3resfail)
     }
 
-    fn remove(&self, ctx: &CallContext, a: &DiropArgs3, dir_only: bool) -> RemoveRes {
-        let (c, d) = match self.auth(ctx, &a.dir) {
-            Ok(x) => x,
-            Err(e) => return fail(e, WccData::default()),
-        };
+    /// REMOVE and RMDIR: the directory's wcc data, with the status on failure.
+    #[allow(clippy::result_large_err)]
+    fn remove(
+        &self,
+        ctx: &CallContext,
+        a: &Diropargs3,
+        dir_only: bool,
+    ) -> Result<WccData, (Nfsstat3, WccData)> {
+        let (c, d) = self.auth(ctx, &a.dir).map_err(|e| (nfsstat(e), no_wcc()))?;
         let r = self
             .before_name_change(&c, &d, &a.name)
             .and_then(|()| self.vfs.remove(&c, &d, &a.name, dir_only));
         let w = wcc(&d.attr, self.fresh(&d).as_ref());
         match r {
-            Ok(()) => Res3::Ok(w),
-            Err(e) => fail(e, w),
+            Ok(()) => Ok(w),
+            Err(e) => Err((nfsstat(e), w)),
         }
     }
 
-    fn rename(&self, ctx: &CallContext, a: RenameArgs) -> RenameRes {
-        let empty = RenameResOk {
-            fromdir_wcc: WccData::default(),
-            todir_wcc: WccData::default(),
+    fn rename(&self, ctx: &CallContext, a: Rename3args) -> Rename3res {
+        let empty = |e| {
+            Rename3res::Fail(
+                nfsstat(e),
+                Rename3resfail {
+                    fromdir_wcc: no_wcc(),
+                    todir_wcc: no_wcc(),
+                },
+            )
         };
         let (c, from) = match self.auth(ctx, &a.from.dir) {
             Ok(x) => x,
-            Err(e) => return fail(e, empty),
+            Err(e) => return empty(e),
         };
         let (_, to) = match self.auth(ctx, &a.to.dir) {
             Ok(x) => x,
-            Err(e) => return fail(e, empty),
+            Err(e) => return empty(e),
         };
         // the file renamed, and the one the new name replaces
         let r = self
             .before_name_change(&c, &from, &a.from.name)
             .and_then(|()| self.before_name_change(&c, &to, &a.to.name))
             .and_then(|()| self.vfs.rename(&c, &from, &a.from.name, &to, &a.to.name));
-        let res = RenameResOk {
-            fromdir_wcc: wcc(&from.attr, self.fresh(&from).as_ref()),
-            todir_wcc: wcc(&to.attr, self.fresh(&to).as_ref()),
-        };
+        let fromdir_wcc = wcc(&from.attr, self.fresh(&from).as_ref());
+        let todir_wcc = wcc(&to.attr, self.fresh(&to).as_ref());
         match r {
-            Ok(()) => Res3::Ok(res),
-            Err(e) => fail(e, res),
+            Ok(()) => Rename3res::Ok(Rename3resok {
+                fromdir_wcc,
+                todir_wcc,
+            }),
+            Err(e) => Rename3res::Fail(
+                nfsstat(e),
+                Rename3resfail {
+                    fromdir_wcc,
+                    todir_wcc,
+                },
+            ),
         }
     }
 
-    fn link(&self, ctx: &CallContext, a: LinkArgs) -> LinkRes {
-        let empty = LinkResOk {
-            file_attributes: PostOpAttr(None),
-            linkdir_wcc: WccData::default(),
+    fn link(&self, ctx: &CallContext, a: Link3args) -> Link3res {
+        let fail = |e, file_attributes, linkdir_wcc| {
+            Link3res::Fail(
+                nfsstat(e),
+                Link3resfail {
+                    file_attributes,
+                    linkdir_wcc,
+                },
+            )
         };
         let (c, file) = match self.auth(ctx, &a.file) {
             Ok(x) => x,
-            Err(e) => return fail(e, empty),
+            Err(e) => return fail(e, PostOpAttr(None), no_wcc()),
         };
         let (_, dir) = match self.auth(ctx, &a.link.dir) {
             Ok(x) => x,
-            Err(e) => return fail(e, empty),
+            Err(e) => return fail(e, PostOpAttr(None), no_wcc()),
         };
         let r = self
             .before_change(&file)
             .and_then(|()| self.vfs.link(&c, &file, &dir, &a.link.name));
         let linkdir_wcc = wcc(&dir.attr, self.fresh(&dir).as_ref());
         match r {
-            Ok(attr) => Res3::Ok(LinkResOk {
+            Ok(attr) => Link3res::Ok(Link3resok {
                 file_attributes: post(Some(&attr)),
                 linkdir_wcc,
             }),
-            Err(e) => fail(
-                e,
-                LinkResOk {
-                    file_attributes: post(Some(&file.attr)),
-                    linkdir_wcc,
-                },
-            ),
+            Err(e) => fail(e, post(Some(&file.attr)), linkdir_wcc),
         }
     }
 
@@ -429,41 +484,50 @@ impl Nfs3 {
         (r, entries)
     }
 
-    fn readdir(&self, ctx: &CallContext, a: ReaddirArgs) -> ReaddirRes {
+    fn readdir(&self, ctx: &CallContext, a: Readdir3args) -> Readdir3res {
         let (c, d) = match self.auth(ctx, &a.dir) {
             Ok(x) => x,
-            Err(e) => return fail(e, PostOpAttr(None)),
+            Err(e) => {
+                return Readdir3res::Fail(
+                    nfsstat(e),
+                    Readdir3resfail {
+                        dir_attributes: PostOpAttr(None),
+                    },
+                )
+            }
         };
-        // status, post_op_attr, cookieverf, end-of-list word and eof.
         let limit = (a.count as usize).min(MAX_DIR_REPLY);
-        let (r, mut entries) =
-            self.collect(&c, &d, a.cookie, a.cookieverf, false, limit, |e| Entry3 {
-                fileid: e.fileid,
-                name: e.name,
-                cookie: e.cookie,
-            });
-        let empty = entries.is_empty();
-        finish_dir(r, empty, &d, |eof| {
-            Res3::Ok(ReaddirResOk {
+        let (r, entries) = self.collect(&c, &d, a.cookie, a.cookieverf, false, limit, |e| Entry3 {
+            fileid: e.fileid,
+            name: e.name,
+            cookie: e.cookie,
+        });
+        match finish_dir(r, entries.is_empty(), &d) {
+            Ok(eof) => Readdir3res::Ok(Readdir3resok {
                 dir_attributes: post(Some(&d.attr)),
                 cookieverf: self.vfs.cookie_verifier(&d),
-                reply: Dirlist3 {
-                    entries: std::mem::take(&mut entries),
-                    eof,
-                },
-            })
-        })
+                reply: Dirlist3 { entries, eof },
+            }),
+            Err((s, dir_attributes)) => Readdir3res::Fail(s, Readdir3resfail { dir_attributes }),
+        }
     }
 
-    fn readdirplus(&self, ctx: &CallContext, a: ReaddirplusArgs) -> ReaddirplusRes {
+    fn readdirplus(&self, ctx: &CallContext, a: Readdirplus3args) -> Readdirplus3res {
         let (c, d) = match self.auth(ctx, &a.dir) {
             Ok(x) => x,
-            Err(e) => return fail(e, PostOpAttr(None)),
+            Err(e) => {
+                return Readdirplus3res::Fail(
+                    nfsstat(e),
+                    Readdirplus3resfail {
+                        dir_attributes: PostOpAttr(None),
+                    },
+                )
+            }
         };
         let limit = (a.maxcount as usize).min(MAX_DIR_REPLY);
-        let (r, mut entries) = self.collect(&c, &d, a.cookie, a.cookieverf, true, limit, |e| {
+        let (r, entries) = self.collect(&c, &d, a.cookie, a.cookieverf, true, limit, |e| {
             let (fh, attr) = match e.plus {
-                Some((fh, attr)) => (Some(Fh3(fh)), Some(fattr3(&attr))),
+                Some((fh, attr)) => (Some(NfsFh3 { data: fh }), Some(fattr3(&attr))),
                 None => (None, None),
             };
             Entryplus3 {
@@ -474,26 +538,27 @@ impl Nfs3 {
                 name_handle: PostOpFh3(fh),
             }
         });
-        let empty = entries.is_empty();
-        finish_dir(r, empty, &d, |eof| {
-            Res3::Ok(ReaddirplusResOk {
+        match finish_dir(r, entries.is_empty(), &d) {
+            Ok(eof) => Readdirplus3res::Ok(Readdirplus3resok {
                 dir_attributes: post(Some(&d.attr)),
                 cookieverf: self.vfs.cookie_verifier(&d),
-                reply: Dirlistplus3 {
-                    entries: std::mem::take(&mut entries),
-                    eof,
-                },
-            })
-        })
+                reply: Dirlistplus3 { entries, eof },
+            }),
+            Err((s, dir_attributes)) => {
+                Readdirplus3res::Fail(s, Readdirplus3resfail { dir_attributes })
+            }
+        }
     }
 
-    fn fsstat(&self, ctx: &CallContext, a: FsstatArgs) -> FsstatRes {
+    fn fsstat(&self, ctx: &CallContext, a: Fsstat3args) -> Fsstat3res {
+        let fail =
+            |e, obj_attributes| Fsstat3res::Fail(nfsstat(e), Fsstat3resfail { obj_attributes });
         let (_, n) = match self.auth(ctx, &a.fsroot) {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None)),
         };
         match self.vfs.fsstat(&n) {
-            Ok(s) => Res3::Ok(FsstatResOk {
+            Ok(s) => Fsstat3res::Ok(Fsstat3resok {
                 obj_attributes: post(Some(&n.attr)),
                 tbytes: s.total_bytes,
                 fbytes: s.free_bytes,
@@ -507,9 +572,9 @@ impl Nfs3 {
         }
     }
 
-    fn fsinfo(&self, ctx: &CallContext, a: FsinfoArgs) -> FsinfoRes {
+    fn fsinfo(&self, ctx: &CallContext, a: Fsinfo3args) -> Fsinfo3res {
         match self.auth(ctx, &a.fsroot) {
-            Ok((_, n)) => Res3::Ok(FsinfoResOk {
+            Ok((_, n)) => Fsinfo3res::Ok(Fsinfo3resok {
                 obj_attributes: post(Some(&n.attr)),
                 rtmax: MAX_IO,
                 rtpref: MAX_IO,
@@ -525,13 +590,18 @@ impl Nfs3 {
                 },
                 properties: FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME,
             }),
-            Err(e) => fail(e, PostOpAttr(None)),
+            Err(e) => Fsinfo3res::Fail(
+                nfsstat(e),
+                Fsinfo3resfail {
+                    obj_attributes: PostOpAttr(None),
+                },
+            ),
         }
     }
 
-    fn pathconf(&self, ctx: &CallContext, a: PathconfArgs) -> PathconfRes {
+    fn pathconf(&self, ctx: &CallContext, a: Pathconf3args) -> Pathconf3res {
         match self.auth(ctx, &a.object) {
-            Ok((_, n)) => Res3::Ok(PathconfResOk {
+            Ok((_, n)) => Pathconf3res::Ok(Pathconf3resok {
                 obj_attributes: post(Some(&n.attr)),
                 linkmax: 65000,
                 name_max: vfs::fs::NAME_MAX as u32,
@@ -540,17 +610,23 @@ impl Nfs3 {
                 case_insensitive: false,
                 case_preserving: true,
             }),
-            Err(e) => fail(e, PostOpAttr(None)),
+            Err(e) => Pathconf3res::Fail(
+                nfsstat(e),
+                Pathconf3resfail {
+                    obj_attributes: PostOpAttr(None),
+                },
+            ),
         }
     }
 
-    fn commit(&self, ctx: &CallContext, a: CommitArgs) -> CommitRes {
+    fn commit(&self, ctx: &CallContext, a: Commit3args) -> Commit3res {
+        let fail = |e, file_wcc| Commit3res::Fail(nfsstat(e), Commit3resfail { file_wcc });
         let (c, n) = match self.auth(ctx, &a.file) {
             Ok(x) => x,
-            Err(e) => return fail(e, WccData::default()),
+            Err(e) => return fail(e, no_wcc()),
         };
         match self.vfs.commit(&c, &n) {
-            Ok(after) => Res3::Ok(CommitResOk {
+            Ok(after) => Commit3res::Ok(Commit3resok {
                 file_wcc: wcc(&n.attr, Some(&after)),
                 verf: self.vfs.write_verifier(),
             }),
@@ -561,33 +637,44 @@ impl Nfs3 {
 
 /// A READDIR or READDIRPLUS entry with its encoded size.
 trait DirReplyEntry {
-    /// Bytes the entry takes in the reply.
+    /// Bytes the entry takes in the reply, its list word included.
     fn wire_len(&self) -> usize;
+}
+
+/// Bytes of an entry's fileid, name and cookie: what READDIRPLUS's `dircount` counts.
+fn dir_info_len(name: &[u8]) -> usize {
+    8 + 4 + xdr::pad4(name.len()) + 8
 }
 
 impl DirReplyEntry for Entry3 {
     fn wire_len(&self) -> usize {
-        Entry3::wire_len(self)
+        4 + dir_info_len(&self.name)
     }
 }
 
 impl DirReplyEntry for Entryplus3 {
     fn wire_len(&self) -> usize {
-        Entryplus3::wire_len(self)
+        let attrs = 4 + self.name_attributes.0.as_ref().map_or(0, |_| FATTR3_SIZE);
+        let fh = 4 + self
+            .name_handle
+            .0
+            .as_ref()
+            .map_or(0, |fh| 4 + xdr::pad4(fh.data.len()));
+        4 + dir_info_len(&self.name) + attrs + fh
     }
 }
 
-/// Turns a directory walk into a READDIR result: an entry that does not fit alone is TOOSMALL.
-fn finish_dir<R>(
+/// Turns a directory walk into READDIR's end-of-directory flag, or the failure status with
+/// the directory's attributes: an entry that does not fit alone is TOOSMALL.
+fn finish_dir(
     r: Result<bool, VfsError>,
     empty: bool,
     d: &Node,
-    ok: impl FnOnce(bool) -> Res3<R, PostOpAttr>,
-) -> Res3<R, PostOpAttr> {
+) -> Result<bool, (Nfsstat3, PostOpAttr)> {
     match r {
-        Ok(eof) if eof || !empty => ok(eof),
-        Ok(_) => fail(VfsError::TooSmall, post(Some(&d.attr))),
-        Err(e) => fail(e, post(Some(&d.attr))),
+        Ok(eof) if eof || !empty => Ok(eof),
+        Ok(_) => Err((nfsstat(VfsError::TooSmall), post(Some(&d.attr)))),
+        Err(e) => Err((nfsstat(e), post(Some(&d.attr)))),
     }
 }
 
@@ -603,7 +690,7 @@ fn run<A: Decode, R: Encode>(
 
 impl Program for Nfs3 {
     fn program(&self) -> u32 {
-        NFS_PROGRAM
+        NFS3_PROGRAM
     }
 
     fn versions(&self) -> (u32, u32) {
@@ -611,67 +698,84 @@ impl Program for Nfs3 {
     }
 
     fn proc_name(&self, _vers: u32, p: u32) -> Option<&'static str> {
-        use NfsProc3::*;
-        Some(match NfsProc3::try_from(p).ok()? {
-            Null => "NULL",
-            Getattr => "GETATTR",
-            Setattr => "SETATTR",
-            Lookup => "LOOKUP",
-            Access => "ACCESS",
-            Readlink => "READLINK",
-            Read => "READ",
-            Write => "WRITE",
-            Create => "CREATE",
-            Mkdir => "MKDIR",
-            Symlink => "SYMLINK",
-            Mknod => "MKNOD",
-            Remove => "REMOVE",
-            Rmdir => "RMDIR",
-            Rename => "RENAME",
-            Link => "LINK",
-            Readdir => "READDIR",
-            Readdirplus => "READDIRPLUS",
-            Fsstat => "FSSTAT",
-            Fsinfo => "FSINFO",
-            Pathconf => "PATHCONF",
-            Commit => "COMMIT",
+        Some(match p {
+            NFSPROC3_NULL => "NULL",
+            NFSPROC3_GETATTR => "GETATTR",
+            NFSPROC3_SETATTR => "SETATTR",
+            NFSPROC3_LOOKUP => "LOOKUP",
+            NFSPROC3_ACCESS => "ACCESS",
+            NFSPROC3_READLINK => "READLINK",
+            NFSPROC3_READ => "READ",
+            NFSPROC3_WRITE => "WRITE",
+            NFSPROC3_CREATE => "CREATE",
+            NFSPROC3_MKDIR => "MKDIR",
+            NFSPROC3_SYMLINK => "SYMLINK",
+            NFSPROC3_MKNOD => "MKNOD",
+            NFSPROC3_REMOVE => "REMOVE",
+            NFSPROC3_RMDIR => "RMDIR",
+            NFSPROC3_RENAME => "RENAME",
+            NFSPROC3_LINK => "LINK",
+            NFSPROC3_READDIR => "READDIR",
+            NFSPROC3_READDIRPLUS => "READDIRPLUS",
+            NFSPROC3_FSSTAT => "FSSTAT",
+            NFSPROC3_FSINFO => "FSINFO",
+            NFSPROC3_PATHCONF => "PATHCONF",
+            NFSPROC3_COMMIT => "COMMIT",
+            _ => return None,
         })
     }
 
     fn is_idempotent(&self, _vers: u32, p: u32) -> bool {
-        use NfsProc3::*;
         !matches!(
-            NfsProc3::try_from(p),
-            Ok(Setattr | Write | Create | Mkdir | Symlink | Mknod | Remove | Rmdir | Rename | Link)
+            p,
+            NFSPROC3_SETATTR
+                | NFSPROC3_WRITE
+                | NFSPROC3_CREATE
+                | NFSPROC3_MKDIR
+                | NFSPROC3_SYMLINK
+                | NFSPROC3_MKNOD
+                | NFSPROC3_REMOVE
+                | NFSPROC3_RMDIR
+                | NFSPROC3_RENAME
+                | NFSPROC3_LINK
         )
     }
 
     fn call(&self, ctx: &CallContext, args: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
-        use NfsProc3::*;
-        let p = NfsProc3::try_from(ctx.proc_).map_err(|_| ProcError::ProcUnavail)?;
-        match p {
-            Null => Ok(()),
-            Getattr => run(args, r, |a| self.getattr(ctx, a)),
-            Setattr => run(args, r, |a| self.setattr(ctx, a)),
-            Lookup => run(args, r, |a| self.lookup(ctx, a)),
-            Access => run(args, r, |a| self.access(ctx, a)),
-            Readlink => run(args, r, |a| self.readlink(ctx, a)),
-            Read => run(args, r, |a| self.read(ctx, a)),
-            Write => run(args, r, |a| self.write(ctx, a)),
-            Create => run(args, r, |a| self.create(ctx, a)),
-            Mkdir => run(args, r, |a| self.mkdir(ctx, a)),
-            Symlink => run(args, r, |a| self.symlink(ctx, a)),
-            Mknod => run(args, r, |a| self.mknod(ctx, a)),
-            Remove => run(args, r, |a: RemoveArgs| self.remove(ctx, &a.object, false)),
-            Rmdir => run(args, r, |a: RmdirArgs| self.remove(ctx, &a.object, true)),
-            Rename => run(args, r, |a| self.rename(ctx, a)),
-            Link => run(args, r, |a| self.link(ctx, a)),
-            Readdir => run(args, r, |a| self.readdir(ctx, a)),
-            Readdirplus => run(args, r, |a| self.readdirplus(ctx, a)),
-            Fsstat => run(args, r, |a| self.fsstat(ctx, a)),
-            Fsinfo => run(args, r, |a| self.fsinfo(ctx, a)),
-            Pathconf => run(args, r, |a| self.pathconf(ctx, a)),
-            Commit => run(args, r, |a| self.commit(ctx, a)),
+        match ctx.proc_ {
+            NFSPROC3_NULL => Ok(()),
+            NFSPROC3_GETATTR => run(args, r, |a| self.getattr(ctx, a)),
+            NFSPROC3_SETATTR => run(args, r, |a| self.setattr(ctx, a)),
+            NFSPROC3_LOOKUP => run(args, r, |a| self.lookup(ctx, a)),
+            NFSPROC3_ACCESS => run(args, r, |a| self.access(ctx, a)),
+            NFSPROC3_READLINK => run(args, r, |a| self.readlink(ctx, a)),
+            NFSPROC3_READ => run(args, r, |a| self.read(ctx, a)),
+            NFSPROC3_WRITE => run(args, r, |a| self.write(ctx, a)),
+            NFSPROC3_CREATE => run(args, r, |a| self.create(ctx, a)),
+            NFSPROC3_MKDIR => run(args, r, |a| self.mkdir(ctx, a)),
+            NFSPROC3_SYMLINK => run(args, r, |a| self.symlink(ctx, a)),
+            NFSPROC3_MKNOD => run(args, r, |a| self.mknod(ctx, a)),
+            NFSPROC3_REMOVE => run(args, r, |a: Remove3args| {
+                match self.remove(ctx, &a.object, false) {
+                    Ok(dir_wcc) => Remove3res::Ok(Remove3resok { dir_wcc }),
+                    Err((s, dir_wcc)) => Remove3res::Fail(s, Remove3resfail { dir_wcc }),
+                }
+            }),
+            NFSPROC3_RMDIR => run(args, r, |a: Rmdir3args| {
+                match self.remove(ctx, &a.object, true) {
+                    Ok(dir_wcc) => Rmdir3res::Ok(Rmdir3resok { dir_wcc }),
+                    Err((s, dir_wcc)) => Rmdir3res::Fail(s, Rmdir3resfail { dir_wcc }),
+                }
+            }),
+            NFSPROC3_RENAME => run(args, r, |a| self.rename(ctx, a)),
+            NFSPROC3_LINK => run(args, r, |a| self.link(ctx, a)),
+            NFSPROC3_READDIR => run(args, r, |a| self.readdir(ctx, a)),
+            NFSPROC3_READDIRPLUS => run(args, r, |a| self.readdirplus(ctx, a)),
+            NFSPROC3_FSSTAT => run(args, r, |a| self.fsstat(ctx, a)),
+            NFSPROC3_FSINFO => run(args, r, |a| self.fsinfo(ctx, a)),
+            NFSPROC3_PATHCONF => run(args, r, |a| self.pathconf(ctx, a)),
+            NFSPROC3_COMMIT => run(args, r, |a| self.commit(ctx, a)),
+            _ => Err(ProcError::ProcUnavail),
         }
     }
 
@@ -684,11 +788,10 @@ impl Program for Nfs3 {
         args: Decoder,
         r: &mut Encoder,
     ) -> Option<Result<(), ProcError>> {
-        use NfsProc3::*;
-        match NfsProc3::try_from(ctx.proc_).ok()? {
-            Null | Getattr | Access => {}
-            Read => {
-                let a = ReadArgs::decode(&mut args.clone()).ok()?;
+        match ctx.proc_ {
+            NFSPROC3_NULL | NFSPROC3_GETATTR | NFSPROC3_ACCESS => {}
+            NFSPROC3_READ => {
+                let a = Read3args::decode(&mut args.clone()).ok()?;
                 if a.count > vfs::nowait::READ_MAX {
                     return None;
                 }

@@ -139,19 +139,19 @@ async fn run(args: Args) -> Result<(), String> {
 
     let maps = vec![
         Mapping {
-            prog: nfs3::types::NFS_PROGRAM,
+            prog: nfs3wire::NFS3_PROGRAM,
             vers: 3,
             prot: IPPROTO_TCP,
             port: nfs_addr.port() as u32,
         },
         Mapping {
-            prog: nfs3::types::NFS_PROGRAM,
+            prog: nfs3wire::NFS3_PROGRAM,
             vers: 4,
             prot: IPPROTO_TCP,
             port: nfs_addr.port() as u32,
         },
         Mapping {
-            prog: nfs3::types::MOUNT_PROGRAM,
+            prog: nfs3wire::MOUNTPROG,
             vers: 3,
             prot: IPPROTO_TCP,
             port: mount_port as u32,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 
 const CHUNK: usize = 64 * 1024;
 const FILES: usize = 4;
@@ -39,16 +39,16 @@ fn fnv(data: &[u8]) -> u64 {
 /// One call and its reply, or the transport error (the server is gone).
 fn try_call<A: xdr::Encode, R: xdr::Decode>(
     c: &mut RpcClient,
-    p: NfsProc3,
+    p: u32,
     args: &A,
 ) -> std::io::Result<R> {
-    let xid = c.send_call(NFS_PROGRAM, NFS_V3, p as u32, args);
+    let xid = c.send_call(NFS3_PROGRAM, NFS_V3, p, args);
     let rec = c.read_record()?;
     let (rxid, r) = parse_reply(rec);
     assert_eq!(rxid, xid);
     match r {
         RpcReply::Success(body) => Ok(decode_all(body)),
-        other => panic!("{p:?} not accepted: {other:?}"),
+        other => panic!("procedure {p} not accepted: {other:?}"),
     }
 }
 
@@ -56,7 +56,7 @@ fn try_call<A: xdr::Encode, R: xdr::Decode>(
 fn acknowledged_writes_survive_sigkill_and_unstable_ones_are_resent() {
     let mut fx = Fixture::new();
     let (mut c, root) = fx.connect();
-    let fhs: Vec<Fh3> = (0..FILES)
+    let fhs: Vec<NfsFh3> = (0..FILES)
         .map(|i| c.create_ok(&root, format!("f{i}"), 0o644))
         .collect();
     let log: Arc<Mutex<Vec<Sent>>> = Arc::default();
@@ -85,9 +85,9 @@ fn acknowledged_writes_survive_sigkill_and_unstable_ones_are_resent() {
                 verf: [0; 8],
                 durable: false,
             });
-            let r: std::io::Result<WriteRes> = try_call(
+            let r: std::io::Result<Write3res> = try_call(
                 &mut c,
-                NfsProc3::Write,
+                NFSPROC3_WRITE,
                 &write_args(&fhs2[file], offset, data, stable),
             );
             let Ok(r) = r else { return };
@@ -100,12 +100,12 @@ fn acknowledged_writes_survive_sigkill_and_unstable_ones_are_resent() {
             done2.fetch_add(1, Ordering::Release);
             if i % 8 == 7 {
                 for (f, fh) in fhs2.iter().enumerate() {
-                    let args = CommitArgs {
+                    let args = Commit3args {
                         file: fh.clone(),
                         offset: 0,
                         count: 0,
                     };
-                    let r: std::io::Result<CommitRes> = try_call(&mut c, NfsProc3::Commit, &args);
+                    let r: std::io::Result<Commit3res> = try_call(&mut c, NFSPROC3_COMMIT, &args);
                     let Ok(r) = r else { return };
                     let verf = r.expect_ok("COMMIT").verf;
                     for s in log2.lock().unwrap().iter_mut() {

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 
 const SIZE: usize = 256 << 20;
 const CHUNK: usize = 1 << 20;
@@ -53,13 +53,13 @@ fn write_256mib_unstable_commit_and_read_back() {
             let data = chunk(next);
             written[next] = checksum(&data);
             let args = write_args(&fh, (next * CHUNK) as u64, data, StableHow::Unstable);
-            let xid = c.send_call(NFS_PROGRAM, NFS_V3, NfsProc3::Write as u32, &args);
+            let xid = c.send_call(NFS3_PROGRAM, NFS_V3, NFSPROC3_WRITE, &args);
             inflight.insert(xid, next);
             next += 1;
         }
         let (xid, r) = c.recv_reply();
         let i = inflight.remove(&xid).expect("reply to an unknown xid");
-        let w = decode_all::<WriteRes>(accepted(r, "WRITE")).expect_ok("WRITE");
+        let w = decode_all::<Write3res>(accepted(r, "WRITE")).expect_ok("WRITE");
         assert_eq!(w.count as usize, CHUNK, "short write of chunk {i}");
         assert_eq!(
             *verf.get_or_insert(w.verf),
@@ -83,18 +83,18 @@ fn write_256mib_unstable_commit_and_read_back() {
     let (mut next, mut done) = (0, 0);
     while done < CHUNKS {
         while next < CHUNKS && inflight.len() < WINDOW {
-            let args = ReadArgs {
+            let args = Read3args {
                 file: fh.clone(),
                 offset: (next * CHUNK) as u64,
                 count: CHUNK as u32,
             };
-            let xid = c.send_call(NFS_PROGRAM, NFS_V3, NfsProc3::Read as u32, &args);
+            let xid = c.send_call(NFS3_PROGRAM, NFS_V3, NFSPROC3_READ, &args);
             inflight.insert(xid, next);
             next += 1;
         }
         let (xid, r) = c.recv_reply();
         let i = inflight.remove(&xid).expect("reply to an unknown xid");
-        let rd = decode_all::<ReadRes>(accepted(r, "READ")).expect_ok("READ");
+        let rd = decode_all::<Read3res>(accepted(r, "READ")).expect_ok("READ");
         assert_eq!(rd.data.len(), CHUNK, "short read of chunk {i}");
         assert_eq!(rd.count as usize, CHUNK);
         assert_eq!(rd.eof, i == CHUNKS - 1, "eof flag of chunk {i}");

@@ -11,7 +11,7 @@ mod common;
 
 use common::nfs4_raw::*;
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 use nfs4wire::*;
 
 /// Word `i` of a record.
@@ -72,15 +72,15 @@ fn nfsv3_changes_recall_nfsv4_read_delegations() {
         bytes::Bytes::from_static(b"after!"),
         StableHow::FileSync,
     );
-    assert_eq!(w.status(), Nfsstat3::Jukebox, "{w:?}");
+    assert_eq!(w.status(), Nfsstat3::NFS3ERR_JUKEBOX, "{w:?}");
     let s = c.setattr(
         &v3fh,
         Sattr3 {
-            mode: Some(0o600),
-            ..Default::default()
+            mode: SetMode3(Some(0o600)),
+            ..sattr3()
         },
     );
-    assert_eq!(s.status(), Nfsstat3::Jukebox, "{s:?}");
+    assert_eq!(s.status(), Nfsstat3::NFS3ERR_JUKEBOX, "{s:?}");
 
     // The holder gets CB_COMPOUND(CB_SEQUENCE, CB_RECALL of that delegation) on its connection.
     expect_recall(&mut a, &deleg);
@@ -94,7 +94,7 @@ fn nfsv3_changes_recall_nfsv4_read_delegations() {
         bytes::Bytes::from_static(b"after!"),
         StableHow::FileSync,
     );
-    assert!(matches!(w, WriteRes::Ok(_)), "{w:?}");
+    assert!(matches!(w, Write3res::Ok(_)), "{w:?}");
     assert_eq!(std::fs::read(&path).unwrap(), b"after!");
 }
 
@@ -108,16 +108,24 @@ fn removing_renaming_or_linking_a_delegated_file_recalls_it() {
     let (mut c, root) = fx.connect();
     let v3fh = c.lookup_ok(&root, "f");
     let r = c.remove(&root, "f");
-    assert_eq!(r.status(), Nfsstat3::Jukebox, "REMOVE: {r:?}");
+    assert_eq!(r.status(), Nfsstat3::NFS3ERR_JUKEBOX, "REMOVE: {r:?}");
     let r = c.rename(&root, "f", &root, "g");
-    assert_eq!(r.status(), Nfsstat3::Jukebox, "RENAME of the file: {r:?}");
+    assert_eq!(
+        r.status(),
+        Nfsstat3::NFS3ERR_JUKEBOX,
+        "RENAME of the file: {r:?}"
+    );
     let r = c.rename(&root, "other", &root, "f");
-    assert_eq!(r.status(), Nfsstat3::Jukebox, "RENAME over the file: {r:?}");
+    assert_eq!(
+        r.status(),
+        Nfsstat3::NFS3ERR_JUKEBOX,
+        "RENAME over the file: {r:?}"
+    );
     let r = c.link(&v3fh, &root, "f2");
-    assert_eq!(r.status(), Nfsstat3::Jukebox, "LINK: {r:?}");
+    assert_eq!(r.status(), Nfsstat3::NFS3ERR_JUKEBOX, "LINK: {r:?}");
     // a name that is not delegated is not held up
     let r = c.rename(&root, "other", &root, "other2");
-    assert_eq!(r.status(), Nfsstat3::Ok, "unrelated RENAME: {r:?}");
+    assert_eq!(r.status(), Nfsstat3::NFS3_OK, "unrelated RENAME: {r:?}");
     expect_recall(&mut a, &deleg);
 
     // another NFSv4.1 client: NFS4ERR_DELAY
@@ -140,7 +148,11 @@ fn removing_renaming_or_linking_a_delegated_file_recalls_it() {
     a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
         .ok("DELEGRETURN");
     let r = c.remove(&root, "f");
-    assert_eq!(r.status(), Nfsstat3::Ok, "REMOVE after the return: {r:?}");
+    assert_eq!(
+        r.status(),
+        Nfsstat3::NFS3_OK,
+        "REMOVE after the return: {r:?}"
+    );
     assert!(!fx.export.join("f").exists());
 }
 
@@ -363,15 +375,19 @@ fn a_write_delegation_is_granted_on_request_and_any_access_of_another_client_rec
     let (mut c, root) = fx.connect();
     let v3fh = c.lookup_ok(&root, "f");
     let r = c.read(&v3fh, 0, 6);
-    assert_eq!(r.status(), Nfsstat3::Jukebox, "NFSv3 READ: {r:?}");
+    assert_eq!(r.status(), Nfsstat3::NFS3ERR_JUKEBOX, "NFSv3 READ: {r:?}");
     let r = c.getattr(&v3fh);
-    assert_eq!(r.status(), Nfsstat3::Jukebox, "NFSv3 GETATTR: {r:?}");
+    assert_eq!(
+        r.status(),
+        Nfsstat3::NFS3ERR_JUKEBOX,
+        "NFSv3 GETATTR: {r:?}"
+    );
 
     // Returned: everybody sees what the holder wrote.
     a.call(Ops::new().putfh(&fh).delegreturn(&deleg))
         .ok("DELEGRETURN");
     let r = c.read(&v3fh, 0, 6);
-    let ReadRes::Ok(ok) = r else {
+    let Read3res::Ok(ok) = r else {
         panic!("NFSv3 READ after the return: {r:?}");
     };
     assert_eq!(&ok.data.in_memory().expect("decoded")[..], b"cached");
@@ -687,7 +703,7 @@ fn a_delegation_not_returned_within_a_lease_is_revoked_and_sequence_says_so_unti
             StableHow::FileSync,
         )
     };
-    assert_eq!(write(&mut c).status(), Nfsstat3::Jukebox);
+    assert_eq!(write(&mut c).status(), Nfsstat3::NFS3ERR_JUKEBOX);
     expect_recall(&mut a, &deleg);
     // The holder keeps its lease (SEQUENCE every second) but never returns the delegation.
     let recalled = std::time::Instant::now();
@@ -700,7 +716,7 @@ fn a_delegation_not_returned_within_a_lease_is_revoked_and_sequence_says_so_unti
     }
     // A lease after the recall the conflicting WRITE revokes it and goes through.
     let w = write(&mut c);
-    assert!(matches!(w, WriteRes::Ok(_)), "{w:?}");
+    assert!(matches!(w, Write3res::Ok(_)), "{w:?}");
     assert_eq!(std::fs::read(fx.export.join("f")).unwrap(), b"after!");
     assert_eq!(
         sequence_flags(&mut a) & SEQ4_STATUS_RECALLABLE_STATE_REVOKED,

@@ -15,7 +15,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 
 const NFS_V3_NULL: u32 = 0;
 const MIB: usize = 1 << 20;
@@ -55,7 +55,7 @@ fn null_latency(port: u16, n: usize) -> (Duration, Duration, Duration) {
 }
 
 fn null_record(c: &mut RpcClient) -> (u32, Vec<u8>) {
-    let (xid, body) = c.build_call(NFS_PROGRAM, NFS_V3, NFS_V3_NULL, &Void);
+    let (xid, body) = c.build_call(NFS3_PROGRAM, NFS_V3, NFS_V3_NULL, &Void);
     let mut rec = (0x8000_0000u32 | body.len() as u32).to_be_bytes().to_vec();
     rec.extend_from_slice(&body);
     (xid, rec)
@@ -114,7 +114,7 @@ fn thousand_connections_are_all_served() {
     // every connection has a call in flight at once, then all replies are read
     let xids: Vec<u32> = conns
         .iter_mut()
-        .map(|c| c.send_call(NFS_PROGRAM, NFS_V3, NFS_V3_NULL, &Void))
+        .map(|c| c.send_call(NFS3_PROGRAM, NFS_V3, NFS_V3_NULL, &Void))
         .collect();
     let (p50, p99, max) = null_latency(port, 300);
     for (c, xid) in conns.iter_mut().zip(xids) {
@@ -163,7 +163,7 @@ fn connections_over_the_limit_are_refused_and_logged() {
     loop {
         let mut c = RpcClient::connect(port);
         c.set_read_timeout(Duration::from_secs(2));
-        let xid = c.send_call(NFS_PROGRAM, NFS_V3, NFS_V3_NULL, &Void);
+        let xid = c.send_call(NFS3_PROGRAM, NFS_V3, NFS_V3_NULL, &Void);
         if let Ok(rec) = c.read_record() {
             assert_eq!(parse_reply(rec).0, xid);
             break;
@@ -190,7 +190,7 @@ fn ten_thousand_calls_in_flight_are_answered() {
             } else {
                 RpcClient::connect(port)
             };
-            let getattr = GetattrArgs {
+            let getattr = Getattr3args {
                 object: root.clone(),
             };
             std::thread::spawn(move || {
@@ -199,9 +199,9 @@ fn ten_thousand_calls_in_flight_are_answered() {
                 let mut xids = Vec::with_capacity(1000);
                 for k in 0..1000 {
                     let (xid, body) = if k % 2 == 0 {
-                        c.build_call(NFS_PROGRAM, NFS_V3, NfsProc3::Getattr as u32, &getattr)
+                        c.build_call(NFS3_PROGRAM, NFS_V3, NFSPROC3_GETATTR, &getattr)
                     } else {
-                        c.build_call(NFS_PROGRAM, NFS_V3, NFS_V3_NULL, &Void)
+                        c.build_call(NFS3_PROGRAM, NFS_V3, NFS_V3_NULL, &Void)
                     };
                     batch.extend_from_slice(&(0x8000_0000u32 | body.len() as u32).to_be_bytes());
                     batch.extend_from_slice(&body);
@@ -308,19 +308,19 @@ fn client_that_never_reads_is_bounded_and_disconnected() {
     let data = bytes::Bytes::from(pattern(7, MIB));
     assert!(matches!(
         c.write(&file, 0, data, StableHow::FileSync),
-        WriteRes::Ok(_)
+        Write3res::Ok(_)
     ));
     let before = rss_mib(&fx.server, "VmRSS");
     // 2,000 READs of 1 MiB, never reading a reply: 2 GiB the server must not buffer
     let mut hog = RpcClient::connect(port);
-    let read = ReadArgs {
+    let read = Read3args {
         file: file.clone(),
         offset: 0,
         count: MIB as u32,
     };
     let mut batch = Vec::new();
     for _ in 0..2000 {
-        let (_, body) = hog.build_call(NFS_PROGRAM, NFS_V3, NfsProc3::Read as u32, &read);
+        let (_, body) = hog.build_call(NFS3_PROGRAM, NFS_V3, NFSPROC3_READ, &read);
         batch.extend_from_slice(&(0x8000_0000u32 | body.len() as u32).to_be_bytes());
         batch.extend_from_slice(&body);
     }

@@ -16,7 +16,7 @@ use std::path::Path;
 use bytes::Bytes;
 use common::nfs4_raw::*;
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 use nfs4wire::*;
 
 /// nobody: an unprivileged caller that owns nothing here.
@@ -131,8 +131,8 @@ fn nfsv3_write_and_truncate_by_another_user_clear_set_id_bits() {
                     .setattr(
                         &fh,
                         Sattr3 {
-                            size: Some(3),
-                            ..Default::default()
+                            size: SetSize3(Some(3)),
+                            ..sattr3()
                         },
                     )
                     .status(),
@@ -146,13 +146,17 @@ fn nfsv3_write_and_truncate_by_another_user_clear_set_id_bits() {
             };
             let want = match writable {
                 false => {
-                    assert_eq!(status, Nfsstat3::Acces, "{what} of {mode:o} by {uid}");
+                    assert_eq!(
+                        status,
+                        Nfsstat3::NFS3ERR_ACCES,
+                        "{what} of {mode:o} by {uid}"
+                    );
                     mode
                 }
                 true => local_mode_after(local, mode, uid, change),
             };
             if writable {
-                assert_eq!(status, Nfsstat3::Ok, "{what} of {mode:o} by {uid}");
+                assert_eq!(status, Nfsstat3::NFS3_OK, "{what} of {mode:o} by {uid}");
             }
             assert_eq!(
                 mode_on_disk(&p),
@@ -188,7 +192,7 @@ fn nfsv3_owner_is_held_to_the_mode_by_access_but_writes_what_it_opened() {
     assert_eq!(
         c.write(&fh, 1, Bytes::from_static(b"y"), StableHow::FileSync)
             .status(),
-        Nfsstat3::Ok
+        Nfsstat3::NFS3_OK
     );
     assert_eq!(std::fs::read(&p).unwrap(), b"xy");
 }
@@ -213,17 +217,17 @@ fn a_writer_sets_the_modify_time_to_now_as_its_truncation_asks() {
                 .setattr(
                     &fh,
                     Sattr3 {
-                        size,
-                        mtime: nfs3::types::SetTime::ServerTime,
-                        ..Default::default()
+                        size: SetSize3(size),
+                        mtime: SetMtime::Default(TimeHow::SetToServerTime),
+                        ..sattr3()
                     },
                 )
                 .status();
             let want = match (ok, size) {
-                (true, _) => Nfsstat3::Ok,
-                (false, Some(_)) => Nfsstat3::Acces,
+                (true, _) => Nfsstat3::NFS3_OK,
+                (false, Some(_)) => Nfsstat3::NFS3ERR_ACCES,
                 // utimensat's own answer for a caller who may not write
-                (false, None) => Nfsstat3::Perm,
+                (false, None) => Nfsstat3::NFS3ERR_PERM,
             };
             assert_eq!(
                 status, want,

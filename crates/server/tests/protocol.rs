@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 use xdr::Encoder;
 
 // ---------------------------------------------------------------------------------------------
@@ -40,7 +40,7 @@ fn no_reply(c: &mut RpcClient, wait: Duration) -> Result<(), String> {
 fn case_truncated_header(port: u16) {
     for cut in [0usize, 3, 8, 10] {
         let mut c = RpcClient::connect(port);
-        let (_, body) = c.build_call(NFS_PROGRAM, NFS_V3, 0, &Void);
+        let (_, body) = c.build_call(NFS3_PROGRAM, NFS_V3, 0, &Void);
         c.send_record(&body[..cut]).unwrap();
         if let Err(e) = no_reply(&mut c, Duration::from_secs(2)) {
             panic!("call header cut at {cut} bytes: {e}");
@@ -57,7 +57,7 @@ fn case_huge_credential(port: u16) {
     e.u32(xid);
     e.u32(0); // CALL
     e.u32(2); // rpcvers
-    e.u32(NFS_PROGRAM);
+    e.u32(NFS3_PROGRAM);
     e.u32(NFS_V3);
     e.u32(0); // NULL
     e.u32(1); // AUTH_SYS
@@ -84,21 +84,21 @@ fn case_unknown_version(port: u16) {
     // MOUNT serves version 3 only.
     for v in [1, 2, 4] {
         assert_eq!(
-            c.call(MOUNT_PROGRAM, v, 0, &Void),
+            c.call(MOUNTPROG, v, 0, &Void),
             RpcReply::ProgMismatch { low: 3, high: 3 },
             "MOUNT version {v}"
         );
     }
     // NFS serves version 3, and version 4 once NFSv4 is registered: the range in the reply
     // must be exactly what is served.
-    let high = match c.call(NFS_PROGRAM, 4, 0, &Void) {
+    let high = match c.call(NFS3_PROGRAM, 4, 0, &Void) {
         RpcReply::Success(b) if b.is_empty() => 4,
         RpcReply::ProgMismatch { low: 3, high: 3 } => 3,
         other => panic!("NFS version 4 NULL: {other:?}"),
     };
     for v in [2, 5, 0x7fff_ffff] {
         assert_eq!(
-            c.call(NFS_PROGRAM, v, 0, &Void),
+            c.call(NFS3_PROGRAM, v, 0, &Void),
             RpcReply::ProgMismatch { low: 3, high },
             "NFS version {v}"
         );
@@ -110,11 +110,11 @@ fn case_unknown_version(port: u16) {
 fn case_unknown_procedure(port: u16) {
     let mut c = RpcClient::connect(port);
     assert_eq!(
-        c.call(NFS_PROGRAM, NFS_V3, 99, &Void),
+        c.call(NFS3_PROGRAM, NFS_V3, 99, &Void),
         RpcReply::ProcUnavail
     );
     assert_eq!(
-        c.call(MOUNT_PROGRAM, MOUNT_V3, 99, &Void),
+        c.call(MOUNTPROG, MOUNTVERS3, 99, &Void),
         RpcReply::ProcUnavail
     );
     assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
@@ -123,25 +123,25 @@ fn case_unknown_procedure(port: u16) {
 
 fn case_garbage_args(port: u16) {
     let mut c = RpcClient::connect(port);
-    let getattr = NfsProc3::Getattr as u32;
+    let getattr = NFSPROC3_GETATTR;
     // No arguments at all.
     assert_eq!(
-        c.call(NFS_PROGRAM, NFS_V3, getattr, &Void),
+        c.call(NFS3_PROGRAM, NFS_V3, getattr, &Void),
         RpcReply::GarbageArgs
     );
     // A handle longer than NFS3_FHSIZE.
     assert_eq!(
-        c.call(NFS_PROGRAM, NFS_V3, getattr, &1000u32),
+        c.call(NFS3_PROGRAM, NFS_V3, getattr, &1000u32),
         RpcReply::GarbageArgs
     );
     // A handle length promising more bytes than the call holds.
     assert_eq!(
-        c.call(NFS_PROGRAM, NFS_V3, getattr, &32u32),
+        c.call(NFS3_PROGRAM, NFS_V3, getattr, &32u32),
         RpcReply::GarbageArgs
     );
     // A MOUNT path longer than MNTPATHLEN.
     assert_eq!(
-        c.call(MOUNT_PROGRAM, MOUNT_V3, MountProc3::Mnt as u32, &5000u32),
+        c.call(MOUNTPROG, MOUNTVERS3, MOUNTPROC_MNT, &5000u32),
         RpcReply::GarbageArgs
     );
     assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
@@ -169,7 +169,7 @@ fn case_huge_record(port: u16) {
 
 fn case_rpc_version(port: u16) {
     let mut c = RpcClient::connect(port);
-    let (xid, mut body) = c.build_call(NFS_PROGRAM, NFS_V3, 0, &Void);
+    let (xid, mut body) = c.build_call(NFS3_PROGRAM, NFS_V3, 0, &Void);
     body[8..12].copy_from_slice(&3u32.to_be_bytes());
     c.send_record(&body).unwrap();
     let (rxid, r) = c.recv_reply();
@@ -258,12 +258,12 @@ fn pipelined_calls_answered_with_right_xids() {
     let f = c.lookup_ok(&root, "f");
 
     // Two calls in a single write.
-    let (x1, b1) = c.build_call(NFS_PROGRAM, NFS_V3, 0, &Void);
+    let (x1, b1) = c.build_call(NFS3_PROGRAM, NFS_V3, 0, &Void);
     let (x2, b2) = c.build_call(
-        NFS_PROGRAM,
+        NFS3_PROGRAM,
         NFS_V3,
-        NfsProc3::Getattr as u32,
-        &GetattrArgs { object: f.clone() },
+        NFSPROC3_GETATTR,
+        &Getattr3args { object: f.clone() },
     );
     let mut both = Vec::new();
     for b in [&b1, &b2] {
@@ -280,25 +280,25 @@ fn pipelined_calls_answered_with_right_xids() {
     let RpcReply::Success(body) = &got[&x2] else {
         panic!("GETATTR not accepted: {:?}", got[&x2]);
     };
-    let a: GetattrRes = decode_all(body.clone());
+    let a: Getattr3res = decode_all(body.clone());
     assert_eq!(a.expect_ok("GETATTR").size, 9);
 
     // Many calls of different kinds in flight at once, answered in any order.
     let mut want = HashMap::new();
     for i in 0..64u64 {
         let xid = match i % 3 {
-            0 => c.send_call(NFS_PROGRAM, NFS_V3, 0, &Void),
+            0 => c.send_call(NFS3_PROGRAM, NFS_V3, 0, &Void),
             1 => c.send_call(
-                NFS_PROGRAM,
+                NFS3_PROGRAM,
                 NFS_V3,
-                NfsProc3::Getattr as u32,
-                &GetattrArgs { object: f.clone() },
+                NFSPROC3_GETATTR,
+                &Getattr3args { object: f.clone() },
             ),
             _ => c.send_call(
-                NFS_PROGRAM,
+                NFS3_PROGRAM,
                 NFS_V3,
-                NfsProc3::Read as u32,
-                &ReadArgs {
+                NFSPROC3_READ,
+                &Read3args {
                     file: f.clone(),
                     offset: i % 9,
                     count: 1,
@@ -317,9 +317,9 @@ fn pipelined_calls_answered_with_right_xids() {
         };
         match i % 3 {
             0 => assert!(body.is_empty()),
-            1 => assert_eq!(decode_all::<GetattrRes>(body).expect_ok("GETATTR").size, 9),
+            1 => assert_eq!(decode_all::<Getattr3res>(body).expect_ok("GETATTR").size, 9),
             _ => {
-                let r = decode_all::<ReadRes>(body).expect_ok("READ");
+                let r = decode_all::<Read3res>(body).expect_ok("READ");
                 let off = (i % 9) as usize;
                 assert_eq!(
                     &r.data.in_memory().expect("decoded")[..],
@@ -338,7 +338,7 @@ fn pipelined_calls_answered_with_right_xids() {
 const DIR_ENTRIES: usize = 10_000;
 const SMALL_COUNT: u32 = 4096;
 
-fn big_dir_fixture() -> (Fixture, RpcClient, Fh3) {
+fn big_dir_fixture() -> (Fixture, RpcClient, NfsFh3) {
     let fx = Fixture::new();
     let dir = fx.export.join("big");
     std::fs::create_dir(&dir).unwrap();
@@ -418,7 +418,7 @@ fn readdir_10000_entries_with_cookie_continuation() {
     assert_ne!(v, [0; 8]);
     assert_eq!(
         c.readdir(&d, ck, flip(v), SMALL_COUNT).status(),
-        Nfsstat3::BadCookie
+        Nfsstat3::NFS3ERR_BAD_COOKIE
     );
     // ...while the right verifier still continues from there.
     let r = c
@@ -464,7 +464,7 @@ fn readdirplus_10000_entries_with_cookie_continuation() {
                 .as_ref()
                 .unwrap_or_else(|| panic!("no handle for {:?}", e.name));
             if e.name.starts_with(b"entry-") {
-                assert_eq!(a.ftype, Ftype3::Reg);
+                assert_eq!(a.r#type, Ftype3::Nf3reg);
                 assert_eq!(a.size, 0);
                 assert_eq!(a.fileid, e.fileid);
                 if e.name.ends_with(b"000") {
@@ -502,7 +502,7 @@ fn readdirplus_10000_entries_with_cookie_continuation() {
     assert_eq!(
         c.readdirplus(&d, ck, flip(v), SMALL_COUNT, SMALL_COUNT)
             .status(),
-        Nfsstat3::BadCookie
+        Nfsstat3::NFS3ERR_BAD_COOKIE
     );
     c.readdirplus(&d, ck, v, SMALL_COUNT, SMALL_COUNT)
         .expect_ok("READDIRPLUS resume");
@@ -552,11 +552,14 @@ fn restart_keeps_handles_and_changes_write_verifier() {
     let mut c = fx.server.client();
     let a = c.getattr(&fh).expect_ok("GETATTR old handle after restart");
     assert_eq!(a.size, data.len() as u64);
-    assert_eq!(a.ftype, Ftype3::Reg);
+    assert_eq!(a.r#type, Ftype3::Nf3reg);
     let got = c.read_all(&fh, 1 << 20);
     assert_eq!(got[0], b'X');
     assert_eq!(&got[1..], &data[1..], "file content after restart");
-    assert_eq!(c.getattr(&sub).expect_ok("GETATTR dir").ftype, Ftype3::Dir);
+    assert_eq!(
+        c.getattr(&sub).expect_ok("GETATTR dir").r#type,
+        Ftype3::Nf3dir
+    );
     c.getattr(&root).expect_ok("GETATTR root after restart");
     assert_eq!(c.lookup_ok(&root, "unstable"), fh, "handle changed");
 
@@ -611,10 +614,10 @@ fn fragmented_record_is_joined() {
     let (mut c, root) = fx.connect();
     let f = c.lookup_ok(&root, "f");
     let (xid, body) = c.build_call(
-        NFS_PROGRAM,
+        NFS3_PROGRAM,
         NFS_V3,
-        NfsProc3::Getattr as u32,
-        &GetattrArgs { object: f },
+        NFSPROC3_GETATTR,
+        &Getattr3args { object: f },
     );
     // Three fragments: 5 bytes, 7 bytes, the rest (last).
     let mut raw = Vec::new();
@@ -631,7 +634,7 @@ fn fragmented_record_is_joined() {
     let RpcReply::Success(body) = r else {
         panic!("not accepted: {r:?}");
     };
-    assert_eq!(decode_all::<GetattrRes>(body).expect_ok("GETATTR").size, 9);
+    assert_eq!(decode_all::<Getattr3res>(body).expect_ok("GETATTR").size, 9);
 }
 
 #[test]
@@ -664,20 +667,20 @@ fn duplicate_request_cache_replays_remove() {
     let fx = Fixture::new();
     std::fs::write(fx.export.join("victim"), b"x").unwrap();
     let (mut c, root) = fx.connect();
-    let args = RemoveArgs {
-        object: DiropArgs3 {
+    let args = Remove3args {
+        object: Diropargs3 {
             dir: root.clone(),
             name: Bytes::from_static(b"victim"),
         },
     };
-    let (xid, body) = c.build_call(NFS_PROGRAM, NFS_V3, NfsProc3::Remove as u32, &args);
+    let (xid, body) = c.build_call(NFS3_PROGRAM, NFS_V3, NFSPROC3_REMOVE, &args);
     c.send_record(&body).unwrap();
     let first = c.read_record().unwrap();
     assert_eq!(parse_reply(first.clone()).0, xid);
     let RpcReply::Success(res) = parse_reply(first.clone()).1 else {
         panic!("REMOVE not accepted");
     };
-    decode_all::<RemoveRes>(res).expect_ok("first REMOVE");
+    decode_all::<Remove3res>(res).expect_ok("first REMOVE");
     assert!(!fx.export.join("victim").exists());
 
     c.send_record(&body).unwrap();
@@ -685,39 +688,42 @@ fn duplicate_request_cache_replays_remove() {
     assert_eq!(second, first, "retransmission answered differently");
 
     // A new xid is a new call.
-    assert_eq!(c.remove(&root, "victim").status(), Nfsstat3::Noent);
+    assert_eq!(c.remove(&root, "victim").status(), Nfsstat3::NFS3ERR_NOENT);
 }
 
 #[test]
 fn exclusive_create_is_idempotent_per_verifier() {
     let fx = Fixture::new();
     let (mut c, root) = fx.connect();
-    let excl = |verf: [u8; 8]| CreateArgs {
-        where_: DiropArgs3 {
+    let excl = |verf: [u8; 8]| Create3args {
+        r#where: Diropargs3 {
             dir: root.clone(),
             name: Bytes::from_static(b"excl"),
         },
         how: Createhow3::Exclusive(verf),
     };
     let v1 = *b"verif-01";
-    let a: CreateRes = c.nfs(NfsProc3::Create, &excl(v1));
+    let a: Create3res = c.nfs(NFSPROC3_CREATE, &excl(v1));
     let fh1 = a.expect_ok("EXCLUSIVE CREATE").obj.0.unwrap();
     // The same verifier again (a retry with a new xid) succeeds with the same file.
-    let b: CreateRes = c.nfs(NfsProc3::Create, &excl(v1));
+    let b: Create3res = c.nfs(NFSPROC3_CREATE, &excl(v1));
     assert_eq!(b.expect_ok("EXCLUSIVE CREATE retry").obj.0.unwrap(), fh1);
     // Another verifier is another client: EXIST.
-    let d: CreateRes = c.nfs(NfsProc3::Create, &excl(*b"verif-02"));
-    assert_eq!(d.status(), Nfsstat3::Exist);
+    let d: Create3res = c.nfs(NFSPROC3_CREATE, &excl(*b"verif-02"));
+    assert_eq!(d.status(), Nfsstat3::NFS3ERR_EXIST);
     // GUARDED on an existing name is EXIST too; UNCHECKED is fine.
-    assert_eq!(c.create(&root, "excl", 0o644).status(), Nfsstat3::Exist);
-    let u: CreateRes = c.nfs(
-        NfsProc3::Create,
-        &CreateArgs {
-            where_: DiropArgs3 {
+    assert_eq!(
+        c.create(&root, "excl", 0o644).status(),
+        Nfsstat3::NFS3ERR_EXIST
+    );
+    let u: Create3res = c.nfs(
+        NFSPROC3_CREATE,
+        &Create3args {
+            r#where: Diropargs3 {
                 dir: root.clone(),
                 name: Bytes::from_static(b"excl"),
             },
-            how: Createhow3::Unchecked(Sattr3::default()),
+            how: Createhow3::Unchecked(sattr3()),
         },
     );
     assert_eq!(u.expect_ok("UNCHECKED CREATE").obj.0.unwrap(), fh1);
@@ -732,10 +738,10 @@ fn handle_of_removed_file_is_stale() {
         .expect_ok("WRITE");
     c.getattr(&f).expect_ok("GETATTR");
     c.remove(&root, "gone").expect_ok("REMOVE");
-    assert_eq!(c.getattr(&f).status(), Nfsstat3::Stale);
-    assert_eq!(c.read(&f, 0, 3).status(), Nfsstat3::Stale);
+    assert_eq!(c.getattr(&f).status(), Nfsstat3::NFS3ERR_STALE);
+    assert_eq!(c.read(&f, 0, 3).status(), Nfsstat3::NFS3ERR_STALE);
     // A new file of the same name has another handle; the old one stays stale.
     let g = c.create_ok(&root, "gone", 0o644);
     assert_ne!(g, f);
-    assert_eq!(c.getattr(&f).status(), Nfsstat3::Stale);
+    assert_eq!(c.getattr(&f).status(), Nfsstat3::NFS3ERR_STALE);
 }

@@ -10,7 +10,7 @@ mod common;
 use common::loopback::LocalServer;
 use common::nfs4_raw::*;
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 use nfs4wire::*;
 
 fn server() -> (tempfile::TempDir, std::path::PathBuf, LocalServer) {
@@ -31,24 +31,24 @@ fn nfsv3_and_mount_keep_no_call_buffer() {
     let data = bytes::Bytes::from(vec![7u8; 100_000]);
     assert!(matches!(
         c.write(&fh, 0, data.clone(), StableHow::FileSync),
-        WriteRes::Ok(_)
+        Write3res::Ok(_)
     ));
     match c.read(&fh, 0, 100_000) {
-        ReadRes::Ok(r) => assert_eq!(r.data.in_memory(), Some(&data)),
+        Read3res::Ok(r) => assert_eq!(r.data.in_memory(), Some(&data)),
         other => panic!("READ: {other:?}"),
     }
     assert!(srv.bulk_handed() > 0, "READ did not use transport buffers");
     // again, now that the handle is in the descriptor caches
     match c.read(&fh, 4096, 10) {
-        ReadRes::Ok(r) => assert_eq!(&r.data.in_memory().expect("decoded")[..], &[7u8; 10]),
+        Read3res::Ok(r) => assert_eq!(&r.data.in_memory().expect("decoded")[..], &[7u8; 10]),
         other => panic!("READ: {other:?}"),
     }
-    assert!(matches!(c.commit(&fh), CommitRes::Ok(_)));
-    assert!(matches!(c.mkdir(&root, "d", 0o755), MkdirRes::Ok(_)));
-    assert!(matches!(c.symlink(&root, "l", "f"), SymlinkRes::Ok(_)));
+    assert!(matches!(c.commit(&fh), Commit3res::Ok(_)));
+    assert!(matches!(c.mkdir(&root, "d", 0o755), Mkdir3res::Ok(_)));
+    assert!(matches!(c.symlink(&root, "l", "f"), Symlink3res::Ok(_)));
     assert!(matches!(
         c.readdirplus(&root, 0, [0; 8], 4096, 65536),
-        ReaddirplusRes::Ok(_)
+        Readdirplus3res::Ok(_)
     ));
     // A server that has not seen these handles yet (as after a restart): each call's handle
     // misses the descriptor caches and is resolved, then cached.
@@ -56,18 +56,18 @@ fn nfsv3_and_mount_keep_no_call_buffer() {
     let again = vfs::cred::as_root(|| LocalServer::new(&export, &tmp.path().join("state")));
     let mut c2 = RpcClient::loopback(&again);
     match c2.read(&fh, 0, 10) {
-        ReadRes::Ok(r) => assert_eq!(&r.data.in_memory().expect("decoded")[..], &[7u8; 10]),
+        Read3res::Ok(r) => assert_eq!(&r.data.in_memory().expect("decoded")[..], &[7u8; 10]),
         other => panic!("READ after restart: {other:?}"),
     }
     assert!(matches!(
         c2.write(&fh, 0, data.slice(..10), StableHow::Unstable),
-        WriteRes::Ok(_)
+        Write3res::Ok(_)
     ));
     assert!(matches!(
         c2.rename(&root, "f", &root, "g"),
-        RenameRes::Ok(_)
+        Rename3res::Ok(_)
     ));
-    assert!(matches!(c2.remove(&root, "g"), RemoveRes::Ok(_)));
+    assert!(matches!(c2.remove(&root, "g"), Remove3res::Ok(_)));
 }
 
 #[test]

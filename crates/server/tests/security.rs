@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 
 fn mode_sattr(mode: u32) -> Sattr3 {
     Sattr3 {
-        mode: Some(mode),
-        ..Default::default()
+        mode: SetMode3(Some(mode)),
+        ..sattr3()
     }
 }
 
@@ -35,30 +35,39 @@ fn ro_export_refuses_changes_with_rofs() {
     let (mut c, root) = fx.connect();
     let fh = c.lookup_ok(&root, "f");
 
-    assert_eq!(c.create(&root, "new", 0o644).status(), Nfsstat3::Rofs);
+    assert_eq!(
+        c.create(&root, "new", 0o644).status(),
+        Nfsstat3::NFS3ERR_ROFS
+    );
     assert_eq!(
         c.write(&fh, 0, Bytes::from_static(b"XX"), StableHow::FileSync)
             .status(),
-        Nfsstat3::Rofs
+        Nfsstat3::NFS3ERR_ROFS
     );
-    assert_eq!(c.setattr(&fh, mode_sattr(0o600)).status(), Nfsstat3::Rofs);
+    assert_eq!(
+        c.setattr(&fh, mode_sattr(0o600)).status(),
+        Nfsstat3::NFS3ERR_ROFS
+    );
     assert_eq!(
         c.setattr(
             &fh,
             Sattr3 {
-                size: Some(0),
-                ..Default::default()
+                size: SetSize3(Some(0)),
+                ..sattr3()
             }
         )
         .status(),
-        Nfsstat3::Rofs
+        Nfsstat3::NFS3ERR_ROFS
     );
-    assert_eq!(c.remove(&root, "f").status(), Nfsstat3::Rofs);
-    assert_eq!(c.mkdir(&root, "nd", 0o755).status(), Nfsstat3::Rofs);
-    assert_eq!(c.rmdir(&root, "d").status(), Nfsstat3::Rofs);
-    assert_eq!(c.symlink(&root, "l", "f").status(), Nfsstat3::Rofs);
-    assert_eq!(c.rename(&root, "f", &root, "g").status(), Nfsstat3::Rofs);
-    assert_eq!(c.link(&fh, &root, "h").status(), Nfsstat3::Rofs);
+    assert_eq!(c.remove(&root, "f").status(), Nfsstat3::NFS3ERR_ROFS);
+    assert_eq!(c.mkdir(&root, "nd", 0o755).status(), Nfsstat3::NFS3ERR_ROFS);
+    assert_eq!(c.rmdir(&root, "d").status(), Nfsstat3::NFS3ERR_ROFS);
+    assert_eq!(c.symlink(&root, "l", "f").status(), Nfsstat3::NFS3ERR_ROFS);
+    assert_eq!(
+        c.rename(&root, "f", &root, "g").status(),
+        Nfsstat3::NFS3ERR_ROFS
+    );
+    assert_eq!(c.link(&fh, &root, "h").status(), Nfsstat3::NFS3ERR_ROFS);
 
     // Reading still works, and ACCESS grants no modification.
     let r = c.read(&fh, 0, 100).expect_ok("READ on ro export");
@@ -89,8 +98,11 @@ fn root_squash_denies_root_create_in_root_owned_dir() {
     assert_eq!(std::fs::metadata(&fx.export).unwrap().uid(), 0);
     let (c, root) = fx.connect();
     let mut c = c.with_user(0, 0);
-    assert_eq!(c.create(&root, "f", 0o644).status(), Nfsstat3::Acces);
-    assert_eq!(c.mkdir(&root, "d", 0o755).status(), Nfsstat3::Acces);
+    assert_eq!(
+        c.create(&root, "f", 0o644).status(),
+        Nfsstat3::NFS3ERR_ACCES
+    );
+    assert_eq!(c.mkdir(&root, "d", 0o755).status(), Nfsstat3::NFS3ERR_ACCES);
     assert!(!fx.export.join("f").exists());
     assert!(!fx.export.join("d").exists());
 }
@@ -139,11 +151,11 @@ fn private_file_not_readable_by_other_user() {
     let fh = c.lookup_ok(&root, "secret");
 
     c.set_user(2000, 2000);
-    assert_eq!(c.read(&fh, 0, 100).status(), Nfsstat3::Acces);
+    assert_eq!(c.read(&fh, 0, 100).status(), Nfsstat3::NFS3ERR_ACCES);
     assert_eq!(
         c.write(&fh, 0, Bytes::from_static(b"x"), StableHow::FileSync)
             .status(),
-        Nfsstat3::Acces
+        Nfsstat3::NFS3ERR_ACCES
     );
     assert_eq!(
         c.access(&fh, ACCESS3_READ | ACCESS3_MODIFY)
@@ -167,7 +179,7 @@ fn secure_export_refuses_unprivileged_source_port() {
     // From an ephemeral port: MNT is refused.
     let mut c = fx.server.client();
     assert!(c.local_port() >= 1024);
-    assert_eq!(c.mnt(&fx.export).status(), Mountstat3::Acces);
+    assert_eq!(c.mnt(&fx.export).status(), Mountstat3::MNT3ERR_ACCES);
 
     // From a privileged port it works.
     let mut p = RpcClient::connect_privileged(fx.server.port);
@@ -177,15 +189,18 @@ fn secure_export_refuses_unprivileged_source_port() {
     p.getattr(&f).expect_ok("GETATTR from a privileged port");
 
     // The same handles from an ephemeral port are refused.
-    assert_eq!(c.getattr(&root).status(), Nfsstat3::Acces);
-    assert_eq!(c.lookup(&root, "f").status(), Nfsstat3::Acces);
-    assert_eq!(c.read(&f, 0, 10).status(), Nfsstat3::Acces);
+    assert_eq!(c.getattr(&root).status(), Nfsstat3::NFS3ERR_ACCES);
+    assert_eq!(c.lookup(&root, "f").status(), Nfsstat3::NFS3ERR_ACCES);
+    assert_eq!(c.read(&f, 0, 10).status(), Nfsstat3::NFS3ERR_ACCES);
     assert_eq!(
         c.write(&f, 0, Bytes::from_static(b"x"), StableHow::FileSync)
             .status(),
-        Nfsstat3::Acces
+        Nfsstat3::NFS3ERR_ACCES
     );
-    assert_eq!(c.create(&root, "g", 0o644).status(), Nfsstat3::Acces);
+    assert_eq!(
+        c.create(&root, "g", 0o644).status(),
+        Nfsstat3::NFS3ERR_ACCES
+    );
     assert!(!fx.export.join("g").exists());
     assert_eq!(std::fs::read(fx.export.join("f")).unwrap(), b"data");
 }
@@ -245,32 +260,49 @@ fn symlinks_are_returned_never_followed() {
     let (mut c, root) = fx.connect();
     for (n, t) in links {
         let l = c.lookup(&root, n).expect_ok("LOOKUP symlink");
-        assert_eq!(attrs(&l.obj_attributes).ftype, Ftype3::Lnk, "{n}");
+        assert_eq!(attrs(&l.obj_attributes).r#type, Ftype3::Nf3lnk, "{n}");
         let fh = l.object;
-        assert_eq!(c.getattr(&fh).expect_ok("GETATTR").ftype, Ftype3::Lnk);
+        assert_eq!(c.getattr(&fh).expect_ok("GETATTR").r#type, Ftype3::Nf3lnk);
         let rl = c.readlink(&fh).expect_ok("READLINK");
         assert_eq!(&rl.data[..], t.as_bytes());
         // The link is not a directory to the server...
-        assert_eq!(c.lookup(&fh, "passwd").status(), Nfsstat3::Notdir, "{n}");
-        assert_eq!(c.lookup(&fh, "..").status(), Nfsstat3::Notdir, "{n}");
         assert_eq!(
-            c.readdir(&fh, 0, [0; 8], 4096).status(),
-            Nfsstat3::Notdir,
+            c.lookup(&fh, "passwd").status(),
+            Nfsstat3::NFS3ERR_NOTDIR,
             "{n}"
         );
-        assert_eq!(c.create(&fh, "x", 0o644).status(), Nfsstat3::Notdir);
+        assert_eq!(
+            c.lookup(&fh, "..").status(),
+            Nfsstat3::NFS3ERR_NOTDIR,
+            "{n}"
+        );
+        assert_eq!(
+            c.readdir(&fh, 0, [0; 8], 4096).status(),
+            Nfsstat3::NFS3ERR_NOTDIR,
+            "{n}"
+        );
+        assert_eq!(c.create(&fh, "x", 0o644).status(), Nfsstat3::NFS3ERR_NOTDIR);
         // ...nor a file to read.
-        assert_eq!(c.read(&fh, 0, 100).status(), Nfsstat3::Inval, "{n}");
+        assert_eq!(c.read(&fh, 0, 100).status(), Nfsstat3::NFS3ERR_INVAL, "{n}");
     }
     // A name with a slash is not a path.
-    assert_eq!(c.lookup(&root, "etc/passwd").status(), Nfsstat3::Acces);
-    assert_eq!(c.lookup(&root, "to_root/etc").status(), Nfsstat3::Acces);
+    assert_eq!(
+        c.lookup(&root, "etc/passwd").status(),
+        Nfsstat3::NFS3ERR_ACCES
+    );
+    assert_eq!(
+        c.lookup(&root, "to_root/etc").status(),
+        Nfsstat3::NFS3ERR_ACCES
+    );
     // MNT through a symlink is not followed either.
     assert_eq!(
         c.mnt(fx.export.join("to_root")).status(),
-        Mountstat3::Notdir
+        Mountstat3::MNT3ERR_NOTDIR
     );
-    assert_eq!(c.mnt(fx.export.join("etc")).status(), Mountstat3::Notdir);
+    assert_eq!(
+        c.mnt(fx.export.join("etc")).status(),
+        Mountstat3::MNT3ERR_NOTDIR
+    );
     // Nothing was created outside.
     assert!(!Path::new("/x").exists());
 }
@@ -294,11 +326,11 @@ fn mnt_outside_the_export_is_refused() {
         "etc".to_string(),
         String::new(),
     ] {
-        assert_eq!(c.mnt(&p).status(), Mountstat3::Noent, "MNT {p:?}");
+        assert_eq!(c.mnt(&p).status(), Mountstat3::MNT3ERR_NOENT, "MNT {p:?}");
     }
     assert_eq!(
         c.mnt(&sibling).status(),
-        Mountstat3::Noent,
+        Mountstat3::MNT3ERR_NOENT,
         "MNT of a directory that is not exported"
     );
     // Positive controls: the export and a directory below it.
@@ -316,42 +348,45 @@ fn flipped_bit_handle_is_badhandle() {
     let f = c.lookup_ok(&root, "f");
     for fh in [&root, &f] {
         c.getattr(fh).expect_ok("GETATTR of the real handle");
-        for bit in 0..fh.0.len() * 8 {
-            let mut v = fh.0.to_vec();
+        for bit in 0..fh.data.len() * 8 {
+            let mut v = fh.data.to_vec();
             v[bit / 8] ^= 1 << (bit % 8);
-            let bad = Fh3(Bytes::from(v));
+            let bad = fh3(Bytes::from(v));
             assert_eq!(
                 c.getattr(&bad).status(),
-                Nfsstat3::Badhandle,
+                Nfsstat3::NFS3ERR_BADHANDLE,
                 "bit {bit} flipped"
             );
         }
         // Truncated and extended handles too.
-        let short = Fh3(fh.0.slice(..fh.0.len() - 1));
-        assert_eq!(c.getattr(&short).status(), Nfsstat3::Badhandle);
-        let mut long = fh.0.to_vec();
+        let short = fh3(fh.data.slice(..fh.data.len() - 1));
+        assert_eq!(c.getattr(&short).status(), Nfsstat3::NFS3ERR_BADHANDLE);
+        let mut long = fh.data.to_vec();
         long.push(0);
         assert_eq!(
-            c.getattr(&Fh3(Bytes::from(long))).status(),
-            Nfsstat3::Badhandle
+            c.getattr(&fh3(Bytes::from(long))).status(),
+            Nfsstat3::NFS3ERR_BADHANDLE
         );
     }
-    assert_eq!(c.getattr(&Fh3(Bytes::new())).status(), Nfsstat3::Badhandle);
     assert_eq!(
-        c.getattr(&Fh3(Bytes::from(vec![0u8; 64]))).status(),
-        Nfsstat3::Badhandle
+        c.getattr(&fh3(Bytes::new())).status(),
+        Nfsstat3::NFS3ERR_BADHANDLE
+    );
+    assert_eq!(
+        c.getattr(&fh3(Bytes::from(vec![0u8; 64]))).status(),
+        Nfsstat3::NFS3ERR_BADHANDLE
     );
     // Bit-flipped handles are refused by the other procedures as well.
-    let mut v = f.0.to_vec();
+    let mut v = f.data.to_vec();
     let last = v.len() - 1;
     v[last] ^= 0x80;
-    let bad = Fh3(Bytes::from(v));
-    assert_eq!(c.read(&bad, 0, 1).status(), Nfsstat3::Badhandle);
-    assert_eq!(c.lookup(&bad, "x").status(), Nfsstat3::Badhandle);
+    let bad = fh3(Bytes::from(v));
+    assert_eq!(c.read(&bad, 0, 1).status(), Nfsstat3::NFS3ERR_BADHANDLE);
+    assert_eq!(c.lookup(&bad, "x").status(), Nfsstat3::NFS3ERR_BADHANDLE);
     assert_eq!(
         c.write(&bad, 0, Bytes::from_static(b"y"), StableHow::FileSync)
             .status(),
-        Nfsstat3::Badhandle
+        Nfsstat3::NFS3ERR_BADHANDLE
     );
     assert_eq!(std::fs::read(fx.export.join("f")).unwrap(), b"x");
 }
@@ -395,11 +430,11 @@ fn handle_of_removed_export_is_stale() {
     t.server.restart_with(cfg);
 
     let mut c = t.server.client();
-    assert_eq!(c.getattr(&rb).status(), Nfsstat3::Stale);
-    assert_eq!(c.getattr(&fb).status(), Nfsstat3::Stale);
-    assert_eq!(c.read(&fb, 0, 1).status(), Nfsstat3::Stale);
-    assert_eq!(c.lookup(&rb, "fb").status(), Nfsstat3::Stale);
-    assert_eq!(c.mnt(&t.b).status(), Mountstat3::Noent);
+    assert_eq!(c.getattr(&rb).status(), Nfsstat3::NFS3ERR_STALE);
+    assert_eq!(c.getattr(&fb).status(), Nfsstat3::NFS3ERR_STALE);
+    assert_eq!(c.read(&fb, 0, 1).status(), Nfsstat3::NFS3ERR_STALE);
+    assert_eq!(c.lookup(&rb, "fb").status(), Nfsstat3::NFS3ERR_STALE);
+    assert_eq!(c.mnt(&t.b).status(), Mountstat3::MNT3ERR_NOENT);
     // The export that stays keeps working with its old handles.
     let r = c.read(&fa, 0, 10).expect_ok("READ in a");
     assert_eq!(&r.data.in_memory().expect("decoded")[..], b"a");
@@ -417,9 +452,15 @@ fn rename_and_link_across_exports_is_xdev() {
     let rb = c.mnt_ok(&t.b);
     let f = c.lookup_ok(&ra, "f");
 
-    assert_eq!(c.rename(&ra, "f", &rb, "g").status(), Nfsstat3::Xdev);
-    assert_eq!(c.rename(&rb, "nothing", &ra, "g").status(), Nfsstat3::Xdev);
-    assert_eq!(c.link(&f, &rb, "h").status(), Nfsstat3::Xdev);
+    assert_eq!(
+        c.rename(&ra, "f", &rb, "g").status(),
+        Nfsstat3::NFS3ERR_XDEV
+    );
+    assert_eq!(
+        c.rename(&rb, "nothing", &ra, "g").status(),
+        Nfsstat3::NFS3ERR_XDEV
+    );
+    assert_eq!(c.link(&f, &rb, "h").status(), Nfsstat3::NFS3ERR_XDEV);
 
     assert_eq!(std::fs::read(t.a.join("f")).unwrap(), b"stay");
     assert_eq!(std::fs::read_dir(&t.b).unwrap().count(), 0);
@@ -452,13 +493,19 @@ fn private_directory_is_not_searchable_or_listable() {
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
     let (mut c, root) = fx.connect();
     let dh = c.lookup_ok(&root, "private");
-    assert_eq!(c.lookup(&dh, "inside").status(), Nfsstat3::Acces);
-    assert_eq!(c.readdir(&dh, 0, [0; 8], 4096).status(), Nfsstat3::Acces);
+    assert_eq!(c.lookup(&dh, "inside").status(), Nfsstat3::NFS3ERR_ACCES);
+    assert_eq!(
+        c.readdir(&dh, 0, [0; 8], 4096).status(),
+        Nfsstat3::NFS3ERR_ACCES
+    );
     assert_eq!(
         c.readdirplus(&dh, 0, [0; 8], 4096, 4096).status(),
-        Nfsstat3::Acces
+        Nfsstat3::NFS3ERR_ACCES
     );
-    assert_eq!(c.create(&dh, "new", 0o644).status(), Nfsstat3::Acces);
+    assert_eq!(
+        c.create(&dh, "new", 0o644).status(),
+        Nfsstat3::NFS3ERR_ACCES
+    );
     assert!(!d.join("new").exists());
 }
 
@@ -474,20 +521,32 @@ fn symlinks_to_another_export_are_not_followed() {
     let ra = c.mnt_ok(&t.a);
     for n in ["abs", "rel", "file"] {
         let l = c.lookup_ok(&ra, n);
-        assert_eq!(c.getattr(&l).expect_ok("GETATTR").ftype, Ftype3::Lnk, "{n}");
-        assert_eq!(c.lookup(&l, "secret").status(), Nfsstat3::Notdir, "{n}");
-        assert_eq!(c.read(&l, 0, 100).status(), Nfsstat3::Inval, "{n}");
+        assert_eq!(
+            c.getattr(&l).expect_ok("GETATTR").r#type,
+            Ftype3::Nf3lnk,
+            "{n}"
+        );
+        assert_eq!(
+            c.lookup(&l, "secret").status(),
+            Nfsstat3::NFS3ERR_NOTDIR,
+            "{n}"
+        );
+        assert_eq!(c.read(&l, 0, 100).status(), Nfsstat3::NFS3ERR_INVAL, "{n}");
         assert_eq!(
             c.write(&l, 0, Bytes::from_static(b"x"), StableHow::FileSync)
                 .status(),
-            Nfsstat3::Inval,
+            Nfsstat3::NFS3ERR_INVAL,
             "{n}"
         );
-        assert_eq!(c.create(&l, "new", 0o644).status(), Nfsstat3::Notdir, "{n}");
+        assert_eq!(
+            c.create(&l, "new", 0o644).status(),
+            Nfsstat3::NFS3ERR_NOTDIR,
+            "{n}"
+        );
     }
     // MNT of a path through a link in a is not followed into b
-    assert_eq!(c.mnt(t.a.join("abs")).status(), Mountstat3::Notdir);
-    assert_eq!(c.mnt(t.a.join("rel")).status(), Mountstat3::Notdir);
+    assert_eq!(c.mnt(t.a.join("abs")).status(), Mountstat3::MNT3ERR_NOTDIR);
+    assert_eq!(c.mnt(t.a.join("rel")).status(), Mountstat3::MNT3ERR_NOTDIR);
     assert_eq!(std::fs::read(t.b.join("secret")).unwrap(), b"b only");
     assert_eq!(std::fs::read_dir(&t.b).unwrap().count(), 1);
 }
@@ -512,29 +571,37 @@ fn devices_fifos_and_sockets_are_never_opened() {
     let (mut c, root) = fx.connect();
     c.set_read_timeout(std::time::Duration::from_secs(20));
     for (n, t) in [
-        ("zero", Ftype3::Chr),
-        ("pipe", Ftype3::Fifo),
-        ("sock", Ftype3::Sock),
+        ("zero", Ftype3::Nf3chr),
+        ("pipe", Ftype3::Nf3fifo),
+        ("sock", Ftype3::Nf3sock),
     ] {
         let fh = c.lookup_ok(&root, n);
-        assert_eq!(c.getattr(&fh).expect_ok("GETATTR").ftype, t, "{n}");
+        assert_eq!(c.getattr(&fh).expect_ok("GETATTR").r#type, t, "{n}");
         // never opened: reading /dev/zero would answer, a FIFO would hang the call
-        assert_eq!(c.read(&fh, 0, 4096).status(), Nfsstat3::Inval, "READ {n}");
+        assert_eq!(
+            c.read(&fh, 0, 4096).status(),
+            Nfsstat3::NFS3ERR_INVAL,
+            "READ {n}"
+        );
         assert_eq!(
             c.write(&fh, 0, Bytes::from_static(b"x"), StableHow::FileSync)
                 .status(),
-            Nfsstat3::Inval,
+            Nfsstat3::NFS3ERR_INVAL,
             "WRITE {n}"
         );
-        assert_eq!(c.commit(&fh).status(), Nfsstat3::Inval, "COMMIT {n}");
+        assert_eq!(
+            c.commit(&fh).status(),
+            Nfsstat3::NFS3ERR_INVAL,
+            "COMMIT {n}"
+        );
     }
     // Only privileged callers make device nodes: not a user, not root squashed to nobody.
-    let chr = |dir: &Fh3, name: &str| MknodArgs {
-        where_: DiropArgs3 {
+    let chr = |dir: &NfsFh3, name: &str| Mknod3args {
+        r#where: Diropargs3 {
             dir: dir.clone(),
             name: Bytes::copy_from_slice(name.as_bytes()),
         },
-        what: Mknoddata3::Chr(Devicedata3 {
+        what: Mknoddata3::Nf3chr(Devicedata3 {
             dev_attributes: mode_sattr(0o666),
             spec: Specdata3 {
                 specdata1: 8,
@@ -542,22 +609,26 @@ fn devices_fifos_and_sockets_are_never_opened() {
             },
         }),
     };
-    let r: MknodRes = c.nfs(NfsProc3::Mknod, &chr(&root, "sda"));
-    assert_eq!(r.status(), Nfsstat3::Perm, "MKNOD chr as a user");
+    let r: Mknod3res = c.nfs(NFSPROC3_MKNOD, &chr(&root, "sda"));
+    assert_eq!(r.status(), Nfsstat3::NFS3ERR_PERM, "MKNOD chr as a user");
     c.set_user(0, 0);
-    let r: MknodRes = c.nfs(NfsProc3::Mknod, &chr(&root, "sda"));
-    assert_eq!(r.status(), Nfsstat3::Perm, "MKNOD chr as squashed root");
+    let r: Mknod3res = c.nfs(NFSPROC3_MKNOD, &chr(&root, "sda"));
+    assert_eq!(
+        r.status(),
+        Nfsstat3::NFS3ERR_PERM,
+        "MKNOD chr as squashed root"
+    );
     assert!(!e.join("sda").exists());
     // FIFOs need no privilege
     c.set_user(TEST_UID, TEST_UID);
-    let fifo = MknodArgs {
-        where_: DiropArgs3 {
+    let fifo = Mknod3args {
+        r#where: Diropargs3 {
             dir: root.clone(),
             name: Bytes::from_static(b"fifo2"),
         },
-        what: Mknoddata3::Fifo(mode_sattr(0o600)),
+        what: Mknoddata3::Nf3fifo(mode_sattr(0o600)),
     };
-    let r: MknodRes = c.nfs(NfsProc3::Mknod, &fifo);
+    let r: Mknod3res = c.nfs(NFSPROC3_MKNOD, &fifo);
     r.expect_ok("MKNOD fifo");
     let m = std::fs::symlink_metadata(e.join("fifo2")).unwrap();
     assert_eq!(m.mode() & libc::S_IFMT, libc::S_IFIFO);
@@ -594,15 +665,15 @@ fn client_address_acls_are_enforced() {
     let cfg = s.cfg.clone();
     s.restart_with(cfg);
     let mut c = s.client();
-    assert_eq!(c.mnt(&theirs).status(), Mountstat3::Acces);
-    assert_eq!(c.getattr(&rt).status(), Nfsstat3::Acces);
-    assert_eq!(c.getattr(&f).status(), Nfsstat3::Acces);
-    assert_eq!(c.read(&f, 0, 100).status(), Nfsstat3::Acces);
-    assert_eq!(c.lookup(&rt, "f").status(), Nfsstat3::Acces);
+    assert_eq!(c.mnt(&theirs).status(), Mountstat3::MNT3ERR_ACCES);
+    assert_eq!(c.getattr(&rt).status(), Nfsstat3::NFS3ERR_ACCES);
+    assert_eq!(c.getattr(&f).status(), Nfsstat3::NFS3ERR_ACCES);
+    assert_eq!(c.read(&f, 0, 100).status(), Nfsstat3::NFS3ERR_ACCES);
+    assert_eq!(c.lookup(&rt, "f").status(), Nfsstat3::NFS3ERR_ACCES);
     assert_eq!(
         c.write(&f, 0, Bytes::from_static(b"x"), StableHow::FileSync)
             .status(),
-        Nfsstat3::Acces
+        Nfsstat3::NFS3ERR_ACCES
     );
     // the export this client may use still works
     let rm = c.mnt_ok(&mine);

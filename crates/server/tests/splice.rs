@@ -7,22 +7,28 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
-use nfs3::types::*;
+use nfs3wire::*;
 
 /// A file of `len` pattern bytes in the export, with its handle.
-fn file(fx: &Fixture, c: &mut RpcClient, root: &Fh3, name: &str, len: usize) -> (Fh3, Vec<u8>) {
+fn file(
+    fx: &Fixture,
+    c: &mut RpcClient,
+    root: &NfsFh3,
+    name: &str,
+    len: usize,
+) -> (NfsFh3, Vec<u8>) {
     let data = pattern(len as u64, len);
     std::fs::write(fx.export.join(name), &data).unwrap();
     (c.lookup_ok(root, name), data)
 }
 
 /// Sends a READ without waiting for its reply; returns its xid.
-fn send_read(c: &mut RpcClient, fh: &Fh3, offset: u64, count: u32) -> u32 {
+fn send_read(c: &mut RpcClient, fh: &NfsFh3, offset: u64, count: u32) -> u32 {
     c.send_call(
-        NFS_PROGRAM,
+        NFS3_PROGRAM,
         NFS_V3,
-        NfsProc3::Read as u32,
-        &ReadArgs {
+        NFSPROC3_READ,
+        &Read3args {
             file: fh.clone(),
             offset,
             count,
@@ -97,7 +103,7 @@ fn pipelined_spliced_replies_arrive_whole_while_the_client_is_slow() {
         let RpcReply::Success(body) = r else {
             panic!("READ at {off} not accepted: {r:?}");
         };
-        let r = decode_all::<ReadRes>(body).expect_ok("READ");
+        let r = decode_all::<Read3res>(body).expect_ok("READ");
         let end = (off + count).min(len);
         assert!(
             r.data.in_memory().expect("decoded")[..] == data[off..end],

@@ -24,7 +24,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use nfs3::types::*;
+use nfs3wire::*;
 use sunrpc::msg::{encode_call, AuthSys, Credential};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
@@ -390,7 +390,7 @@ impl Fixture {
     }
 
     /// A raw client (uid/gid [`TEST_UID`]) and the export's root handle.
-    pub fn connect(&self) -> (RpcClient, Fh3) {
+    pub fn connect(&self) -> (RpcClient, NfsFh3) {
         let mut c = self.server.client();
         let root = c.mnt_ok(&self.export);
         (c, root)
@@ -486,18 +486,117 @@ pub fn encode<A: Encode + ?Sized>(a: &A) -> Bytes {
     e.finish().to_bytes()
 }
 
-/// Unwraps the success arm of an NFSv3 result.
-pub trait ResOk<T> {
-    /// The success arm; panics with the status otherwise.
-    fn expect_ok(self, what: &str) -> T;
+/// The status and success arm of an NFSv3 result union (`X3res::Ok` / `X3res::Fail`).
+pub trait Res3: Debug + Sized {
+    /// What the success arm gives the tests: its resok, or the one field of a one-field resok
+    /// (GETATTR's attributes, SETATTR's, REMOVE's and RMDIR's wcc data).
+    type Ok;
+    /// The status word.
+    fn status(&self) -> Nfsstat3;
+    /// The success arm, or the result itself.
+    fn into_ok(self) -> Result<Self::Ok, Self>;
+    /// Whether the status is NFS3_OK.
+    fn is_ok(&self) -> bool {
+        self.status() == Nfsstat3::NFS3_OK
+    }
+    /// The success arm; panics with the result otherwise.
+    fn expect_ok(self, what: &str) -> Self::Ok {
+        match self.into_ok() {
+            Ok(t) => t,
+            Err(r) => panic!("{what}: {:?} ({r:?})", r.status()),
+        }
+    }
 }
 
-impl<T, F: Debug> ResOk<T> for Res3<T, F> {
-    fn expect_ok(self, what: &str) -> T {
-        match self {
-            Res3::Ok(t) => t,
-            Res3::Fail(s, f) => panic!("{what}: {s:?} ({f:?})"),
+macro_rules! res3 {
+    ($($res:ident => $ok:ty $(, .$field:ident)?;)*) => {$(
+        impl Res3 for $res {
+            type Ok = $ok;
+            fn status(&self) -> Nfsstat3 {
+                self.discriminant()
+            }
+            fn into_ok(self) -> Result<$ok, Self> {
+                match self {
+                    $res::Ok(x) => Ok(x $(.$field)?),
+                    other => Err(other),
+                }
+            }
         }
+    )*};
+}
+
+res3! {
+    Getattr3res => Fattr3, .obj_attributes;
+    Setattr3res => WccData, .obj_wcc;
+    Lookup3res => Lookup3resok;
+    Access3res => Access3resok;
+    Readlink3res => Readlink3resok;
+    Read3res => Read3resok;
+    Write3res => Write3resok;
+    Create3res => Create3resok;
+    Mkdir3res => Mkdir3resok;
+    Symlink3res => Symlink3resok;
+    Mknod3res => Mknod3resok;
+    Remove3res => WccData, .dir_wcc;
+    Rmdir3res => WccData, .dir_wcc;
+    Rename3res => Rename3resok;
+    Link3res => Link3resok;
+    Readdir3res => Readdir3resok;
+    Readdirplus3res => Readdirplus3resok;
+    Fsstat3res => Fsstat3resok;
+    Fsinfo3res => Fsinfo3resok;
+    Pathconf3res => Pathconf3resok;
+    Commit3res => Commit3resok;
+}
+
+/// The status of a MNT result.
+pub trait MountStatus {
+    /// The status word.
+    fn status(&self) -> Mountstat3;
+}
+
+impl MountStatus for Mountres3 {
+    fn status(&self) -> Mountstat3 {
+        self.discriminant()
+    }
+}
+
+/// No arguments (a NULL call), or no result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Void;
+
+impl Encode for Void {
+    fn encode(&self, _: &mut Encoder) {}
+}
+
+impl Decode for Void {
+    fn decode(_: &mut Decoder) -> xdr::Result<Self> {
+        Ok(Void)
+    }
+}
+
+/// A file handle of these bytes.
+pub fn fh3(data: Bytes) -> NfsFh3 {
+    NfsFh3 { data }
+}
+
+/// A sattr3 that sets nothing.
+pub fn sattr3() -> Sattr3 {
+    Sattr3 {
+        mode: SetMode3(None),
+        uid: SetUid3(None),
+        gid: SetGid3(None),
+        size: SetSize3(None),
+        atime: SetAtime::Default(TimeHow::DontChange),
+        mtime: SetMtime::Default(TimeHow::DontChange),
+    }
+}
+
+/// A sattr3 that sets the mode only.
+pub fn sattr_mode(mode: u32) -> Sattr3 {
+    Sattr3 {
+        mode: SetMode3(Some(mode)),
+        ..sattr3()
     }
 }
 
@@ -742,16 +841,16 @@ impl RpcClient {
     }
 
     /// An NFSv3 call that must be accepted; returns the decoded result.
-    pub fn nfs<A: Encode + ?Sized, R: Decode>(&mut self, p: NfsProc3, args: &A) -> R {
-        match self.call(NFS_PROGRAM, NFS_V3, p as u32, args) {
+    pub fn nfs<A: Encode + ?Sized, R: Decode>(&mut self, p: u32, args: &A) -> R {
+        match self.call(NFS3_PROGRAM, NFS_V3, p, args) {
             RpcReply::Success(body) => decode_all(body),
             other => panic!("NFS {p:?}: call not accepted: {other:?}"),
         }
     }
 
     /// A MOUNT v3 call that must be accepted; returns the decoded result.
-    pub fn mount<A: Encode + ?Sized, R: Decode>(&mut self, p: MountProc3, args: &A) -> R {
-        match self.call(MOUNT_PROGRAM, MOUNT_V3, p as u32, args) {
+    pub fn mount<A: Encode + ?Sized, R: Decode>(&mut self, p: u32, args: &A) -> R {
+        match self.call(MOUNTPROG, MOUNTVERS3, p, args) {
             RpcReply::Success(body) => decode_all(body),
             other => panic!("MOUNT {p:?}: call not accepted: {other:?}"),
         }
@@ -760,16 +859,16 @@ impl RpcClient {
     // --- MOUNT -------------------------------------------------------------------------------
 
     /// MNT of `path`.
-    pub fn mnt(&mut self, path: impl AsRef<Path>) -> MountRes3 {
+    pub fn mnt(&mut self, path: impl AsRef<Path>) -> Mountres3 {
         let p = path.as_ref().as_os_str().as_encoded_bytes();
-        self.mount(MountProc3::Mnt, &MntArgs { dirpath: name(p) })
+        self.mount(MOUNTPROC_MNT, &Dirpath(name(p)))
     }
 
     /// MNT of `path`, which must succeed.
-    pub fn mnt_ok(&mut self, path: impl AsRef<Path>) -> Fh3 {
+    pub fn mnt_ok(&mut self, path: impl AsRef<Path>) -> NfsFh3 {
         match self.mnt(path.as_ref()) {
-            MountRes3::Ok(ok) => ok.fhandle,
-            MountRes3::Fail(s) => panic!("MNT {}: {s:?}", path.as_ref().display()),
+            Mountres3::Ok(ok) => fh3(ok.fhandle),
+            Mountres3::Fail(s) => panic!("MNT {}: {s:?}", path.as_ref().display()),
         }
     }
 
@@ -777,32 +876,32 @@ impl RpcClient {
 
     /// NULL (NFS).
     pub fn null(&mut self) -> RpcReply {
-        self.call(NFS_PROGRAM, NFS_V3, NfsProc3::Null as u32, &Void)
+        self.call(NFS3_PROGRAM, NFS_V3, NFSPROC3_NULL, &Void)
     }
 
     /// GETATTR.
-    pub fn getattr(&mut self, fh: &Fh3) -> GetattrRes {
-        self.nfs(NfsProc3::Getattr, &GetattrArgs { object: fh.clone() })
+    pub fn getattr(&mut self, fh: &NfsFh3) -> Getattr3res {
+        self.nfs(NFSPROC3_GETATTR, &Getattr3args { object: fh.clone() })
     }
 
     /// SETATTR without guard.
-    pub fn setattr(&mut self, fh: &Fh3, s: Sattr3) -> SetattrRes {
+    pub fn setattr(&mut self, fh: &NfsFh3, s: Sattr3) -> Setattr3res {
         self.nfs(
-            NfsProc3::Setattr,
-            &SetattrArgs {
+            NFSPROC3_SETATTR,
+            &Setattr3args {
                 object: fh.clone(),
                 new_attributes: s,
-                guard: SattrGuard3(None),
+                guard: Sattrguard3(None),
             },
         )
     }
 
     /// LOOKUP.
-    pub fn lookup(&mut self, dir: &Fh3, n: impl AsRef<[u8]>) -> LookupRes {
+    pub fn lookup(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>) -> Lookup3res {
         self.nfs(
-            NfsProc3::Lookup,
-            &LookupArgs {
-                what: DiropArgs3 {
+            NFSPROC3_LOOKUP,
+            &Lookup3args {
+                what: Diropargs3 {
                     dir: dir.clone(),
                     name: name(n),
                 },
@@ -811,16 +910,16 @@ impl RpcClient {
     }
 
     /// LOOKUP that must succeed; returns the handle.
-    pub fn lookup_ok(&mut self, dir: &Fh3, n: impl AsRef<[u8]>) -> Fh3 {
+    pub fn lookup_ok(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>) -> NfsFh3 {
         let what = format!("LOOKUP {:?}", String::from_utf8_lossy(n.as_ref()));
         self.lookup(dir, n).expect_ok(&what).object
     }
 
     /// ACCESS.
-    pub fn access(&mut self, fh: &Fh3, mask: u32) -> AccessRes {
+    pub fn access(&mut self, fh: &NfsFh3, mask: u32) -> Access3res {
         self.nfs(
-            NfsProc3::Access,
-            &AccessArgs {
+            NFSPROC3_ACCESS,
+            &Access3args {
                 object: fh.clone(),
                 access: mask,
             },
@@ -828,20 +927,20 @@ impl RpcClient {
     }
 
     /// READLINK.
-    pub fn readlink(&mut self, fh: &Fh3) -> ReadlinkRes {
+    pub fn readlink(&mut self, fh: &NfsFh3) -> Readlink3res {
         self.nfs(
-            NfsProc3::Readlink,
-            &ReadlinkArgs {
+            NFSPROC3_READLINK,
+            &Readlink3args {
                 symlink: fh.clone(),
             },
         )
     }
 
     /// READ.
-    pub fn read(&mut self, fh: &Fh3, offset: u64, count: u32) -> ReadRes {
+    pub fn read(&mut self, fh: &NfsFh3, offset: u64, count: u32) -> Read3res {
         self.nfs(
-            NfsProc3::Read,
-            &ReadArgs {
+            NFSPROC3_READ,
+            &Read3args {
                 file: fh.clone(),
                 offset,
                 count,
@@ -850,7 +949,7 @@ impl RpcClient {
     }
 
     /// Reads a whole file of `size` bytes in chunks of `chunk`.
-    pub fn read_all(&mut self, fh: &Fh3, chunk: u32) -> Vec<u8> {
+    pub fn read_all(&mut self, fh: &NfsFh3, chunk: u32) -> Vec<u8> {
         let mut out = Vec::new();
         loop {
             let r = self.read(fh, out.len() as u64, chunk).expect_ok("READ");
@@ -864,47 +963,41 @@ impl RpcClient {
     }
 
     /// WRITE.
-    pub fn write(&mut self, fh: &Fh3, offset: u64, data: Bytes, stable: StableHow) -> WriteRes {
-        self.nfs(NfsProc3::Write, &write_args(fh, offset, data, stable))
+    pub fn write(&mut self, fh: &NfsFh3, offset: u64, data: Bytes, stable: StableHow) -> Write3res {
+        self.nfs(NFSPROC3_WRITE, &write_args(fh, offset, data, stable))
     }
 
     /// CREATE (GUARDED) with `mode`.
-    pub fn create(&mut self, dir: &Fh3, n: impl AsRef<[u8]>, mode: u32) -> CreateRes {
+    pub fn create(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>, mode: u32) -> Create3res {
         self.nfs(
-            NfsProc3::Create,
-            &CreateArgs {
-                where_: DiropArgs3 {
+            NFSPROC3_CREATE,
+            &Create3args {
+                r#where: Diropargs3 {
                     dir: dir.clone(),
                     name: name(n),
                 },
-                how: Createhow3::Guarded(Sattr3 {
-                    mode: Some(mode),
-                    ..Default::default()
-                }),
+                how: Createhow3::Guarded(sattr_mode(mode)),
             },
         )
     }
 
     /// CREATE that must succeed; returns the new handle.
-    pub fn create_ok(&mut self, dir: &Fh3, n: impl AsRef<[u8]>, mode: u32) -> Fh3 {
+    pub fn create_ok(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>, mode: u32) -> NfsFh3 {
         let what = format!("CREATE {:?}", String::from_utf8_lossy(n.as_ref()));
         let ok = self.create(dir, n, mode).expect_ok(&what);
         ok.obj.0.expect("CREATE returned no handle")
     }
 
     /// MKDIR with `mode`.
-    pub fn mkdir(&mut self, dir: &Fh3, n: impl AsRef<[u8]>, mode: u32) -> MkdirRes {
+    pub fn mkdir(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>, mode: u32) -> Mkdir3res {
         self.nfs(
-            NfsProc3::Mkdir,
-            &MkdirArgs {
-                where_: DiropArgs3 {
+            NFSPROC3_MKDIR,
+            &Mkdir3args {
+                r#where: Diropargs3 {
                     dir: dir.clone(),
                     name: name(n),
                 },
-                attributes: Sattr3 {
-                    mode: Some(mode),
-                    ..Default::default()
-                },
+                attributes: sattr_mode(mode),
             },
         )
     }
@@ -912,19 +1005,19 @@ impl RpcClient {
     /// SYMLINK `n` -> `target`.
     pub fn symlink(
         &mut self,
-        dir: &Fh3,
+        dir: &NfsFh3,
         n: impl AsRef<[u8]>,
         target: impl AsRef<[u8]>,
-    ) -> SymlinkRes {
+    ) -> Symlink3res {
         self.nfs(
-            NfsProc3::Symlink,
-            &SymlinkArgs {
-                where_: DiropArgs3 {
+            NFSPROC3_SYMLINK,
+            &Symlink3args {
+                r#where: Diropargs3 {
                     dir: dir.clone(),
                     name: name(n),
                 },
                 symlink: Symlinkdata3 {
-                    symlink_attributes: Sattr3::default(),
+                    symlink_attributes: sattr3(),
                     symlink_data: name(target),
                 },
             },
@@ -932,11 +1025,11 @@ impl RpcClient {
     }
 
     /// REMOVE.
-    pub fn remove(&mut self, dir: &Fh3, n: impl AsRef<[u8]>) -> RemoveRes {
+    pub fn remove(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>) -> Remove3res {
         self.nfs(
-            NfsProc3::Remove,
-            &RemoveArgs {
-                object: DiropArgs3 {
+            NFSPROC3_REMOVE,
+            &Remove3args {
+                object: Diropargs3 {
                     dir: dir.clone(),
                     name: name(n),
                 },
@@ -945,11 +1038,11 @@ impl RpcClient {
     }
 
     /// RMDIR.
-    pub fn rmdir(&mut self, dir: &Fh3, n: impl AsRef<[u8]>) -> RmdirRes {
+    pub fn rmdir(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>) -> Rmdir3res {
         self.nfs(
-            NfsProc3::Rmdir,
-            &RmdirArgs {
-                object: DiropArgs3 {
+            NFSPROC3_RMDIR,
+            &Rmdir3args {
+                object: Diropargs3 {
                     dir: dir.clone(),
                     name: name(n),
                 },
@@ -960,19 +1053,19 @@ impl RpcClient {
     /// RENAME.
     pub fn rename(
         &mut self,
-        from: &Fh3,
+        from: &NfsFh3,
         from_name: impl AsRef<[u8]>,
-        to: &Fh3,
+        to: &NfsFh3,
         to_name: impl AsRef<[u8]>,
-    ) -> RenameRes {
+    ) -> Rename3res {
         self.nfs(
-            NfsProc3::Rename,
-            &RenameArgs {
-                from: DiropArgs3 {
+            NFSPROC3_RENAME,
+            &Rename3args {
+                from: Diropargs3 {
                     dir: from.clone(),
                     name: name(from_name),
                 },
-                to: DiropArgs3 {
+                to: Diropargs3 {
                     dir: to.clone(),
                     name: name(to_name),
                 },
@@ -981,12 +1074,12 @@ impl RpcClient {
     }
 
     /// LINK.
-    pub fn link(&mut self, file: &Fh3, dir: &Fh3, n: impl AsRef<[u8]>) -> LinkRes {
+    pub fn link(&mut self, file: &NfsFh3, dir: &NfsFh3, n: impl AsRef<[u8]>) -> Link3res {
         self.nfs(
-            NfsProc3::Link,
-            &LinkArgs {
+            NFSPROC3_LINK,
+            &Link3args {
                 file: file.clone(),
-                link: DiropArgs3 {
+                link: Diropargs3 {
                     dir: dir.clone(),
                     name: name(n),
                 },
@@ -997,14 +1090,14 @@ impl RpcClient {
     /// READDIR.
     pub fn readdir(
         &mut self,
-        dir: &Fh3,
+        dir: &NfsFh3,
         cookie: u64,
         cookieverf: [u8; 8],
         count: u32,
-    ) -> ReaddirRes {
+    ) -> Readdir3res {
         self.nfs(
-            NfsProc3::Readdir,
-            &ReaddirArgs {
+            NFSPROC3_READDIR,
+            &Readdir3args {
                 dir: dir.clone(),
                 cookie,
                 cookieverf,
@@ -1016,15 +1109,15 @@ impl RpcClient {
     /// READDIRPLUS.
     pub fn readdirplus(
         &mut self,
-        dir: &Fh3,
+        dir: &NfsFh3,
         cookie: u64,
         cookieverf: [u8; 8],
         dircount: u32,
         maxcount: u32,
-    ) -> ReaddirplusRes {
+    ) -> Readdirplus3res {
         self.nfs(
-            NfsProc3::Readdirplus,
-            &ReaddirplusArgs {
+            NFSPROC3_READDIRPLUS,
+            &Readdirplus3args {
                 dir: dir.clone(),
                 cookie,
                 cookieverf,
@@ -1035,10 +1128,10 @@ impl RpcClient {
     }
 
     /// COMMIT of the whole file.
-    pub fn commit(&mut self, fh: &Fh3) -> CommitRes {
+    pub fn commit(&mut self, fh: &NfsFh3) -> Commit3res {
         self.nfs(
-            NfsProc3::Commit,
-            &CommitArgs {
+            NFSPROC3_COMMIT,
+            &Commit3args {
                 file: fh.clone(),
                 offset: 0,
                 count: 0,
@@ -1047,14 +1140,14 @@ impl RpcClient {
     }
 
     /// FSINFO.
-    pub fn fsinfo(&mut self, fh: &Fh3) -> FsinfoRes {
-        self.nfs(NfsProc3::Fsinfo, &FsinfoArgs { fsroot: fh.clone() })
+    pub fn fsinfo(&mut self, fh: &NfsFh3) -> Fsinfo3res {
+        self.nfs(NFSPROC3_FSINFO, &Fsinfo3args { fsroot: fh.clone() })
     }
 }
 
 /// WRITE3args for `data` at `offset`.
-pub fn write_args(fh: &Fh3, offset: u64, data: Bytes, stable: StableHow) -> WriteArgs {
-    WriteArgs {
+pub fn write_args(fh: &NfsFh3, offset: u64, data: Bytes, stable: StableHow) -> Write3args {
+    Write3args {
         file: fh.clone(),
         offset,
         count: data.len() as u32,

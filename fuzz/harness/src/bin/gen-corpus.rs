@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use harness::build::{self, call, enc, marker, sys, v4, val, MOUNT, NFS};
-use nfs3::types::*;
+use nfs3wire::*;
 use nfs4wire::*;
 use rpcrdma::{ErrorKind, Header, InlineConfig, Proc, RdmaSegment, ReadChunk, WriteChunk};
 use sunrpc::Credential;
@@ -39,21 +39,33 @@ fn rpc_status(r: &Bytes) -> String {
 // NFSv3 / MOUNT
 // ------------------------------------------------------------------------------------------
 
-fn fh(m: &[u8; 8]) -> Fh3 {
-    Fh3(marker(m))
+fn fh(m: &[u8; 8]) -> NfsFh3 {
+    NfsFh3 { data: marker(m) }
 }
 
-fn dirop(m: &[u8; 8], name: &str) -> DiropArgs3 {
-    DiropArgs3 {
+fn dirop(m: &[u8; 8], name: &str) -> Diropargs3 {
+    Diropargs3 {
         dir: fh(m),
         name: Bytes::copy_from_slice(name.as_bytes()),
     }
 }
 
+/// A sattr3 that sets nothing.
+fn sattr3() -> Sattr3 {
+    Sattr3 {
+        mode: SetMode3(None),
+        uid: SetUid3(None),
+        gid: SetGid3(None),
+        size: SetSize3(None),
+        atime: SetAtime::Default(TimeHow::DontChange),
+        mtime: SetMtime::Default(TimeHow::DontChange),
+    }
+}
+
 fn sattr_mode(mode: u32) -> Sattr3 {
     Sattr3 {
-        mode: Some(mode),
-        ..Default::default()
+        mode: SetMode3(Some(mode)),
+        ..sattr3()
     }
 }
 
@@ -74,7 +86,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             1,
             &root,
-            val(&GetattrArgs {
+            val(&Getattr3args {
                 object: fh(b"@FH@ROOT"),
             }),
         ),
@@ -84,7 +96,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             1,
             &Credential::None,
-            val(&GetattrArgs {
+            val(&Getattr3args {
                 object: fh(b"@FH@FIFO"),
             }),
         ),
@@ -94,8 +106,10 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             1,
             &root,
-            val(&GetattrArgs {
-                object: Fh3(Bytes::from_static(&[1; 40])),
+            val(&Getattr3args {
+                object: NfsFh3 {
+                    data: Bytes::from_static(&[1; 40]),
+                },
             }),
         ),
     );
@@ -104,19 +118,19 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             2,
             &user,
-            val(&SetattrArgs {
+            val(&Setattr3args {
                 object: fh(b"@FH@FILE"),
                 new_attributes: Sattr3 {
-                    mode: Some(0o640),
-                    size: Some(100),
-                    atime: nfs3::types::SetTime::ServerTime,
-                    mtime: nfs3::types::SetTime::ClientTime(Nfstime3 {
+                    mode: SetMode3(Some(0o640)),
+                    size: SetSize3(Some(100)),
+                    atime: SetAtime::Default(TimeHow::SetToServerTime),
+                    mtime: SetMtime::SetToClientTime(Nfstime3 {
                         seconds: 1_000_000,
                         nseconds: 5,
                     }),
-                    ..Default::default()
+                    ..sattr3()
                 },
-                guard: SattrGuard3(Some(Nfstime3 {
+                guard: Sattrguard3(Some(Nfstime3 {
                     seconds: 1,
                     nseconds: 0,
                 })),
@@ -128,7 +142,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             3,
             &user,
-            val(&LookupArgs {
+            val(&Lookup3args {
                 what: dirop(b"@FH@ROOT", "file"),
             }),
         ),
@@ -138,7 +152,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             3,
             &user,
-            val(&LookupArgs {
+            val(&Lookup3args {
                 what: dirop(b"@FH@ROOT", ".."),
             }),
         ),
@@ -148,7 +162,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             3,
             &user,
-            val(&LookupArgs {
+            val(&Lookup3args {
                 what: dirop(b"@FH@DIR_", "a"),
             }),
         ),
@@ -158,7 +172,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             4,
             &user,
-            val(&AccessArgs {
+            val(&Access3args {
                 object: fh(b"@FH@FILE"),
                 access: 0x3f,
             }),
@@ -169,7 +183,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             5,
             &user,
-            val(&ReadlinkArgs {
+            val(&Readlink3args {
                 symlink: fh(b"@FH@LINK"),
             }),
         ),
@@ -179,7 +193,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             6,
             &user,
-            val(&ReadArgs {
+            val(&Read3args {
                 file: fh(b"@FH@FILE"),
                 offset: 0,
                 count: 8192,
@@ -191,7 +205,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             6,
             &user,
-            val(&ReadArgs {
+            val(&Read3args {
                 file: fh(b"@FH@FILE"),
                 offset: 8192,
                 count: 4096,
@@ -203,7 +217,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             6,
             &user,
-            val(&ReadArgs {
+            val(&Read3args {
                 file: fh(b"@FH@FIFO"),
                 offset: 0,
                 count: 16,
@@ -215,7 +229,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             6,
             &root,
-            val(&ReadArgs {
+            val(&Read3args {
                 file: fh(b"@FH@ROFL"),
                 offset: 0,
                 count: 100,
@@ -227,7 +241,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             7,
             &user,
-            val(&WriteArgs {
+            val(&Write3args {
                 file: fh(b"@FH@FILE"),
                 offset: 10,
                 count: 5,
@@ -241,7 +255,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             7,
             &user,
-            val(&WriteArgs {
+            val(&Write3args {
                 file: fh(b"@FH@FILE"),
                 offset: 4096,
                 count: 8,
@@ -255,7 +269,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             7,
             &user,
-            val(&WriteArgs {
+            val(&Write3args {
                 file: fh(b"@FH@ROFL"),
                 offset: 0,
                 count: 1,
@@ -269,8 +283,8 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             8,
             &user,
-            val(&CreateArgs {
-                where_: dirop(b"@FH@ROOT", "new"),
+            val(&Create3args {
+                r#where: dirop(b"@FH@ROOT", "new"),
                 how: Createhow3::Unchecked(sattr_mode(0o644)),
             }),
         ),
@@ -280,10 +294,10 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             8,
             &root,
-            val(&CreateArgs {
-                where_: dirop(b"@FH@DIR_", "g"),
+            val(&Create3args {
+                r#where: dirop(b"@FH@DIR_", "g"),
                 how: Createhow3::Guarded(Sattr3 {
-                    size: Some(10),
+                    size: SetSize3(Some(10)),
                     ..sattr_mode(0o600)
                 }),
             }),
@@ -294,8 +308,8 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             8,
             &user,
-            val(&CreateArgs {
-                where_: dirop(b"@FH@ROOT", "excl"),
+            val(&Create3args {
+                r#where: dirop(b"@FH@ROOT", "excl"),
                 how: Createhow3::Exclusive(*b"verifier"),
             }),
         ),
@@ -305,8 +319,8 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             9,
             &user,
-            val(&MkdirArgs {
-                where_: dirop(b"@FH@ROOT", "newdir"),
+            val(&Mkdir3args {
+                r#where: dirop(b"@FH@ROOT", "newdir"),
                 attributes: sattr_mode(0o755),
             }),
         ),
@@ -316,10 +330,10 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             10,
             &user,
-            val(&SymlinkArgs {
-                where_: dirop(b"@FH@ROOT", "sl"),
+            val(&Symlink3args {
+                r#where: dirop(b"@FH@ROOT", "sl"),
                 symlink: Symlinkdata3 {
-                    symlink_attributes: Sattr3::default(),
+                    symlink_attributes: sattr3(),
                     symlink_data: Bytes::from_static(b"../../etc/passwd"),
                 },
             }),
@@ -330,9 +344,9 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             11,
             &user,
-            val(&MknodArgs {
-                where_: dirop(b"@FH@ROOT", "p"),
-                what: Mknoddata3::Fifo(sattr_mode(0o644)),
+            val(&Mknod3args {
+                r#where: dirop(b"@FH@ROOT", "p"),
+                what: Mknoddata3::Nf3fifo(sattr_mode(0o644)),
             }),
         ),
     );
@@ -341,9 +355,9 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             11,
             &root,
-            val(&MknodArgs {
-                where_: dirop(b"@FH@ROOT", "null"),
-                what: Mknoddata3::Chr(Devicedata3 {
+            val(&Mknod3args {
+                r#where: dirop(b"@FH@ROOT", "null"),
+                what: Mknoddata3::Nf3chr(Devicedata3 {
                     dev_attributes: sattr_mode(0o666),
                     spec: Specdata3 {
                         specdata1: 1,
@@ -358,9 +372,9 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             11,
             &user,
-            val(&MknodArgs {
-                where_: dirop(b"@FH@ROOT", "s"),
-                what: Mknoddata3::Sock(Sattr3::default()),
+            val(&Mknod3args {
+                r#where: dirop(b"@FH@ROOT", "s"),
+                what: Mknoddata3::Nf3sock(sattr3()),
             }),
         ),
     );
@@ -369,7 +383,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             12,
             &user,
-            val(&RemoveArgs {
+            val(&Remove3args {
                 object: dirop(b"@FH@ROOT", "nothing"),
             }),
         ),
@@ -379,7 +393,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             12,
             &user,
-            val(&RemoveArgs {
+            val(&Remove3args {
                 object: dirop(b"@FH@DIR_", "a"),
             }),
         ),
@@ -389,7 +403,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             13,
             &user,
-            val(&RmdirArgs {
+            val(&Rmdir3args {
                 object: dirop(b"@FH@DIR_", "sub"),
             }),
         ),
@@ -399,7 +413,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             14,
             &user,
-            val(&RenameArgs {
+            val(&Rename3args {
                 from: dirop(b"@FH@DIR_", "b"),
                 to: dirop(b"@FH@ROOT", "b2"),
             }),
@@ -410,7 +424,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             15,
             &user,
-            val(&LinkArgs {
+            val(&Link3args {
                 file: fh(b"@FH@FILE"),
                 link: dirop(b"@FH@DIR_", "hard"),
             }),
@@ -421,7 +435,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             16,
             &user,
-            val(&ReaddirArgs {
+            val(&Readdir3args {
                 dir: fh(b"@FH@ROOT"),
                 cookie: 0,
                 cookieverf: [0; 8],
@@ -434,7 +448,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             16,
             &user,
-            val(&ReaddirArgs {
+            val(&Readdir3args {
                 dir: fh(b"@FH@DIR_"),
                 cookie: 0,
                 cookieverf: [0; 8],
@@ -447,7 +461,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             17,
             &user,
-            val(&ReaddirplusArgs {
+            val(&Readdirplus3args {
                 dir: fh(b"@FH@DIR_"),
                 cookie: 0,
                 cookieverf: [0; 8],
@@ -461,7 +475,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             17,
             &user,
-            val(&ReaddirplusArgs {
+            val(&Readdirplus3args {
                 dir: fh(b"@FH@ROOT"),
                 cookie: 3,
                 cookieverf: [1; 8],
@@ -475,7 +489,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             18,
             &user,
-            val(&FsstatArgs {
+            val(&Fsstat3args {
                 fsroot: fh(b"@FH@ROOT"),
             }),
         ),
@@ -485,7 +499,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             19,
             &user,
-            val(&FsinfoArgs {
+            val(&Fsinfo3args {
                 fsroot: fh(b"@FH@RORT"),
             }),
         ),
@@ -495,7 +509,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             20,
             &user,
-            val(&PathconfArgs {
+            val(&Pathconf3args {
                 object: fh(b"@FH@FILE"),
             }),
         ),
@@ -505,7 +519,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             21,
             &user,
-            val(&CommitArgs {
+            val(&Commit3args {
                 file: fh(b"@FH@FILE"),
                 offset: 0,
                 count: 0,
@@ -516,8 +530,8 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
     one("garbage_args", c(1, &user, vec![0, 0, 1, 0]));
 
     // Multi-call streams: create, write, read back, rename, remove.
-    let new = val(&CreateArgs {
-        where_: dirop(b"@FH@ROOT", "f1"),
+    let new = val(&Create3args {
+        r#where: dirop(b"@FH@ROOT", "f1"),
         how: Createhow3::Guarded(sattr_mode(0o644)),
     });
     let stream = vec![
@@ -526,14 +540,14 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             3,
             &user,
-            val(&LookupArgs {
+            val(&Lookup3args {
                 what: dirop(b"@FH@ROOT", "f1"),
             }),
         ),
         c(
             14,
             &user,
-            val(&RenameArgs {
+            val(&Rename3args {
                 from: dirop(b"@FH@ROOT", "f1"),
                 to: dirop(b"@FH@DIR_", "f2"),
             }),
@@ -541,7 +555,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             12,
             &user,
-            val(&RemoveArgs {
+            val(&Remove3args {
                 object: dirop(b"@FH@DIR_", "f2"),
             }),
         ),
@@ -551,18 +565,18 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             9,
             &user,
-            val(&MkdirArgs {
-                where_: dirop(b"@FH@ROOT", "d"),
-                attributes: Sattr3::default(),
+            val(&Mkdir3args {
+                r#where: dirop(b"@FH@ROOT", "d"),
+                attributes: sattr3(),
             }),
         ),
         c(
             10,
             &user,
-            val(&SymlinkArgs {
-                where_: dirop(b"@FH@ROOT", "d2"),
+            val(&Symlink3args {
+                r#where: dirop(b"@FH@ROOT", "d2"),
                 symlink: Symlinkdata3 {
-                    symlink_attributes: Sattr3::default(),
+                    symlink_attributes: sattr3(),
                     symlink_data: Bytes::from_static(b"d"),
                 },
             }),
@@ -570,7 +584,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             17,
             &user,
-            val(&ReaddirplusArgs {
+            val(&Readdirplus3args {
                 dir: fh(b"@FH@ROOT"),
                 cookie: 0,
                 cookieverf: [0; 8],
@@ -581,7 +595,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         c(
             13,
             &user,
-            val(&RmdirArgs {
+            val(&Rmdir3args {
                 object: dirop(b"@FH@ROOT", "d"),
             }),
         ),
@@ -595,32 +609,18 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         call(m, MOUNT, 3, proc_, cred, &args)
     };
     s.push(("mount_null".into(), vec![mc(0, &Credential::None, vec![])]));
-    let mnt = mc(
-        1,
-        &root,
-        val(&MntArgs {
-            dirpath: marker(b"@EXPORT@"),
-        }),
-    );
+    let mnt = mc(1, &root, val(&Dirpath(marker(b"@EXPORT@"))));
     s.push(("mount_mnt".into(), vec![mnt.clone()]));
     s.push((
         "mount_mnt_ro".into(),
-        vec![mc(
-            1,
-            &user,
-            val(&MntArgs {
-                dirpath: marker(b"@ROEXPT@"),
-            }),
-        )],
+        vec![mc(1, &user, val(&Dirpath(marker(b"@ROEXPT@"))))],
     ));
     s.push((
         "mount_mnt_missing".into(),
         vec![mc(
             1,
             &user,
-            val(&MntArgs {
-                dirpath: Bytes::from_static(b"/nonexistent"),
-            }),
+            val(&Dirpath(Bytes::from_static(b"/nonexistent"))),
         )],
     ));
     s.push((
@@ -628,13 +628,7 @@ fn nfs3_seeds() -> Vec<(String, Vec<Vec<u8>>)> {
         vec![
             mnt,
             mc(2, &root, vec![]),
-            mc(
-                3,
-                &root,
-                val(&MntArgs {
-                    dirpath: marker(b"@EXPORT@"),
-                }),
-            ),
+            mc(3, &root, val(&Dirpath(marker(b"@EXPORT@")))),
             mc(4, &root, vec![]),
             mc(5, &root, vec![]),
         ],
@@ -1347,7 +1341,7 @@ fn call_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 3,
                 1,
                 &user,
-                &val(&GetattrArgs {
+                &val(&Getattr3args {
                     object: fh(b"@FH@ROOT"),
                 }),
             ),
@@ -1360,9 +1354,7 @@ fn call_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 3,
                 1,
                 &many_gids,
-                &val(&MntArgs {
-                    dirpath: Bytes::from_static(b"/srv"),
-                }),
+                &val(&Dirpath(Bytes::from_static(b"/srv"))),
             ),
         ),
         (
