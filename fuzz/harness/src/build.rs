@@ -1,5 +1,5 @@
-//! Encoders for seed inputs: RPC calls, NFSv3/MOUNT arguments (through the nfs3 crate's own
-//! types) and NFSv4 COMPOUND operations (through the generated types of nfs4wire).
+//! Encoders for seed inputs: RPC calls, NFSv3/MOUNT arguments and NFSv4 COMPOUND operations,
+//! through the generated types of `nfs3wire` and `nfs4wire`.
 
 use bytes::Bytes;
 use sunrpc::msg::{encode_call, AuthSys, Credential};
