@@ -50,7 +50,9 @@ fn main() {
         // WRITE and xattr payloads may be larger than the 1 MiB default.
         .bound("WRITE4args.data", 16 << 20)
         .bound("xattrvalue4", 16 << 20)
-        // A READDIR reply can hold more than 1024 entries.
+        // A READDIR reply can hold more than 1024 entries, pushed to and read from a Vec
+        // rather than boxed one by one.
+        .vec_list("entry4")
         .bound("entry4", 1 << 16)
         // READ and READ_PLUS data go out as a payload (bytes or file pages) without a copy.
         .payload("READ4resok.data")

@@ -9,9 +9,9 @@ use crate::attr::{self, Bitmap, Object};
 use crate::compound::{Ctx, Fh, Nfs4, OpFail};
 use crate::pseudo::{PseudoFs, Target};
 use nfs4wire::{
-    Access4args, Access4resok, Bitmap4, Fattr4, Getattr4args, Getfh4resok, Lookup4args, Nfsstat4,
-    Readdir4args, Readlink4resok, Secinfo4, Secinfo4args, Secinfo4resok, SecinfoStyle4,
-    Setattr4args,
+    Access4args, Access4resok, Bitmap4, Dirlist4, Entry4, Fattr4, Getattr4args, Getfh4resok,
+    Lookup4args, Nfsstat4, Readdir4args, Readdir4resok, Readlink4resok, Secinfo4, Secinfo4args,
+    Secinfo4resok, SecinfoStyle4, Setattr4args,
 };
 
 /// ACCESS4_XAREAD (RFC 8276).
@@ -365,7 +365,11 @@ impl Nfs4 {
         })
     }
 
-    pub(crate) fn readdir(&self, ctx: &mut Ctx<'_>, a: Readdir4args) -> Result<ReaddirOk, OpFail> {
+    pub(crate) fn readdir(
+        &self,
+        ctx: &mut Ctx<'_>,
+        a: Readdir4args,
+    ) -> Result<Readdir4resok, OpFail> {
         let cookie = a.cookie;
         let verf = a.cookieverf;
         let maxcount = (ctx.cap_reply(a.maxcount) as usize).min(1 << 20);
@@ -382,9 +386,8 @@ impl Nfs4 {
         }
         // status already counted; verifier, end-of-list word and eof.
         let mut used = 8 + 4 + 4 + 16;
-        let mut entries = Encoder::new();
-        let mut n_entries = 0usize;
-        let mut push = |e: &mut Encoder, cookie: u64, name: &[u8], attrs: Fattr4| -> bool {
+        let mut entries: Vec<Entry4> = Vec::new();
+        let mut push = |e: &mut Vec<Entry4>, cookie: u64, name: &Bytes, attrs: Fattr4| -> bool {
             let len = 4
                 + 8
                 + 4
@@ -397,11 +400,11 @@ impl Nfs4 {
                 return false;
             }
             used += len;
-            e.bool(true);
-            e.u64(cookie);
-            e.opaque(name);
-            e.encode(&attrs);
-            n_entries += 1;
+            e.push(Entry4 {
+                cookie,
+                name: name.clone(),
+                attrs,
+            });
             true
         };
         let (eof, out_verf) = match ctx.cur()?.clone() {
@@ -469,34 +472,13 @@ impl Nfs4 {
                 (eof, self.vfs.cookie_verifier(&n))
             }
         };
-        if n_entries == 0 && !eof {
+        if entries.is_empty() && !eof {
             return Err(Nfsstat4::NFS4ERR_TOOSMALL.into());
         }
-        Ok(ReaddirOk {
+        Ok(Readdir4resok {
             cookieverf: out_verf,
-            entries: entries.finish(),
-            eof,
+            reply: Dirlist4 { entries, eof },
         })
-    }
-}
-
-/// READDIR4resok with its entries already encoded: the generated `Dirlist4` is a linked list
-/// of boxed entries, which a reply of thousands of entries would allocate one by one.
-pub struct ReaddirOk {
-    /// The directory's cookie verifier.
-    pub cookieverf: [u8; 8],
-    /// The `entry4`s, each preceded by the `true` of its list link.
-    pub entries: xdr::Reply,
-    /// Whether the last entry is the directory's last.
-    pub eof: bool,
-}
-
-impl xdr::Encode for ReaddirOk {
-    fn encode(&self, e: &mut Encoder) {
-        e.opaque_fixed(&self.cookieverf);
-        e.append(self.entries.clone());
-        e.bool(false);
-        e.bool(self.eof);
     }
 }
 

@@ -770,14 +770,10 @@ impl V4 {
             r.skip::<w::Putfh4res>()?;
             let ok = r.readdir()?;
             verf = ok.cookieverf;
-            let mut n = 0;
-            // Taken node by node: the list is never dropped recursively.
-            let mut next = ok.reply.entries;
-            while let Some(mut e) = next {
+            let n = ok.reply.entries.len();
+            for e in ok.reply.entries {
                 cookie = e.cookie;
-                names.push(std::mem::take(&mut e.name));
-                next = e.nextentry.take();
-                n += 1;
+                names.push(e.name);
             }
             if ok.reply.eof || n == 0 {
                 return Ok((names, calls));

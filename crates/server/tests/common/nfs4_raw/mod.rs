@@ -44,7 +44,7 @@ pub fn payload(p: &xdr::Payload) -> &Bytes {
 
 /// The entries of a READDIR reply's list, in order.
 pub fn entries(list: &w::Dirlist4) -> Vec<&w::Entry4> {
-    std::iter::successors(list.entries.as_deref(), |e| e.nextentry.as_deref()).collect()
+    list.entries.iter().collect()
 }
 
 /// The result of one operation.
