@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use sunrpc::{CallContext, Credential, ProcError, Program};
 use vfs::{Attr, Caller, Client, CreateMode, Creds, Node, SpecialFile, Stability, Vfs, VfsError};
-use xdr::{Decode, Decoder, Encode, Encoder, Payload};
+use xdr::{Decode, Decoder, Encode, Encoder};
 
 use nfs3wire::*;
 
@@ -218,29 +218,8 @@ impl Nfs3 {
             return fail(e, post(Some(&n.attr)));
         }
         let count = a.count.min(MAX_IO);
-        let pages = match ctx.takes_pages() {
-            true => self.vfs.read_pages(&c, &n, a.offset, count),
-            false => Ok(None),
-        };
-        let read = match pages {
-            Ok(Some((pages, eof, attr))) => Ok((Payload::Pages(pages), (eof, attr))),
-            Ok(None) => ctx
-                .bulk_payload(
-                    count as usize,
-                    |buf| {
-                        let (k, eof, attr) = self.vfs.read_into(&c, &n, a.offset, buf)?;
-                        Ok((k, (eof, attr)))
-                    },
-                    || {
-                        let (data, eof, attr) = self.vfs.read(&c, &n, a.offset, count)?;
-                        Ok((data, (eof, attr)))
-                    },
-                )
-                .map(|(data, t)| (Payload::Bytes(data), t)),
-            Err(e) => Err(e),
-        };
-        match read {
-            Ok((data, (eof, attr))) => Read3res::Ok(Read3resok {
+        match self.vfs.read_to(&c, &n, a.offset, count, ctx) {
+            Ok((data, eof, attr)) => Read3res::Ok(Read3resok {
                 file_attributes: post(Some(&attr)),
                 count: data.len() as u32,
                 eof,

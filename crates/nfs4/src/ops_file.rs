@@ -4,8 +4,8 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use vfs::{Extent, FileType, Node, Span, Stability};
-use xdr::{Encode, Pages, Payload, Reply};
+use vfs::{FileType, Node, SentExtent, Stability};
+use xdr::{Encode, Reply};
 
 use crate::compound::{Ctx, Encoded, Fh, Nfs4, OpFail};
 use crate::state::{access_bits, FileKey, Other, OwnerKey, OwnerSeq, State, StateObj, Stateid};
@@ -394,27 +394,7 @@ impl Nfs4 {
         let count = ctx.cap_reply(a.count);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
-        let pages = match ctx.rpc.takes_pages() {
-            true => self.vfs.read_pages(&c, &n, offset, count)?,
-            false => None,
-        };
-        let (data, eof) = match pages {
-            Some((pages, eof, _)) => (Payload::Pages(pages), eof),
-            None => {
-                let (data, eof) = ctx.rpc.bulk_payload(
-                    count as usize,
-                    |buf| {
-                        let (k, eof, _) = self.vfs.read_into(&c, &n, offset, buf)?;
-                        Ok::<_, OpFail>((k, eof))
-                    },
-                    || {
-                        let (data, eof, _) = self.vfs.read(&c, &n, offset, count)?;
-                        Ok((data, eof))
-                    },
-                )?;
-                (Payload::Bytes(data), eof)
-            }
-        };
+        let (data, eof, _) = self.vfs.read_to(&c, &n, offset, count, ctx.rpc)?;
         self.counters
             .read_bytes
             .fetch_add(data.len() as u64, Ordering::Relaxed);
@@ -468,76 +448,20 @@ impl Nfs4 {
         let count = ctx.cap_reply(a.rpa_count);
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
-        // A file without holes is one data extent, which a TCP client may get as file pages.
-        if ctx.rpc.takes_pages() {
-            if let Some((pages, eof, _)) = self.vfs.read_extent_pages(&c, &n, offset, count)? {
-                self.counters
-                    .read_plus_data_bytes
-                    .fetch_add(pages.len() as u64, Ordering::Relaxed);
-                let mut contents = Vec::new();
-                if !pages.is_empty() {
-                    contents.push(ReadPlusContent::Nfs4ContentData(Data4 {
-                        d_offset: offset,
-                        d_data: Payload::Pages(pages),
-                    }));
-                }
-                return Ok(ReadPlusRes4 {
-                    rpr_eof: eof,
-                    rpr_contents: contents,
-                });
-            }
-        }
-        // Over RDMA (a Write list) data extents are read straight into registered memory that
-        // the RDMA Write sends from; otherwise (or with no buffer free) into memory of our own.
-        let (bulk, spans) = ctx.rpc.bulk_payload(
-            count as usize,
-            |buf| {
-                let (spans, eof, _) = self.vfs.read_extents_into(&c, &n, offset, buf)?;
-                let used = spans
-                    .iter()
-                    .map(|s| match s {
-                        Span::Data { at, len, .. } => at + len,
-                        Span::Hole { .. } => 0,
-                    })
-                    .max()
-                    .unwrap_or(0);
-                Ok::<_, OpFail>((used, Some((spans, eof))))
-            },
-            || Ok((Bytes::new(), None)),
-        )?;
-        let (extents, eof) = match spans {
-            Some((spans, eof)) => {
-                let mut extents = Vec::with_capacity(spans.len());
-                for s in spans {
-                    extents.push(match s {
-                        Span::Data { offset, at, len } if at + len <= bulk.len() => Extent::Data {
-                            offset,
-                            data: bulk.slice(at..at + len),
-                        },
-                        Span::Data { .. } => return Err(Nfsstat4::NFS4ERR_SERVERFAULT.into()),
-                        Span::Hole { offset, len } => Extent::Hole { offset, len },
-                    });
-                }
-                (extents, eof)
-            }
-            None => {
-                let (extents, eof, _) = self.vfs.read_extents(&c, &n, offset, count)?;
-                (extents, eof)
-            }
-        };
+        let (extents, eof, _) = self.vfs.read_extents_to(&c, &n, offset, count, ctx.rpc)?;
         let contents = extents
             .into_iter()
             .map(|x| match x {
-                Extent::Data { offset, data } => {
+                SentExtent::Data { offset, data } => {
                     self.counters
                         .read_plus_data_bytes
                         .fetch_add(data.len() as u64, Ordering::Relaxed);
                     ReadPlusContent::Nfs4ContentData(Data4 {
                         d_offset: offset,
-                        d_data: Payload::Bytes(data),
+                        d_data: data,
                     })
                 }
-                Extent::Hole { offset, len } => {
+                SentExtent::Hole { offset, len } => {
                     self.counters
                         .read_plus_hole_bytes
                         .fetch_add(len, Ordering::Relaxed);

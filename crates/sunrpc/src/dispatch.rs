@@ -109,23 +109,21 @@ impl CallContext {
     pub fn takes_pages(&self) -> bool {
         self.pages
     }
+}
 
-    /// A bulk payload of at most `len` bytes, made in transport memory by `fill_into` (given
-    /// the buffer, returns how many bytes it wrote) when the transport offers a buffer, else by
-    /// `own` in memory of its own.
-    pub fn bulk_payload<T, E>(
-        &self,
-        len: usize,
-        fill_into: impl FnOnce(&mut [u8]) -> Result<(usize, T), E>,
-        own: impl FnOnce() -> Result<(Bytes, T), E>,
-    ) -> Result<(Bytes, T), E> {
-        let Some(mut buf) = self.bulk.as_ref().and_then(|b| b.alloc(len)) else {
-            return own();
-        };
+/// The transport's offer for a READ-like payload: file pages for a stream that splices, or a
+/// buffer of the transport (registered memory for RDMA).
+impl xdr::PayloadTarget for CallContext {
+    fn takes_pages(&self) -> bool {
+        self.pages
+    }
+
+    fn fill(&self, len: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Option<Bytes> {
+        let mut buf = self.bulk.as_ref()?.alloc(len)?;
         let s = buf.as_mut_slice();
         let n = len.min(s.len());
-        let (k, t) = fill_into(&mut s[..n])?;
-        Ok((buf.freeze(k.min(n)), t))
+        let k = fill(&mut s[..n]);
+        Some(buf.freeze(k.min(n)))
     }
 }
 
@@ -696,30 +694,25 @@ mod tests {
     }
 
     #[test]
-    fn bulk_payload_fills_transport_memory_when_offered() {
+    fn a_payload_fills_transport_memory_when_offered() {
+        use xdr::PayloadTarget;
         let bulk = Arc::new(OneBuf(parking_lot::Mutex::new(Some(vec![0u8; 64]))));
         let ctx = ctx_with(Some(bulk.clone()));
-        let fill = |b: &mut [u8]| -> Result<(usize, u8), ()> {
+        let data = ctx.fill(10, &mut |b: &mut [u8]| {
             assert_eq!(b.len(), 10, "the buffer is cut to the payload's maximum");
             b[..4].copy_from_slice(b"data");
-            Ok((4, 7))
-        };
-        let (data, t) = ctx
-            .bulk_payload(10, fill, || panic!("own buffer used"))
-            .unwrap();
-        assert_eq!((&data[..], t), (&b"data"[..], 7));
-        // the only buffer is taken: the next payload is made in memory of its own
-        let (data, t) = ctx
-            .bulk_payload(
-                10,
-                |_| panic!("no buffer left"),
-                || Ok::<_, ()>((Bytes::from_static(b"own"), 8)),
-            )
-            .unwrap();
-        assert_eq!((&data[..], t), (&b"own"[..], 8));
-        // and without a transport allocator at all
+            4
+        });
+        assert_eq!(data.as_deref(), Some(&b"data"[..]));
+        // a count past the buffer is cut to it
+        *bulk.0.lock() = Some(vec![0u8; 64]);
+        let data = ctx.fill(10, &mut |_| 99);
+        assert_eq!(data.map(|d| d.len()), Some(10));
+        // the only buffer is taken: no buffer, and the filler is not called
+        assert!(ctx.fill(10, &mut |_| panic!("no buffer left")).is_none());
+        // and none without a transport allocator at all
         let ctx = ctx_with(None);
-        let r = ctx.bulk_payload(10, |_| panic!("no allocator"), || Err::<(Bytes, ()), _>(5));
-        assert_eq!(r.unwrap_err(), 5);
+        assert!(ctx.fill(10, &mut |_| panic!("no allocator")).is_none());
+        assert!(!ctx.takes_pages());
     }
 }

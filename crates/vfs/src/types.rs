@@ -241,6 +241,26 @@ pub struct DirEntry {
     pub plus: Option<(bytes::Bytes, Attr)>,
 }
 
+/// A piece of a file as READ_PLUS sends it ([`crate::Vfs::read_extents_to`]): data in memory
+/// or as file pages, or a hole.
+#[derive(Debug, Clone)]
+pub enum SentExtent {
+    /// Data read from the file.
+    Data {
+        /// Where it starts.
+        offset: u64,
+        /// The bytes or pages.
+        data: xdr::Payload,
+    },
+    /// A range that reads as zeros and has no storage.
+    Hole {
+        /// Where it starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
+}
+
 /// A piece of a file as READ_PLUS returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Extent {

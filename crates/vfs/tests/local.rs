@@ -210,6 +210,65 @@ fn root_squash_and_readdir_cookies() {
     );
 }
 
+/// A transport for `read_to`: pages or not, and at most one buffer of `Some(len)` bytes.
+struct Target {
+    pages: bool,
+    buffer: std::cell::Cell<Option<usize>>,
+}
+
+impl xdr::PayloadTarget for Target {
+    fn takes_pages(&self) -> bool {
+        self.pages
+    }
+    fn fill(&self, len: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Option<bytes::Bytes> {
+        let mut buf = vec![0u8; self.buffer.take()?.min(len)];
+        let n = fill(&mut buf);
+        buf.truncate(n);
+        Some(bytes::Bytes::from(buf))
+    }
+}
+
+#[test]
+fn read_to_takes_what_the_transport_offers() {
+    let (dir, _s, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
+    let body: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.path().join("f"), &body).unwrap();
+    let (fh, _) = vfs.lookup(&c, &r, b"f").unwrap();
+    let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
+    let bytes = |p: &xdr::Payload| match p {
+        xdr::Payload::Bytes(b) => b.clone(),
+        xdr::Payload::Pages(_) => panic!("pages where bytes were expected"),
+    };
+    // a transport buffer: the data is read into it (a short one makes a short READ)
+    let t = Target {
+        pages: false,
+        buffer: std::cell::Cell::new(Some(1000)),
+    };
+    let (data, eof, attr) = vfs.read_to(&c, &n, 100, 4096, &t).unwrap();
+    assert_eq!(
+        (&bytes(&data)[..], eof, attr.size),
+        (&body[100..1100], false, 200_000)
+    );
+    // no buffer left: memory of its own, the whole count
+    let (data, eof, _) = vfs.read_to(&c, &n, 196_000, 8192, &t).unwrap();
+    assert_eq!((&bytes(&data)[..], eof), (&body[196_000..], true));
+    // READ_PLUS the same ways: one data extent of a dense file
+    let t = Target {
+        pages: false,
+        buffer: std::cell::Cell::new(Some(1 << 20)),
+    };
+    for _ in 0..2 {
+        let (x, eof, _) = vfs.read_extents_to(&c, &n, 0, 300_000, &t).unwrap();
+        match &x[..] {
+            [vfs::SentExtent::Data { offset: 0, data }] => assert_eq!(&bytes(data)[..], &body[..]),
+            other => panic!("{other:?}"),
+        }
+        assert!(eof);
+    }
+}
+
 #[test]
 fn read_plus_into_a_buffer_matches_read_plus() {
     let (dir, _s, vfs) = setup("rw,no_root_squash");

@@ -309,6 +309,18 @@ impl Segment {
     }
 }
 
+/// Where a payload's bytes can be made, as the transport of a call offers them: file pages
+/// handed to it (a stream transport that splices), or a buffer of its own (registered memory
+/// an RDMA Write sends from). What it offers neither way goes in the producer's own memory.
+pub trait PayloadTarget {
+    /// Whether the payload may be file pages ([`Payload::Pages`]).
+    fn takes_pages(&self) -> bool;
+    /// Lets `fill` write into a buffer of the transport of at most `len` bytes and returns the
+    /// bytes `fill` says it wrote (its return value); None, without calling `fill`, when the
+    /// transport has no buffer to give now.
+    fn fill(&self, len: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Option<Bytes>;
+}
+
 /// A bulk payload for [`Encoder::opaque_payload`]: bytes in memory or file pages.
 #[derive(Debug, Clone)]
 pub enum Payload {

@@ -67,6 +67,39 @@ impl Vfs {
         }
     }
 
+    /// READ, the one entry point for NFSv3 and NFSv4: up to `count` bytes at `offset`, as file
+    /// pages when `to` takes them and the READ splices ([`Vfs::read_pages`]), else read into
+    /// the transport's buffer when `to` offers one ([`Vfs::read_into`]), else into memory of
+    /// its own ([`Vfs::read`]); returns the data, EOF flag and post-operation attributes.
+    pub fn read_to(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+        to: &dyn xdr::PayloadTarget,
+    ) -> VfsResult<(xdr::Payload, bool, Attr)> {
+        if to.takes_pages() {
+            if let Some((pages, eof, attr)) = self.read_pages(caller, node, offset, count)? {
+                return Ok((xdr::Payload::Pages(pages), eof, attr));
+            }
+        }
+        let mut read = None;
+        let len = count.min(MAX_IO) as usize;
+        let filled = to.fill(len, &mut |buf| {
+            let r = self.read_into(caller, node, offset, buf);
+            let n = r.as_ref().map_or(0, |(n, _, _)| *n);
+            read = Some(r);
+            n
+        });
+        if let (Some(data), Some(r)) = (filled, read) {
+            let (_, eof, attr) = r?;
+            return Ok((xdr::Payload::Bytes(data), eof, attr));
+        }
+        let (data, eof, attr) = self.read(caller, node, offset, count)?;
+        Ok((xdr::Payload::Bytes(data), eof, attr))
+    }
+
     /// READ: up to `count` bytes at `offset` into a buffer of its own; returns data, EOF flag and
     /// post-operation attributes.
     pub fn read(

@@ -31,6 +31,79 @@ impl Vfs {
         }
     }
 
+    /// READ_PLUS, the one entry point (as [`Vfs::read_to`] for READ): a file without holes as
+    /// file pages when `to` takes them ([`Vfs::read_extent_pages`]: one data extent, absent when
+    /// nothing was read); else the extents, their data read into the transport's buffer when
+    /// `to` offers one ([`Vfs::read_extents_into`]) or into memory of its own
+    /// ([`Vfs::read_extents`]). Returns the extents, the EOF flag and the attributes.
+    pub fn read_extents_to(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+        to: &dyn xdr::PayloadTarget,
+    ) -> VfsResult<(Vec<SentExtent>, bool, Attr)> {
+        if to.takes_pages() {
+            if let Some((pages, eof, attr)) = self.read_extent_pages(caller, node, offset, count)? {
+                let data = xdr::Payload::Pages(pages);
+                let extents = match data.is_empty() {
+                    true => Vec::new(),
+                    false => vec![SentExtent::Data { offset, data }],
+                };
+                return Ok((extents, eof, attr));
+            }
+        }
+        let mut read = None;
+        let len = count.min(MAX_IO) as usize;
+        let filled = to.fill(len, &mut |buf| {
+            let r = self.read_extents_into(caller, node, offset, buf);
+            let used = match &r {
+                Ok((spans, _, _)) => spans
+                    .iter()
+                    .map(|s| match s {
+                        Span::Data { at, len, .. } => at + len,
+                        Span::Hole { .. } => 0,
+                    })
+                    .max()
+                    .unwrap_or(0),
+                Err(_) => 0,
+            };
+            read = Some(r);
+            used
+        });
+        let (extents, eof, attr) = match (filled, read) {
+            (Some(bulk), Some(r)) => {
+                let (spans, eof, attr) = r?;
+                let mut out = Vec::with_capacity(spans.len());
+                for s in spans {
+                    out.push(match s {
+                        Span::Data { offset, at, len } if at + len <= bulk.len() => Extent::Data {
+                            offset,
+                            data: bulk.slice(at..at + len),
+                        },
+                        // the buffer is shorter than what was read into it: cannot happen
+                        Span::Data { .. } => return Err(VfsError::Errno(libc::EIO)),
+                        Span::Hole { offset, len } => Extent::Hole { offset, len },
+                    });
+                }
+                (out, eof, attr)
+            }
+            _ => self.read_extents(caller, node, offset, count)?,
+        };
+        let extents = extents
+            .into_iter()
+            .map(|x| match x {
+                Extent::Data { offset, data } => SentExtent::Data {
+                    offset,
+                    data: xdr::Payload::Bytes(data),
+                },
+                Extent::Hole { offset, len } => SentExtent::Hole { offset, len },
+            })
+            .collect();
+        Ok((extents, eof, attr))
+    }
+
     /// READ_PLUS: the byte range as data and hole extents (found with SEEK_DATA / SEEK_HOLE),
     /// at most `count` bytes of it; returns the extents and whether the end of file was reached.
     pub fn read_extents(
