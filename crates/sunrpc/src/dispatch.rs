@@ -103,15 +103,8 @@ pub struct CallContext {
     pub pages: bool,
 }
 
-impl CallContext {
-    /// Whether READ data should be file pages ([`xdr::Segment::Pages`]): the transport sends
-    /// them to this caller without copying (see [`crate::tcp::SpliceReads`]).
-    pub fn takes_pages(&self) -> bool {
-        self.pages
-    }
-}
-
-/// The transport's offer for a READ-like payload: file pages for a stream that splices, or a
+/// The transport's offer for a READ-like payload: file pages for a stream that splices (the
+/// transport sends them to this caller without copying, see [`crate::tcp::SpliceReads`]), or a
 /// buffer of the transport (registered memory for RDMA).
 impl xdr::PayloadTarget for CallContext {
     fn takes_pages(&self) -> bool {
