@@ -142,7 +142,7 @@ impl FilePages {
     }
 }
 
-impl xdr::Pages for FilePages {
+impl payload::Pages for FilePages {
     fn len(&self) -> usize {
         self.len
     }
@@ -230,7 +230,7 @@ impl Drop for FilePages {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xdr::Pages;
+    use payload::Pages;
 
     #[test]
     fn the_pool_keeps_empty_pipes_and_closes_the_others() {

@@ -250,7 +250,7 @@ pub enum SentExtent {
         /// Where it starts.
         offset: u64,
         /// The bytes or pages.
-        data: xdr::Payload,
+        data: payload::Payload,
     },
     /// A range that reads as zeros and has no storage.
     Hole {

@@ -216,7 +216,7 @@ struct Target {
     buffer: std::cell::Cell<Option<usize>>,
 }
 
-impl xdr::PayloadTarget for Target {
+impl payload::PayloadTarget for Target {
     fn takes_pages(&self) -> bool {
         self.pages
     }
@@ -237,9 +237,9 @@ fn read_to_takes_what_the_transport_offers() {
     std::fs::write(dir.path().join("f"), &body).unwrap();
     let (fh, _) = vfs.lookup(&c, &r, b"f").unwrap();
     let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
-    let bytes = |p: &xdr::Payload| match p {
-        xdr::Payload::Bytes(b) => b.clone(),
-        xdr::Payload::Pages(_) => panic!("pages where bytes were expected"),
+    let bytes = |p: &payload::Payload| match p {
+        payload::Payload::Bytes(b) => b.clone(),
+        payload::Payload::Pages(_) => panic!("pages where bytes were expected"),
     };
     // a transport buffer: the data is read into it (a short one makes a short READ)
     let t = Target {

@@ -77,11 +77,11 @@ impl Vfs {
         node: &Node,
         offset: u64,
         count: u32,
-        to: &dyn xdr::PayloadTarget,
-    ) -> VfsResult<(xdr::Payload, bool, Attr)> {
+        to: &dyn payload::PayloadTarget,
+    ) -> VfsResult<(payload::Payload, bool, Attr)> {
         if to.takes_pages() {
             if let Some((pages, eof, attr)) = self.read_pages(caller, node, offset, count)? {
-                return Ok((xdr::Payload::Pages(pages), eof, attr));
+                return Ok((payload::Payload::Pages(pages), eof, attr));
             }
         }
         let mut read = None;
@@ -94,10 +94,10 @@ impl Vfs {
         });
         if let (Some(data), Some(r)) = (filled, read) {
             let (_, eof, attr) = r?;
-            return Ok((xdr::Payload::Bytes(data), eof, attr));
+            return Ok((payload::Payload::Bytes(data), eof, attr));
         }
         let (data, eof, attr) = self.read(caller, node, offset, count)?;
-        Ok((xdr::Payload::Bytes(data), eof, attr))
+        Ok((payload::Payload::Bytes(data), eof, attr))
     }
 
     /// READ: up to `count` bytes at `offset` into a buffer of its own; returns data, EOF flag and

@@ -42,11 +42,11 @@ impl Vfs {
         node: &Node,
         offset: u64,
         count: u32,
-        to: &dyn xdr::PayloadTarget,
+        to: &dyn payload::PayloadTarget,
     ) -> VfsResult<(Vec<SentExtent>, bool, Attr)> {
         if to.takes_pages() {
             if let Some((pages, eof, attr)) = self.read_extent_pages(caller, node, offset, count)? {
-                let data = xdr::Payload::Pages(pages);
+                let data = payload::Payload::Pages(pages);
                 let extents = match data.is_empty() {
                     true => Vec::new(),
                     false => vec![SentExtent::Data { offset, data }],
@@ -96,7 +96,7 @@ impl Vfs {
             .map(|x| match x {
                 Extent::Data { offset, data } => SentExtent::Data {
                     offset,
-                    data: xdr::Payload::Bytes(data),
+                    data: payload::Payload::Bytes(data),
                 },
                 Extent::Hole { offset, len } => SentExtent::Hole { offset, len },
             })
