@@ -274,6 +274,11 @@ impl Nfs4 {
         self
     }
 
+    /// The byte-range lock table, which the NLM service (NFSv3 locks) shares.
+    pub fn lock_manager(&self) -> Arc<locks::LockManager> {
+        self.state.lock().lock_manager().clone()
+    }
+
     /// Resolves the current file handle to a real object, admitting the caller.
     pub fn real(&self, ctx: &Ctx<'_>) -> Result<(Caller, Node), OpFail> {
         match ctx.cur()? {

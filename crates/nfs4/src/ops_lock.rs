@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use crate::compound::{Ctx, Encoded, Nfs4, OpFail};
 use crate::ops_file::file_key;
-use crate::state::{Lock, LockState, Other, OwnerKey, OwnerSeq, StateObj, Stateid};
+use crate::state::{Lock, LockState, Other, Owner, OwnerKey, OwnerSeq, StateObj, Stateid};
 use nfs4wire::{
     Lock4args, Lock4denied, LockOwner4, Locker4, Lockt4args, Locku4args, NfsLockType4, Nfsstat4,
     ReleaseLockowner4args, Stateid4,
@@ -42,12 +42,24 @@ fn denied(l: &Lock) -> OpFail {
         } else {
             NfsLockType4::ReadLt
         },
-        owner: LockOwner4 {
-            clientid: l.client,
-            owner: l.owner.clone(),
-        },
+        owner: holder(&l.owner),
     };
     OpFail::with_body(Nfsstat4::NFS4ERR_DENIED, &d)
+}
+
+/// How an NFSv4 client is told who holds a conflicting lock: an NFSv4 holder as itself, an
+/// NLM holder (an NFSv3 client's process) as client id 0 and the owner handle its client sent.
+fn holder(o: &Owner) -> LockOwner4 {
+    match o {
+        Owner::Nfs4 { client, owner } => LockOwner4 {
+            clientid: *client,
+            owner: owner.clone(),
+        },
+        Owner::Nlm { oh, .. } => LockOwner4 {
+            clientid: 0,
+            owner: oh.clone(),
+        },
+    }
 }
 
 impl Nfs4 {
@@ -219,20 +231,10 @@ impl Nfs4 {
                 return Err(Nfsstat4::NFS4ERR_GRACE.into());
             }
             s.release_courtesy(file);
-            if let Some(c) = s.lock_conflict(file, client, &owner, offset, end, write) {
+            let _ = s.renew(client);
+            if let Err(c) = s.add_lock(file, client, &owner, offset, end, write) {
                 return Err(denied(&c));
             }
-            let _ = s.renew(client);
-            s.add_lock(
-                file,
-                Lock {
-                    client,
-                    owner,
-                    start: offset,
-                    end,
-                    write,
-                },
-            );
             let Some(StateObj::Lock(l)) = s.states.get_mut(&other) else {
                 return Err(Nfsstat4::NFS4ERR_SERVERFAULT.into());
             };
@@ -337,7 +339,7 @@ impl Nfs4 {
         if s.is_stale_client(clientid) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
-        if s.locks.held_by(clientid, &owner) {
+        if s.lock_owner_holds(clientid, &owner) {
             return Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into());
         }
         let gone: Vec<Other> = s

@@ -44,6 +44,11 @@ impl Grace {
         g
     }
 
+    /// When the grace period ends at the latest, while it runs.
+    pub fn until(&self) -> Option<Instant> {
+        self.until
+    }
+
     /// The lease changes from `old` to `new`: so does a running grace period.
     pub fn set_lease(&mut self, old: Duration, new: Duration) {
         if let Some(until) = self.until.as_mut() {

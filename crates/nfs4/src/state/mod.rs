@@ -1,16 +1,18 @@
-//! NFSv4 state: clients, sessions and their slot tables, open and lock stateids, share
-//! reservations and byte-range locks. All of it lives behind one mutex; operations are short.
+//! NFSv4 state: clients, sessions and their slot tables, open and lock stateids and share
+//! reservations, behind one mutex; operations are short. Byte-range locks and the grace period
+//! are in the lock table every protocol shares (`crates/locks`), which [`State`] reaches
+//! under its own mutex (taken after this one).
 //! Each table is a module with its own interface; [`State`] holds them and does what involves
 //! several (a client's expiry, a stateid's check, the grace period).
 
 mod clients;
 mod grace;
-mod locks;
 mod owners;
 mod sessions;
 mod stateids;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -22,7 +24,8 @@ use nfs4wire::Nfsstat4;
 
 pub use clients::{ClientRec, Clients};
 use grace::Grace;
-pub use locks::{Lock, Locks};
+use locks::Participant;
+pub use locks::{Lock, LockManager, LockOutcome, Owner};
 pub use owners::{OwnerKey, OwnerSeq, Owners};
 pub use sessions::{Session, SessionId, Sessions, Slot};
 pub use stateids::{Deleg, LockState, Open, Other, StateObj, States};
@@ -99,8 +102,8 @@ pub struct State {
     pub sessions: Sessions,
     /// What stateids designate.
     pub states: States,
-    /// Byte-range locks.
-    pub locks: Locks,
+    /// Byte-range locks, in the table NLM shares.
+    locks: Arc<LockManager>,
     /// NFSv4.0 owner sequencing.
     pub owners: Owners,
     /// Stateids of clients whose state was purged (lease expiry, reboot): NFS4ERR_EXPIRED
@@ -138,7 +141,7 @@ impl State {
             clients: Clients::default(),
             sessions: Sessions::default(),
             states: States::default(),
-            locks: Locks::default(),
+            locks: Arc::default(),
             owners: Owners::default(),
             expired_states: IdSet::default(),
             expired_clients_ids: IdSet::default(),
@@ -151,6 +154,20 @@ impl State {
     pub fn set_lease(&mut self, lease: Duration) {
         self.grace.set_lease(self.lease, lease);
         self.lease = lease;
+        self.share_grace();
+    }
+
+    /// Tells the shared grace period how long NFSv4's part runs.
+    fn share_grace(&self) {
+        match self.grace.until() {
+            Some(until) => self.locks.grace().begin(Participant::Nfs4, until),
+            None => self.locks.grace().end(Participant::Nfs4),
+        }
+    }
+
+    /// The lock table, which NLM shares.
+    pub fn lock_manager(&self) -> &Arc<LockManager> {
+        &self.locks
     }
 
     /// The lease clients must renew within.
@@ -169,12 +186,17 @@ impl State {
     pub fn with_db(db: ClientDb) -> Self {
         let mut s = Self::new();
         s.grace = Grace::from_db(db, s.lease);
+        s.share_grace();
         s
     }
 
-    /// Whether the grace period is running (ending it when its time is up or all reclaimed).
+    /// Whether the grace period is running: NFSv4's part (ending it when its time is up or
+    /// all reclaimed) or another protocol's (NLM hosts reclaiming).
     pub fn in_grace(&mut self) -> bool {
-        self.grace.running(self.clients.owners())
+        if !self.grace.running(self.clients.owners()) {
+            self.locks.grace().end(Participant::Nfs4);
+        }
+        self.locks.grace().running()
     }
 
     /// Whether `client` may reclaim now: grace runs and it held state before the restart.
@@ -198,6 +220,7 @@ impl State {
         if let Some(c) = self.clients.get(client) {
             self.grace.reclaim_complete(&c.owner);
         }
+        self.in_grace();
     }
 
     /// A new client id (boot time in the high half, so old ids are recognisably stale).
@@ -272,7 +295,8 @@ impl State {
             self.states.remove(&k);
             self.expired_states.insert(k);
         }
-        self.locks.remove_client(client);
+        self.locks
+            .remove_owners(|o| matches!(o, Owner::Nfs4 { client: c, .. } if *c == client));
         self.owners.remove_client(client);
     }
 
@@ -360,12 +384,28 @@ impl State {
         end: u64,
         write: bool,
     ) -> Option<Lock> {
-        self.locks.conflict(file, client, owner, start, end, write)
+        self.locks
+            .test(file, &nfs4_lock(client, owner, start, end, write))
     }
 
-    /// Adds a lock, merging with the owner's own locks.
-    pub fn add_lock(&mut self, file: FileKey, lock: Lock) {
-        self.locks.add(file, lock)
+    /// Takes a lock unless another owner's conflicts (which is returned), merging with the
+    /// owner's own locks.
+    pub fn add_lock(
+        &mut self,
+        file: FileKey,
+        client: ClientId,
+        owner: &Bytes,
+        start: u64,
+        end: u64,
+        write: bool,
+    ) -> Result<(), Lock> {
+        match self
+            .locks
+            .lock(file, nfs4_lock(client, owner, start, end, write), false)
+        {
+            LockOutcome::Denied(c) => Err(c),
+            _ => Ok(()),
+        }
     }
 
     /// Unlocks a range of an owner's locks, splitting locks that straddle it.
@@ -377,12 +417,35 @@ impl State {
         start: u64,
         end: u64,
     ) {
-        self.locks.remove_range(file, client, owner, start, end)
+        self.locks
+            .unlock(file, &nfs4_owner(client, owner), start, end)
     }
 
     /// Whether an owner holds any lock on the file.
     pub fn owner_has_locks(&self, file: FileKey, client: ClientId, owner: &Bytes) -> bool {
-        self.locks.owner_has(file, client, owner)
+        self.locks.owner_has(file, &nfs4_owner(client, owner))
+    }
+
+    /// Whether `client`'s lock-owner `owner` holds a lock on any file.
+    pub fn lock_owner_holds(&self, client: ClientId, owner: &Bytes) -> bool {
+        self.locks.held_by(&nfs4_owner(client, owner))
+    }
+}
+
+/// The lock table's name for an NFSv4 lock-owner.
+fn nfs4_owner(client: ClientId, owner: &Bytes) -> Owner {
+    Owner::Nfs4 {
+        client,
+        owner: owner.clone(),
+    }
+}
+
+fn nfs4_lock(client: ClientId, owner: &Bytes, start: u64, end: u64, write: bool) -> Lock {
+    Lock {
+        owner: nfs4_owner(client, owner),
+        start,
+        end,
+        write,
     }
 }
 

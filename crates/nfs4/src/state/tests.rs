@@ -2,52 +2,59 @@
 
 use super::*;
 
-fn lock(owner: &'static [u8], s: u64, e: u64, w: bool) -> Lock {
-    Lock {
-        client: 1,
-        owner: Bytes::from_static(owner),
-        start: s,
-        end: e,
-        write: w,
-    }
+fn owner(o: &'static [u8]) -> Bytes {
+    Bytes::from_static(o)
+}
+
+/// The range arithmetic is the lock table's (crates/locks); here: State's NFSv4 view of it.
+#[test]
+fn locks_go_through_the_shared_table() {
+    let mut st = State::new();
+    let f = file_n(2);
+    assert!(st.add_lock(f, 1, &owner(b"a"), 0, 100, true).is_ok());
+    let c = st.add_lock(f, 2, &owner(b"b"), 50, 60, false).unwrap_err();
+    assert!(c.owner.same(&nfs4_owner(1, &owner(b"a"))) && c.write);
+    assert!(st.lock_conflict(f, 1, &owner(b"a"), 0, 10, true).is_none());
+    // An NLM lock in the same table conflicts with NFSv4 requests.
+    let nlm = Owner::Nlm {
+        host: 9,
+        svid: 1,
+        oh: owner(b"1@nfs3client"),
+    };
+    let want = Lock {
+        owner: nlm,
+        start: 200,
+        end: 300,
+        write: true,
+    };
+    assert!(matches!(
+        st.lock_manager().lock(f, want, false),
+        LockOutcome::Granted
+    ));
+    assert!(st
+        .lock_conflict(f, 1, &owner(b"a"), 250, 251, false)
+        .is_some());
+    st.remove_lock_range(f, 1, &owner(b"a"), 40, 60);
+    assert!(st.lock_conflict(f, 2, &owner(b"b"), 45, 55, true).is_none());
+    assert!(st.owner_has_locks(f, 1, &owner(b"a")));
+    assert!(st.lock_owner_holds(1, &owner(b"a")));
+    // A client's expiry drops its locks, not NLM's.
+    st.expire(1);
+    assert!(!st.lock_owner_holds(1, &owner(b"a")));
+    assert_eq!(st.lock_manager().totals().nlm_locks, 1);
 }
 
 #[test]
-fn lock_conflicts_and_split() {
+fn another_protocols_grace_holds_nfs4_too() {
     let mut st = State::new();
-    let f = file_n(2);
-    st.add_lock(f, lock(b"a", 0, 100, true));
-    assert!(st
-        .lock_conflict(f, 1, &Bytes::from_static(b"b"), 50, 60, false)
-        .is_some());
-    assert!(st
-        .lock_conflict(f, 1, &Bytes::from_static(b"b"), 100, 200, true)
-        .is_none());
-    assert!(st
-        .lock_conflict(f, 1, &Bytes::from_static(b"a"), 0, 10, true)
-        .is_none());
-    st.remove_lock_range(f, 1, &Bytes::from_static(b"a"), 40, 60);
-    let v = st.locks.on_file(f);
-    assert_eq!(v.len(), 2);
-    assert!(st
-        .lock_conflict(f, 1, &Bytes::from_static(b"b"), 45, 55, true)
-        .is_none());
-    assert!(st
-        .lock_conflict(f, 1, &Bytes::from_static(b"b"), 59, 61, true)
-        .is_some());
-}
-
-#[test]
-fn read_locks_share() {
-    let mut st = State::new();
-    let f = file_n(2);
-    st.add_lock(f, lock(b"a", 0, u64::MAX, false));
-    assert!(st
-        .lock_conflict(f, 1, &Bytes::from_static(b"b"), 0, 10, false)
-        .is_none());
-    assert!(st
-        .lock_conflict(f, 1, &Bytes::from_static(b"b"), 0, 10, true)
-        .is_some());
+    assert!(!st.in_grace());
+    st.lock_manager().grace().begin(
+        locks::Participant::Nlm,
+        Instant::now() + Duration::from_secs(60),
+    );
+    assert!(st.in_grace());
+    st.lock_manager().grace().end(locks::Participant::Nlm);
+    assert!(!st.in_grace());
 }
 
 #[test]
