@@ -9,19 +9,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use sunrpc::{msg, CallContext, Credential, ProcError, Program};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use sunrpc::{client, CallContext, ProcError, Program};
 use xdr::{Decoder, Encoder};
 
-/// The port mapper program number.
-pub const PMAP_PROGRAM: u32 = 100000;
-/// PMAP version 2.
-pub const PMAP_V2: u32 = 2;
-/// IPPROTO_TCP.
-pub const IPPROTO_TCP: u32 = 6;
-/// IPPROTO_UDP.
-pub const IPPROTO_UDP: u32 = 17;
+pub use sunrpc::client::{IPPROTO_TCP, IPPROTO_UDP, PMAP_PROGRAM, PMAP_V2};
 const MAX_MAPPINGS: usize = 1024;
 
 /// One registration: program, version, protocol and port.
@@ -134,41 +125,23 @@ impl Program for Portmap {
     }
 }
 
-/// Sends one PMAP v2 call over TCP and returns the reply body after the accepted header.
+impl xdr::Encode for Mapping {
+    fn encode(&self, e: &mut Encoder) {
+        e.u32(self.prog);
+        e.u32(self.vers);
+        e.u32(self.prot);
+        e.u32(self.port);
+    }
+}
+
+/// Sends one PMAP v2 call over TCP and returns its one-word result.
 async fn pmap_call(addr: SocketAddr, proc_: u32, m: &Mapping) -> std::io::Result<u32> {
-    let mut s = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr)).await??;
-    let mut e = Encoder::new();
-    msg::encode_call(
-        &mut e,
-        0x726e6673 ^ proc_,
-        PMAP_PROGRAM,
-        PMAP_V2,
-        proc_,
-        &Credential::None,
-    );
-    e.u32(m.prog);
-    e.u32(m.vers);
-    e.u32(m.prot);
-    e.u32(m.port);
-    let body = e.finish().to_bytes();
-    s.write_all(&sunrpc::record::record_header(body.len()))
-        .await?;
-    s.write_all(&body).await?;
-    let mut hdr = [0u8; 4];
-    tokio::time::timeout(Duration::from_secs(2), s.read_exact(&mut hdr)).await??;
-    let len = (u32::from_be_bytes(hdr) & 0x7fff_ffff) as usize;
-    if len > 4096 {
-        return Err(std::io::Error::other("portmap reply too large"));
-    }
-    let mut buf = vec![0u8; len];
-    s.read_exact(&mut buf).await?;
-    let mut d = Decoder::new(bytes::Bytes::from(buf));
-    let words: Vec<u32> = (0..7).map_while(|_| d.u32().ok()).collect();
-    // xid, REPLY, MSG_ACCEPTED, verf flavor, verf len, SUCCESS, result
-    match words.as_slice() {
-        [_, 1, 0, _, 0, 0, result] => Ok(*result),
-        _ => Err(std::io::Error::other("portmap call rejected")),
-    }
+    let opts = client::CallOpts::new(client::Proto::Tcp, Duration::from_secs(2), 1);
+    let mut d = client::call(addr, PMAP_PROGRAM, PMAP_V2, proc_, m, &opts)
+        .await
+        .map_err(std::io::Error::other)?;
+    d.u32()
+        .map_err(|_| std::io::Error::other("portmap reply malformed"))
 }
 
 /// Registers `maps` with the rpcbind at `addr`; returns how many were accepted.
@@ -205,7 +178,7 @@ pub async fn rpcbind_running(addr: SocketAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sunrpc::TransportKind;
+    use sunrpc::{Credential, TransportKind};
 
     fn ctx(proc_: u32, peer: &str) -> CallContext {
         CallContext {

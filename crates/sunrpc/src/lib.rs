@@ -8,6 +8,7 @@
 
 pub mod bufpool;
 pub mod callback;
+pub mod client;
 pub mod dispatch;
 pub mod drc;
 pub mod metrics;
