@@ -22,8 +22,10 @@
 //! types called `parent_field`), comments (`/* */`, `//`), `%` pass-through lines (ignored,
 //! wherever they appear) and `program`/`version` blocks, which become constants for the
 //! program, version and procedure numbers. `int32_t`, `uint32_t`, `int64_t` and `uint64_t`
-//! are understood as the C typedefs RFC 7863 assumes, and rpcgen's `long` and `unsigned long`
-//! (RFC 1813's `int32` and `uint32`) as `int` and `unsigned int`; `struct name`, `enum name`
+//! are understood as the C typedefs RFC 7863 assumes, and so are `u_int32_t` and `u_int64_t`,
+//! the BSD spellings of `uint32_t` and `uint64_t` that FreeBSD's rpcsvc files use
+//! (`nlm_prot.x`); rpcgen's `long` and `unsigned long` (RFC 1813's `int32` and `uint32`) as
+//! `int` and `unsigned int`; `struct name`, `enum name`
 //! and `union name` name a type (`typedef struct mountbody *mountlist;`). `float`, `double` and `quadruple` are
 //! rejected. Errors name the file, line and column.
 //!
@@ -483,6 +485,30 @@ mod tests {
             .generate_sources()
             .unwrap();
         assert!(src.contains("    /// `case OK: void`.\n    Fine,"));
+    }
+
+    #[test]
+    fn a_case_label_may_be_another_enums_item_with_a_value_of_the_discriminant() {
+        // As FreeBSD's nlm_prot.x: `union nlm4_testrply switch (nlm4_stats stat)` labels its
+        // arm `case nlm_denied:`, an item of the version 1-3 enum `nlm_stats` of the same value.
+        let src = gen("enum old { O_OK = 0, O_DENIED = 1 };\nenum st { S_OK = 0, S_DENIED = 1 };\nunion u switch (st s) {\n case O_DENIED: int x;\n default: void;\n};")
+            .unwrap();
+        assert!(src.contains("    /// `case O_DENIED: int x`.\n    ODenied(i32),"));
+        assert!(src.contains("            1 => Self::ODenied(d.i32()?),"));
+        // Renaming the arm matches it by value, through the discriminant's own item.
+        let src = Generator::new()
+            .source(
+                "t.x",
+                "enum old { O_DENIED = 1 };\nenum st { S_OK = 0, S_DENIED = 1 };\nunion u switch (st s) { case O_DENIED: int x; default: void; };",
+            )
+            .variant_name("st", "S_DENIED", "Denied")
+            .generate_sources()
+            .unwrap();
+        assert!(src.contains("            1 => Self::Denied(d.i32()?),"));
+        assert_eq!(
+            err("enum old { O_X = 5 };\nenum st { S_OK = 0 };\nunion u switch (st s) { case O_X: void; };"),
+            "t.x:3:30: case `O_X` is not a value of enum `st`"
+        );
     }
 
     #[test]

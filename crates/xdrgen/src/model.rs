@@ -178,11 +178,16 @@ pub enum Extension {
     Union(String, Vec<ast::Arm>),
 }
 
-const BUILTIN_ALIASES: [(&str, Ty); 4] = [
+/// C fixed-width integer typedefs that `.x` files use without defining (rpcgen passes them to
+/// C): the C99 names RFC 7863 assumes, and the BSD spellings `u_int32_t` and `u_int64_t` of the
+/// rpcsvc files (FreeBSD's `nlm_prot.x`).
+const BUILTIN_ALIASES: [(&str, Ty); 6] = [
     ("int32_t", Ty::I32),
     ("uint32_t", Ty::U32),
     ("int64_t", Ty::I64),
     ("uint64_t", Ty::U64),
+    ("u_int32_t", Ty::U32),
+    ("u_int64_t", Ty::U64),
 ];
 
 /// A definition after inline types were hoisted.

@@ -424,6 +424,18 @@ fn rpcgen_long_is_an_int() {
     let _: LongAlias = i32::MIN;
 }
 
+#[test]
+fn bsd_u_int_typedefs_are_unsigned_int_and_hyper() {
+    let _: BsdU64 = u64::MAX;
+    let v = BsdInts {
+        a: u32::MAX,
+        b: 0x0000_0100_0000_0002,
+    };
+    assert_eq!(encode(&v), words(&[0xffff_ffff, 0x100, 2]));
+    assert_eq!(decode::<BsdInts>(encode(&v)), Ok(v));
+    assert!(decode::<BsdInts>(words(&[0, 0])).is_err());
+}
+
 fn vnodes(n: i32) -> Vec<Vnode> {
     (0..n)
         .map(|v| Vnode {
@@ -504,13 +516,14 @@ fn renamed_variants() {
 
 proptest! {
     #[test]
-    fn rpcgen_and_setting_constructs_round_trip(a: Vholder, b: Vlist, c: OptPoint, d: OptInt, e: Path, f: Rres) {
+    fn rpcgen_and_setting_constructs_round_trip(a: Vholder, b: Vlist, c: OptPoint, d: OptInt, e: Path, f: Rres, g: BsdInts) {
         prop_assert_eq!(decode::<Vholder>(encode(&a)), Ok(a));
         prop_assert_eq!(decode::<Vlist>(encode(&b)), Ok(b));
         prop_assert_eq!(decode::<OptPoint>(encode(&c)), Ok(c));
         prop_assert_eq!(decode::<OptInt>(encode(&d)), Ok(d));
         prop_assert_eq!(decode::<Path>(encode(&e)), Ok(e));
         prop_assert_eq!(decode::<Rres>(encode(&f)), Ok(f));
+        prop_assert_eq!(decode::<BsdInts>(encode(&g)), Ok(g));
     }
 
     #[test]

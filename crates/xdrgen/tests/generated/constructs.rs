@@ -858,7 +858,36 @@ pub type UlongAlias = u32;
 /// XDR `typedef int long_alias` (constructs.x:152).
 pub type LongAlias = i32;
 
-/// XDR `typedef vnode *vlist` (constructs.x:156), a type of its own.
+/// XDR `typedef u_int64_t bsd_u64` (constructs.x:155).
+pub type BsdU64 = u64;
+
+/// XDR struct `bsd_ints` (constructs.x:156).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BsdInts {
+    /// `u_int32_t a`.
+    pub a: u32,
+    /// `bsd_u64 b`.
+    pub b: BsdU64,
+}
+
+impl ::xdr::Decode for BsdInts {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        let f_a = d.u32()?;
+        let f_b = d.u64()?;
+        let v = Self { a: f_a, b: f_b };
+        ::std::result::Result::Ok(v)
+    }
+}
+
+impl ::xdr::Encode for BsdInts {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        let Self { a: x_a, b: x_b } = self;
+        e.u32(*x_a);
+        e.u64(*x_b);
+    }
+}
+
+/// XDR `typedef vnode *vlist` (constructs.x:163), a type of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vlist(pub ::std::vec::Vec<Vnode>);
 
@@ -875,7 +904,7 @@ impl ::xdr::Encode for Vlist {
     }
 }
 
-/// XDR struct `vnode` (constructs.x:157).
+/// XDR struct `vnode` (constructs.x:164).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vnode {
     /// `int v`.
@@ -901,7 +930,7 @@ impl ::xdr::Encode for Vnode {
     }
 }
 
-/// XDR struct `vholder` (constructs.x:163).
+/// XDR struct `vholder` (constructs.x:170).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vholder {
     /// `vnode *first`.
@@ -931,7 +960,7 @@ impl ::xdr::Encode for Vholder {
     }
 }
 
-/// XDR union `opt_point` switch (`bool present`) (constructs.x:170): `Some` is `case TRUE: point p`, `None` the void arm.
+/// XDR union `opt_point` switch (`bool present`) (constructs.x:177): `Some` is `case TRUE: point p`, `None` the void arm.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OptPoint(pub ::std::option::Option<Point>);
 
@@ -950,7 +979,7 @@ impl ::xdr::Encode for OptPoint {
     }
 }
 
-/// XDR union `opt_int` switch (`bool set_it`) (constructs.x:177): `Some` is `case TRUE: int v`, `None` the void arm.
+/// XDR union `opt_int` switch (`bool set_it`) (constructs.x:184): `Some` is `case TRUE: int v`, `None` the void arm.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OptInt(pub ::std::option::Option<i32>);
 
@@ -969,7 +998,7 @@ impl ::xdr::Encode for OptInt {
     }
 }
 
-/// XDR `typedef string path<12>` (constructs.x:185), a type of its own.
+/// XDR `typedef string path<12>` (constructs.x:192), a type of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Path(pub ::bytes::Bytes);
 
@@ -986,7 +1015,7 @@ impl ::xdr::Encode for Path {
     }
 }
 
-/// XDR enum `rstat` (constructs.x:189); a value it does not define is rejected when decoding.
+/// XDR enum `rstat` (constructs.x:196); a value it does not define is rejected when decoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(i32)]
 #[allow(clippy::enum_variant_names)]
@@ -1036,7 +1065,7 @@ impl ::xdr::Encode for Rstat {
     }
 }
 
-/// XDR union `rres` switch (`rstat s`) (constructs.x:191).
+/// XDR union `rres` switch (`rstat s`) (constructs.x:198).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[allow(clippy::large_enum_variant, clippy::enum_variant_names)]
 pub enum Rres {
@@ -1165,6 +1194,11 @@ pub mod arbitrary {
     /// Values of `Blob`; `depth` bounds nesting through optional data and arrays.
     pub fn arb_Blob(depth: u32) -> ::proptest::strategy::BoxedStrategy<Blob> {
         (::proptest::collection::vec(::proptest::arbitrary::any::<u8>(), 0..=16).prop_map(::bytes::Bytes::from).boxed().prop_map(::xdr::Payload::Bytes).boxed(), ::proptest::collection::vec(::proptest::arbitrary::any::<u8>(), 0..=16).prop_map(::bytes::Bytes::from).boxed(),).prop_map(|(v0, v1,)| Blob { data: v0, bulk: v1 }).boxed()
+    }
+
+    /// Values of `BsdInts`; `depth` bounds nesting through optional data and arrays.
+    pub fn arb_BsdInts(depth: u32) -> ::proptest::strategy::BoxedStrategy<BsdInts> {
+        (::proptest::arbitrary::any::<u32>().boxed(), ::proptest::arbitrary::any::<u64>().boxed(),).prop_map(|(v0, v1,)| BsdInts { a: v0, b: v1 }).boxed()
     }
 
     /// Values of `Vlist`; `depth` bounds nesting through optional data and arrays.
@@ -1340,6 +1374,14 @@ pub mod arbitrary {
         type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
         fn arbitrary_with(_: ()) -> Self::Strategy {
             arb_Blob(3)
+        }
+    }
+
+    impl ::proptest::arbitrary::Arbitrary for BsdInts {
+        type Parameters = ();
+        type Strategy = ::proptest::strategy::BoxedStrategy<Self>;
+        fn arbitrary_with(_: ()) -> Self::Strategy {
+            arb_BsdInts(3)
         }
     }
 
