@@ -430,27 +430,21 @@ impl LockManager {
         self.announce(granted);
     }
 
-    /// Withdraws `owner`'s blocked request for exactly `[start, end)` of that type; whether
-    /// there was one. Later waiters it held back may be granted.
-    pub fn cancel(&self, file: FileKey, want: &Lock) -> bool {
+    /// Withdraws `owner`'s blocked request for exactly `[start, end)` of that type, returning
+    /// its id if there was one. Later waiters it held back may be granted.
+    pub fn cancel(&self, file: FileKey, want: &Lock) -> Option<WaiterId> {
         let mut granted = Vec::new();
         let found = {
             let mut g = self.inner.lock();
-            let Some(fl) = g.files.get_mut(&file) else {
-                return false;
-            };
-            let Some(i) = fl.waiters.iter().position(|w| w.lock.same_request(want)) else {
-                return false;
-            };
-            let w = fl.waiters.remove(i);
-            if let Some(w) = w {
-                g.forget_waiter(&w);
-            }
+            let fl = g.files.get_mut(&file)?;
+            let i = fl.waiters.iter().position(|w| w.lock.same_request(want))?;
+            let w = fl.waiters.remove(i)?;
+            g.forget_waiter(&w);
             g.wake(file, &mut granted);
-            true
+            w.id
         };
         self.announce(granted);
-        found
+        Some(found)
     }
 
     /// Whether `owner` holds any lock on `file`.
@@ -469,6 +463,14 @@ impl LockManager {
             .files
             .values()
             .any(|fl| fl.locks.iter().any(|l| l.owner.same(owner)))
+    }
+
+    /// Whether an owner `which` selects holds or waits for a lock anywhere.
+    pub fn holds_any(&self, which: impl Fn(&Owner) -> bool) -> bool {
+        self.inner.lock().files.values().any(|fl| {
+            fl.locks.iter().any(|l| which(&l.owner))
+                || fl.waiters.iter().any(|w| which(&w.lock.owner))
+        })
     }
 
     /// Drops every lock and blocked request of the owners `gone` selects (a client that

@@ -190,13 +190,15 @@ fn cancel_withdraws_a_waiter() {
     let (m, seen) = recording();
     let (holder, w) = (v4(1, b"h"), nlm(1, 1));
     m.lock(file(1), lk(&holder, 0, 10, true), false);
-    m.lock(file(1), lk(&w, 0, 10, true), true);
+    let LockOutcome::Blocked(id) = m.lock(file(1), lk(&w, 0, 10, true), true) else {
+        panic!("a waiter")
+    };
     assert!(
-        !m.cancel(file(1), &lk(&w, 0, 11, true)),
+        m.cancel(file(1), &lk(&w, 0, 11, true)).is_none(),
         "only the exact request"
     );
-    assert!(m.cancel(file(1), &lk(&w, 0, 10, true)));
-    assert!(!m.cancel(file(1), &lk(&w, 0, 10, true)));
+    assert_eq!(m.cancel(file(1), &lk(&w, 0, 10, true)), Some(id));
+    assert!(m.cancel(file(1), &lk(&w, 0, 10, true)).is_none());
     m.unlock(file(1), &holder, 0, 10);
     assert!(granted_ids(&seen).is_empty());
     assert_eq!(m.totals(), Totals::default());

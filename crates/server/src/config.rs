@@ -30,6 +30,13 @@ pub struct Args {
     /// Neither register with rpcbind nor serve the port mapper.
     #[arg(long)]
     pub no_portmap: bool,
+    /// Serve no NFSv3 locking (NLM v4 and NSM): clients then mount with `-o nolock`. Without
+    /// it both are served on the NFS port (TCP) and on the same port over UDP.
+    #[arg(long)]
+    pub no_nlm: bool,
+    /// Port of the clients' port mappers that NLM calls back through (111; tests change it).
+    #[arg(long, default_value_t = 111, value_name = "PORT", hide = true)]
+    pub nlm_client_portmap_port: u16,
     /// Port of our own port mapper when no rpcbind runs.
     #[arg(long, default_value_t = 111, value_name = "PORT")]
     pub portmap_port: u16,

@@ -92,6 +92,25 @@ async fn run(args: Args) -> Result<(), String> {
         nfs3::Nfs3::new(vfs.clone()).with_change_guard(v4.clone()),
     ));
     disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
+    let lock_service = if args.no_nlm {
+        None
+    } else {
+        let cfg = nlm::NlmConfig {
+            grace: std::time::Duration::from_secs(args.lease_time as u64),
+            grants: nlm::GrantPolicy {
+                pmap_port: args.nlm_client_portmap_port,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let svc =
+            nlm::LockService::start(vfs.clone(), v4.lock_manager(), Some(&args.state_dir), cfg)
+                .map_err(|e| e.to_string())?;
+        disp.register(Arc::new(nlm::Nlm4::new(svc.clone())));
+        disp.register(Arc::new(nlm::Nsm::new(svc.clone())));
+        metrics.add_source(svc.clone());
+        Some(svc)
+    };
     metrics.add_source(v4.clone());
     metrics.add_source(Arc::new(metrics_http::ProcessMetrics));
     disp.register(v4);
@@ -128,6 +147,36 @@ async fn run(args: Args) -> Result<(), String> {
     ready.push(format!("nfs+mount=tcp://{nfs_addr}"));
     tasks.spawn(serve_tcp(nfs, disp.clone(), tcp_cfg.clone()));
 
+    // NLM and NSM over UDP too (a rebooted client's sm-notify sends over UDP only), on a
+    // dispatcher of their own: NFS itself is not served over UDP.
+    let mut lock_maps = Vec::new();
+    if let Some(svc) = &lock_service {
+        let mut ld = Dispatcher::new(args.drc_entries.min(4096), metrics.clone());
+        ld.register(Arc::new(nlm::Nlm4::new(svc.clone())));
+        ld.register(Arc::new(nlm::Nsm::new(svc.clone())));
+        let u = UdpSocket::bind(nfs_addr)
+            .await
+            .map_err(|e| format!("cannot listen on udp {nfs_addr} for NLM: {e}"))?;
+        ready.push(format!(
+            "nlm+nsm=tcp+udp://{nfs_addr}(state {})",
+            svc.state()
+        ));
+        tasks.spawn(serve_udp(u, Arc::new(ld)));
+        for (prog, vers) in [
+            (nlmwire::NLM_PROG, nlmwire::NLM_VERS4),
+            (nlmwire::SM_PROG, nlmwire::SM_VERS),
+        ] {
+            for prot in [IPPROTO_TCP, IPPROTO_UDP] {
+                lock_maps.push(Mapping {
+                    prog,
+                    vers,
+                    prot,
+                    port: nfs_addr.port() as u32,
+                });
+            }
+        }
+    }
+
     let mut mount_port = nfs_addr.port();
     if let Some(p) = args.mount_port {
         let l = bind(SocketAddr::new(args.listen.ip(), p), "MOUNT").await?;
@@ -137,7 +186,7 @@ async fn run(args: Args) -> Result<(), String> {
         tasks.spawn(serve_tcp(l, disp.clone(), tcp_cfg.clone()));
     }
 
-    let maps = vec![
+    let mut maps = vec![
         Mapping {
             prog: nfs3wire::NFS3_PROGRAM,
             vers: 3,
@@ -161,6 +210,14 @@ async fn run(args: Args) -> Result<(), String> {
     let mut registered = false;
     if !args.no_portmap {
         if portmap::rpcbind_running(rpcbind).await {
+            // The kernel's lockd and rpc.statd (of knfsd, or of this machine's own NFS mounts)
+            // may hold these programs: they are left to them, and say so.
+            for m in portmap::unclaimed(rpcbind, &lock_maps, nfs_addr.port()).await {
+                maps.push(m);
+            }
+            if lock_maps.iter().any(|m| !maps.contains(m)) {
+                tracing::warn!("another lock manager or status monitor is registered with rpcbind: rnfsd's NLM/NSM are not registered, so NFSv3 clients reach that one (use -o nolock, or stop it)");
+            }
             match portmap::register(rpcbind, &maps).await {
                 Ok(n) if n == maps.len() => {
                     registered = true;
@@ -172,6 +229,7 @@ async fn run(args: Args) -> Result<(), String> {
         } else {
             let pm_addr = SocketAddr::new(args.listen.ip(), args.portmap_port);
             let mut pm_maps = maps.clone();
+            pm_maps.extend(lock_maps.iter().copied());
             pm_maps.push(Mapping {
                 prog: portmap::PMAP_PROGRAM,
                 vers: 2,

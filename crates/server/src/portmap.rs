@@ -164,6 +164,19 @@ pub async fn unregister(addr: SocketAddr, maps: &[Mapping]) {
     }
 }
 
+/// The mappings of `maps` that no other service holds in the rpcbind at `addr` (a program
+/// version registered there at a port other than `ours` belongs to someone else).
+pub async fn unclaimed(addr: SocketAddr, maps: &[Mapping], ours: u16) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    for m in maps {
+        match pmap_call(addr, 3, m).await {
+            Ok(p) if p == 0 || p == ours as u32 => out.push(*m),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Whether something answers PMAP calls at `addr`.
 pub async fn rpcbind_running(addr: SocketAddr) -> bool {
     let probe = Mapping {

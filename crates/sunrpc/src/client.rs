@@ -98,7 +98,7 @@ pub async fn call(
     prog: u32,
     vers: u32,
     proc_: u32,
-    args: &dyn Encode,
+    args: &(dyn Encode + Sync),
     opts: &CallOpts,
 ) -> Result<Decoder, CallError> {
     let xid = crate::callback::next_xid();
@@ -121,20 +121,23 @@ pub async fn getport(
     proto: Proto,
     opts: &CallOpts,
 ) -> Result<u16, CallError> {
+    getport_at(SocketAddr::new(host, PMAP_PORT), prog, vers, proto, opts).await
+}
+
+/// As [`getport`], asking the port mapper at `pmap` (a host's, on a port other than 111).
+pub async fn getport_at(
+    pmap: SocketAddr,
+    prog: u32,
+    vers: u32,
+    proto: Proto,
+    opts: &CallOpts,
+) -> Result<u16, CallError> {
     let args = GetportArgs {
         prog,
         vers,
         prot: proto.ipproto(),
     };
-    let mut d = call(
-        SocketAddr::new(host, PMAP_PORT),
-        PMAP_PROGRAM,
-        PMAP_V2,
-        PMAPPROC_GETPORT,
-        &args,
-        opts,
-    )
-    .await?;
+    let mut d = call(pmap, PMAP_PROGRAM, PMAP_V2, PMAPPROC_GETPORT, &args, opts).await?;
     match d.u32().map_err(|_| CallError::Rejected)? {
         0 => Err(CallError::NotRegistered),
         p => u16::try_from(p).map_err(|_| CallError::Rejected),

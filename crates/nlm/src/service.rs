@@ -1,0 +1,498 @@
+//! The NLM version 4 procedures: arguments decoded by the generated types, each procedure a
+//! function of the call and its arguments to its typed result.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use locks::{FileKey, Lock, LockOutcome, Owner};
+use nlmwire::*;
+use parking_lot::Mutex;
+use sunrpc::client::{self, CallOpts, Proto};
+use sunrpc::{CallContext, Credential, ProcError, Program, TransportKind};
+use vfs::{Client, Creds, FileType, VfsError};
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+use crate::grant::Blocked;
+use crate::monitor::HostRecord;
+use crate::LockService;
+
+/// The NLM version 4 program.
+pub struct Nlm4 {
+    svc: Arc<LockService>,
+    /// DOS-style share reservations (SHARE / UNSHARE), checked among NLM's own as knfsd does.
+    shares: Mutex<HashMap<FileKey, Vec<Share>>>,
+}
+
+#[derive(Debug, Clone)]
+struct Share {
+    host: u64,
+    oh: Bytes,
+    /// Deny bits: 1 read, 2 write.
+    deny: u32,
+    /// Access bits: 1 read, 2 write.
+    access: u32,
+}
+
+impl Nlm4 {
+    /// The program over the lock service.
+    pub fn new(svc: Arc<LockService>) -> Self {
+        Nlm4 {
+            svc,
+            shares: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+fn decode<A: Decode>(mut d: Decoder) -> Result<A, ProcError> {
+    let a = A::decode(&mut d)?;
+    if d.remaining() != 0 {
+        return Err(ProcError::GarbageArgs);
+    }
+    Ok(a)
+}
+
+fn client_of(ctx: &CallContext) -> Client {
+    Client {
+        addr: ctx.peer.ip(),
+        port: ctx.peer.port(),
+        ident: match &ctx.cred {
+            Credential::None => None,
+            Credential::Sys(s) => Some(Creds {
+                uid: s.uid,
+                gid: s.gid,
+                groups: s.gids.clone(),
+            }),
+        },
+    }
+}
+
+fn proto_of(ctx: &CallContext) -> Proto {
+    match ctx.transport {
+        TransportKind::Udp => Proto::Udp,
+        TransportKind::Tcp | TransportKind::Rdma => Proto::Tcp,
+    }
+}
+
+/// `[start, end)` of an NLM range (`l_len` 0: to the end of the file); NLM4_FBIG past 2^64.
+fn range(l: &Nlm4Lock) -> Result<(u64, u64), Nlm4Stats> {
+    if l.l_len == 0 {
+        return Ok((l.l_offset, u64::MAX));
+    }
+    match l.l_offset.checked_add(l.l_len) {
+        Some(end) => Ok((l.l_offset, end)),
+        None => Err(Nlm4Stats::nlm4_fbig),
+    }
+}
+
+/// A conflicting lock as NLM4_TEST reports it. An NFSv4 holder has no process id: 0, and its
+/// owner name as the owner handle.
+fn holder(c: &Lock) -> Nlm4Holder {
+    let (svid, oh) = match &c.owner {
+        Owner::Nlm { svid, oh, .. } => (*svid, oh.clone()),
+        Owner::Nfs4 { owner, .. } => (0, owner.clone()),
+    };
+    Nlm4Holder {
+        exclusive: c.write,
+        svid,
+        oh,
+        l_offset: c.start,
+        l_len: if c.end == u64::MAX {
+            0
+        } else {
+            c.end - c.start
+        },
+    }
+}
+
+/// A stable copy of what the lock table and the blocked requests keep past the call (not a
+/// slice pinning the receive buffer).
+fn owned(l: &Nlm4Lock) -> Nlm4Lock {
+    Nlm4Lock {
+        caller_name: Bytes::copy_from_slice(&l.caller_name),
+        fh: Bytes::copy_from_slice(&l.fh),
+        oh: Bytes::copy_from_slice(&l.oh),
+        ..l.clone()
+    }
+}
+
+fn res(cookie: Netobj, stat: Nlm4Stats) -> Nlm4Res {
+    Nlm4Res {
+        cookie,
+        stat: Nlm4Stat { stat },
+    }
+}
+
+impl Nlm4 {
+    /// The file an NLM handle names, checked like every NFSv3 handle (export, client rules,
+    /// MAC) and, as knfsd opens it, for reading (a shared lock) or writing (an exclusive one;
+    /// the file's owner always may): NLM4_STALE_FH for a handle that names nothing, NLM4_FAILED
+    /// for any other refusal.
+    fn file(
+        &self,
+        ctx: &CallContext,
+        fh: &Bytes,
+        want: Option<bool>,
+    ) -> Result<FileKey, Nlm4Stats> {
+        let (caller, node) = self
+            .svc
+            .vfs
+            .authorize(fh, &client_of(ctx))
+            .map_err(|e| match e {
+                VfsError::Stale | VfsError::BadHandle => Nlm4Stats::nlm4_stale_fh,
+                _ => Nlm4Stats::nlm4_failed,
+            })?;
+        if node.attr.ftype != FileType::Regular {
+            return Err(Nlm4Stats::nlm4_failed);
+        }
+        let owner = caller.creds.uid == node.attr.uid;
+        let allowed = match want {
+            None => true,
+            Some(true) => {
+                caller.writable
+                    && (owner || self.svc.vfs.access(&caller, &node, vfs::access::MODIFY) != 0)
+            }
+            Some(false) => owner || self.svc.vfs.access(&caller, &node, vfs::access::READ) != 0,
+        };
+        if !allowed {
+            return Err(Nlm4Stats::nlm4_failed);
+        }
+        Ok(node.file_id())
+    }
+
+    /// The host number of the caller; with `monitor`, recorded on disk first if it is not yet.
+    fn host(&self, ctx: &CallContext, name: &Bytes, monitor: bool) -> Result<u64, Nlm4Stats> {
+        let addr = ctx.peer.ip();
+        let (id, unrecorded) = self
+            .svc
+            .hosts
+            .lock()
+            .get_or_insert(&Bytes::copy_from_slice(name), addr)
+            .ok_or(Nlm4Stats::nlm4_denied_nolocks)?;
+        if monitor && unrecorded {
+            let rec = HostRecord {
+                addr,
+                name: String::from_utf8_lossy(name).into_owned(),
+                server: None,
+            };
+            if !self.svc.record(&rec) {
+                return Err(Nlm4Stats::nlm4_denied_nolocks);
+            }
+            self.svc.hosts.lock().set_recorded(id);
+        }
+        Ok(id)
+    }
+
+    fn in_grace(&self) -> bool {
+        self.svc.locks.grace().running()
+    }
+
+    fn owner(host: u64, l: &Nlm4Lock) -> Owner {
+        Owner::Nlm {
+            host,
+            svid: l.svid,
+            oh: Bytes::copy_from_slice(&l.oh),
+        }
+    }
+
+    fn test(&self, ctx: &CallContext, a: Nlm4Testargs) -> Nlm4Testres {
+        let stat = (|| {
+            if self.in_grace() {
+                return Err(Nlm4Stats::nlm4_denied_grace_period);
+            }
+            // Either access will do for a test.
+            let file = match self.file(ctx, &a.alock.fh, Some(false)) {
+                Err(Nlm4Stats::nlm4_failed) => self.file(ctx, &a.alock.fh, Some(true)),
+                r => r,
+            }?;
+            let (start, end) = range(&a.alock)?;
+            let host = self.host(ctx, &a.alock.caller_name, false)?;
+            let want = Lock {
+                owner: Self::owner(host, &a.alock),
+                start,
+                end,
+                write: a.exclusive,
+            };
+            Ok(match self.svc.locks.test(file, &want) {
+                Some(c) => Nlm4Testrply::Denied(holder(&c)),
+                None => Nlm4Testrply::Other(Nlm4Stats::nlm4_granted),
+            })
+        })();
+        Nlm4Testres {
+            cookie: a.cookie,
+            stat: stat.unwrap_or_else(Nlm4Testrply::Other),
+        }
+    }
+
+    fn lock(&self, ctx: &CallContext, a: Nlm4Lockargs, monitor: bool) -> Nlm4Res {
+        let stat = (|| {
+            let grace = self.in_grace();
+            if grace != a.reclaim {
+                // New locks wait for the reclaims; a reclaim comes only during grace.
+                return Err(Nlm4Stats::nlm4_denied_grace_period);
+            }
+            let file = self.file(ctx, &a.alock.fh, Some(a.exclusive))?;
+            let (start, end) = range(&a.alock)?;
+            let host = self.host(ctx, &a.alock.caller_name, monitor)?;
+            let want = Lock {
+                owner: Self::owner(host, &a.alock),
+                start,
+                end,
+                write: a.exclusive,
+            };
+            let blocked = Blocked {
+                host,
+                peer: ctx.peer.ip(),
+                proto: proto_of(ctx),
+                lock: owned(&a.alock),
+                exclusive: a.exclusive,
+            };
+            let locks = &self.svc.locks;
+            let out = self.svc.grants.request(
+                || locks.lock(file, want, a.block),
+                |o| match o {
+                    LockOutcome::Blocked(id) => Some(*id),
+                    _ => None,
+                },
+                blocked,
+            );
+            Ok(match out {
+                LockOutcome::Granted => {
+                    self.svc.grants.taken(host, a.alock.svid, file, start, end);
+                    Nlm4Stats::nlm4_granted
+                }
+                LockOutcome::Denied(_) => Nlm4Stats::nlm4_denied,
+                LockOutcome::Blocked(_) => Nlm4Stats::nlm4_blocked,
+                LockOutcome::TooManyWaiters => Nlm4Stats::nlm4_denied_nolocks,
+            })
+        })();
+        res(a.cookie, stat.unwrap_or_else(|e| e))
+    }
+
+    fn cancel(&self, ctx: &CallContext, a: Nlm4Cancargs) -> Nlm4Res {
+        let stat = (|| {
+            if self.in_grace() {
+                return Err(Nlm4Stats::nlm4_denied_grace_period);
+            }
+            let file = self.file(ctx, &a.alock.fh, None)?;
+            let (start, end) = range(&a.alock)?;
+            let host = self.host(ctx, &a.alock.caller_name, false)?;
+            let owner = Self::owner(host, &a.alock);
+            let want = Lock {
+                owner: owner.clone(),
+                start,
+                end,
+                write: a.exclusive,
+            };
+            match self.svc.locks.cancel(file, &want) {
+                Some(id) => {
+                    self.svc.grants.cancel(id);
+                    Ok(Nlm4Stats::nlm4_granted)
+                }
+                // Granted before the cancel came: the client unlocks.
+                None if self.svc.locks.owner_has(file, &owner) => Ok(Nlm4Stats::nlm4_denied),
+                None => Ok(Nlm4Stats::nlm4_granted),
+            }
+        })();
+        res(a.cookie, stat.unwrap_or_else(|e| e))
+    }
+
+    fn unlock(&self, ctx: &CallContext, a: Nlm4Unlockargs) -> Nlm4Res {
+        let stat = (|| {
+            if self.in_grace() {
+                return Err(Nlm4Stats::nlm4_denied_grace_period);
+            }
+            let file = self.file(ctx, &a.alock.fh, None)?;
+            let (start, end) = range(&a.alock)?;
+            let host = self.host(ctx, &a.alock.caller_name, false)?;
+            self.svc
+                .locks
+                .unlock(file, &Self::owner(host, &a.alock), start, end);
+            Ok(Nlm4Stats::nlm4_granted)
+        })();
+        res(a.cookie, stat.unwrap_or_else(|e| e))
+    }
+
+    fn share(&self, ctx: &CallContext, a: Nlm4Shareargs, add: bool) -> Nlm4Shareres {
+        let stat = (|| {
+            if self.in_grace() && !(add && a.reclaim) {
+                return Err(Nlm4Stats::nlm4_denied_grace_period);
+            }
+            let access = a.share.access as u32;
+            let file = self.file(ctx, &a.share.fh, Some(access & 2 != 0))?;
+            let host = self.host(ctx, &a.share.caller_name, add)?;
+            let oh = Bytes::copy_from_slice(&a.share.oh);
+            let mut shares = self.shares.lock();
+            let list = shares.entry(file).or_default();
+            list.retain(|s| !(s.host == host && s.oh == oh));
+            if add {
+                let deny = a.share.mode as u32;
+                if list
+                    .iter()
+                    .any(|s| s.deny & access != 0 || s.access & deny != 0)
+                {
+                    return Err(Nlm4Stats::nlm4_denied);
+                }
+                list.push(Share {
+                    host,
+                    oh,
+                    deny,
+                    access,
+                });
+            }
+            if list.is_empty() {
+                shares.remove(&file);
+            }
+            Ok(Nlm4Stats::nlm4_granted)
+        })();
+        Nlm4Shareres {
+            cookie: a.cookie,
+            stat: stat.unwrap_or_else(|e| e),
+            sequence: 0,
+        }
+    }
+
+    /// FREE_ALL: the host (by name, or the caller's address) restarted: everything it held
+    /// goes.
+    fn free_all(&self, ctx: &CallContext, a: Nlm4Notify) {
+        let n = self.svc.drop_hosts(Some(ctx.peer.ip()), Some(&a.name));
+        let mut shares = self.shares.lock();
+        let ids = self
+            .svc
+            .hosts
+            .lock()
+            .matching(Some(ctx.peer.ip()), Some(&a.name));
+        shares
+            .values_mut()
+            .for_each(|l| l.retain(|s| !ids.contains(&s.host)));
+        shares.retain(|_, l| !l.is_empty());
+        tracing::info!(host = %ctx.peer.ip(), dropped = n, "NLM FREE_ALL");
+    }
+
+    /// Answers an asynchronous (`_MSG`) call: its result goes to the caller's lock manager as
+    /// the matching `_RES` call.
+    fn reply_async(
+        &self,
+        ctx: &CallContext,
+        proc_: u32,
+        result: impl Encode + Send + Sync + 'static,
+    ) {
+        let peer = ctx.peer.ip();
+        let proto = proto_of(ctx);
+        let p = self.svc.cfg.grants.clone();
+        tokio_spawn(async move {
+            let opts = CallOpts::new(proto, p.call_timeout, 1);
+            let pmap = std::net::SocketAddr::new(peer, p.pmap_port);
+            let r = async {
+                let port = client::getport_at(pmap, NLM_PROG, NLM_VERS4, proto, &opts).await?;
+                let addr = std::net::SocketAddr::new(peer, port);
+                client::call(addr, NLM_PROG, NLM_VERS4, proc_, &result, &opts).await
+            }
+            .await;
+            if let Err(e) = r {
+                tracing::debug!(host = %peer, proc_, error = %e, "NLM _RES call not answered");
+            }
+        });
+    }
+}
+
+/// Spawns on the runtime the service started in (calls run on its blocking pool).
+fn tokio_spawn(f: impl std::future::Future<Output = ()> + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => {
+            h.spawn(f);
+        }
+        Err(_) => tracing::warn!("no runtime for an NLM callback"),
+    }
+}
+
+impl Program for Nlm4 {
+    fn program(&self) -> u32 {
+        NLM_PROG
+    }
+
+    fn versions(&self) -> (u32, u32) {
+        (NLM_VERS4, NLM_VERS4)
+    }
+
+    fn proc_name(&self, _vers: u32, p: u32) -> Option<&'static str> {
+        Some(match p {
+            0 => "NLM4_NULL",
+            NLM4_TEST => "NLM4_TEST",
+            NLM4_LOCK => "NLM4_LOCK",
+            NLM4_CANCEL => "NLM4_CANCEL",
+            NLM4_UNLOCK => "NLM4_UNLOCK",
+            NLM4_GRANTED => "NLM4_GRANTED",
+            NLM4_TEST_MSG => "NLM4_TEST_MSG",
+            NLM4_LOCK_MSG => "NLM4_LOCK_MSG",
+            NLM4_CANCEL_MSG => "NLM4_CANCEL_MSG",
+            NLM4_UNLOCK_MSG => "NLM4_UNLOCK_MSG",
+            NLM4_GRANTED_MSG => "NLM4_GRANTED_MSG",
+            NLM4_TEST_RES => "NLM4_TEST_RES",
+            NLM4_LOCK_RES => "NLM4_LOCK_RES",
+            NLM4_CANCEL_RES => "NLM4_CANCEL_RES",
+            NLM4_UNLOCK_RES => "NLM4_UNLOCK_RES",
+            NLM4_GRANTED_RES => "NLM4_GRANTED_RES",
+            NLM4_SHARE => "NLM4_SHARE",
+            NLM4_UNSHARE => "NLM4_UNSHARE",
+            NLM4_NM_LOCK => "NLM4_NM_LOCK",
+            NLM4_FREE_ALL => "NLM4_FREE_ALL",
+            _ => return None,
+        })
+    }
+
+    fn is_idempotent(&self, _vers: u32, p: u32) -> bool {
+        matches!(
+            p,
+            0 | NLM4_TEST | NLM4_TEST_MSG | NLM4_GRANTED | NLM4_GRANTED_MSG
+        ) || (NLM4_TEST_RES..=NLM4_GRANTED_RES).contains(&p)
+    }
+
+    fn call(&self, ctx: &CallContext, args: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
+        match ctx.proc_ {
+            0 => {}
+            NLM4_TEST => self.test(ctx, decode(args)?).encode(r),
+            NLM4_LOCK => self.lock(ctx, decode(args)?, true).encode(r),
+            NLM4_CANCEL => self.cancel(ctx, decode(args)?).encode(r),
+            NLM4_UNLOCK => self.unlock(ctx, decode(args)?).encode(r),
+            // This server calls hosts back; it holds no blocked request of its own to grant.
+            NLM4_GRANTED => {
+                let a: Nlm4Testargs = decode(args)?;
+                res(a.cookie, Nlm4Stats::nlm4_denied).encode(r)
+            }
+            NLM4_TEST_MSG => {
+                let out = self.test(ctx, decode(args)?);
+                self.reply_async(ctx, NLM4_TEST_RES, out);
+            }
+            NLM4_LOCK_MSG => {
+                let out = self.lock(ctx, decode(args)?, true);
+                self.reply_async(ctx, NLM4_LOCK_RES, out);
+            }
+            NLM4_CANCEL_MSG => {
+                let out = self.cancel(ctx, decode(args)?);
+                self.reply_async(ctx, NLM4_CANCEL_RES, out);
+            }
+            NLM4_UNLOCK_MSG => {
+                let out = self.unlock(ctx, decode(args)?);
+                self.reply_async(ctx, NLM4_UNLOCK_RES, out);
+            }
+            NLM4_GRANTED_MSG => {
+                let a: Nlm4Testargs = decode(args)?;
+                self.reply_async(ctx, NLM4_GRANTED_RES, res(a.cookie, Nlm4Stats::nlm4_denied));
+            }
+            // Results of calls this server does not make asynchronously: nothing to do.
+            NLM4_TEST_RES => {
+                let _: Nlm4Testres = decode(args)?;
+            }
+            NLM4_LOCK_RES | NLM4_CANCEL_RES | NLM4_UNLOCK_RES | NLM4_GRANTED_RES => {
+                let _: Nlm4Res = decode(args)?;
+            }
+            NLM4_SHARE => self.share(ctx, decode(args)?, true).encode(r),
+            NLM4_UNSHARE => self.share(ctx, decode(args)?, false).encode(r),
+            NLM4_NM_LOCK => self.lock(ctx, decode(args)?, false).encode(r),
+            NLM4_FREE_ALL => self.free_all(ctx, decode(args)?),
+            _ => return Err(ProcError::ProcUnavail),
+        }
+        Ok(())
+    }
+}

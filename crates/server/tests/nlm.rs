@@ -1,0 +1,338 @@
+//! NFSv3 locking (NLM v4) against a running rnfsd: NLM hosts' locks conflict with each other
+//! and with NFSv4 locks in both directions; a blocked request is granted by a call back to
+//! the waiting host's lock manager, found through its port mapper; ranges, handles and
+//! versions the protocol refuses.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::nfs4_raw::*;
+use common::*;
+use nfs4wire::*;
+use nlmwire::*;
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+fn nlm_lock(host: &str, svid: u32, fh: &Bytes, offset: u64, len: u64) -> Nlm4Lock {
+    Nlm4Lock {
+        caller_name: Bytes::from(host.to_string()),
+        fh: fh.clone(),
+        oh: Bytes::from(format!("{svid}@{host}")),
+        svid,
+        l_offset: offset,
+        l_len: len,
+    }
+}
+
+fn lockargs(l: Nlm4Lock, block: bool) -> Nlm4Lockargs {
+    Nlm4Lockargs {
+        cookie: Bytes::from_static(b"ck"),
+        block,
+        exclusive: true,
+        alock: l,
+        reclaim: false,
+        state: 1,
+    }
+}
+
+fn nlm<A: Encode, R: Decode>(c: &mut RpcClient, p: u32, a: &A) -> R {
+    match c.call(NLM_PROG, NLM_VERS4, p, a) {
+        RpcReply::Success(body) => decode_all(body),
+        other => panic!("NLM {p}: {other:?}"),
+    }
+}
+
+fn lock(c: &mut RpcClient, l: Nlm4Lock, block: bool) -> Nlm4Stats {
+    let r: Nlm4Res = nlm(c, NLM4_LOCK, &lockargs(l, block));
+    assert_eq!(r.cookie, Bytes::from_static(b"ck"), "the cookie comes back");
+    r.stat.stat
+}
+
+fn test(c: &mut RpcClient, l: Nlm4Lock) -> Nlm4Testrply {
+    let a = Nlm4Testargs {
+        cookie: Bytes::from_static(b"t"),
+        exclusive: true,
+        alock: l,
+    };
+    let r: Nlm4Testres = nlm(c, NLM4_TEST, &a);
+    r.stat
+}
+
+fn unlock(c: &mut RpcClient, l: Nlm4Lock) -> Nlm4Stats {
+    let a = Nlm4Unlockargs {
+        cookie: Bytes::from_static(b"u"),
+        alock: l,
+    };
+    let r: Nlm4Res = nlm(c, NLM4_UNLOCK, &a);
+    r.stat.stat
+}
+
+/// A file of the test user in the export, and its NFSv3 handle.
+fn user_file(fx: &Fixture, name: &str) -> Bytes {
+    let p = fx.export.join(name);
+    std::fs::write(&p, [0u8; 200]).unwrap();
+    std::os::unix::fs::chown(&p, Some(TEST_UID), Some(TEST_UID)).unwrap();
+    let (mut c, root) = fx.connect();
+    c.lookup_ok(&root, name).data
+}
+
+#[test]
+fn nlm_and_nfsv4_locks_conflict_both_ways() {
+    let fx = Fixture::new();
+    let fh = user_file(&fx, "shared");
+    let mut a = fx.server.client();
+    let mut b = fx.server.client();
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 7, &fh, 0, 100), false),
+        Nlm4Stats::nlm4_granted
+    );
+    // Another host: TEST names the holder, LOCK is denied.
+    match test(&mut b, nlm_lock("host-b", 7, &fh, 50, 10)) {
+        Nlm4Testrply::Denied(h) => {
+            assert_eq!(
+                (h.exclusive, h.svid, h.l_offset, h.l_len),
+                (true, 7, 0, 100)
+            );
+            assert_eq!(h.oh, Bytes::from_static(b"7@host-a"));
+        }
+        other => panic!("TEST over host-a's lock: {other:?}"),
+    }
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 7, &fh, 99, 0), false),
+        Nlm4Stats::nlm4_denied
+    );
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 7, &fh, 100, 0), false),
+        Nlm4Stats::nlm4_granted
+    );
+
+    // An NFSv4 client is denied over the NLM lock, and told who holds it.
+    let mut v4 = V4::session(fx.server.port, 1, "v4-locker");
+    let dir = v4.path_fh(&fx.export);
+    let (fh4, open) = v4.open_ok(
+        &dir,
+        "shared",
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    let locker = new_lock_owner(0, &open, 0, v4.clientid, b"v4-owner");
+    let r = v4.call(
+        Ops::new()
+            .putfh(&fh4)
+            .lock(NfsLockType4::ReadLt, 10, 1, &locker),
+    );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DENIED, "{}", r.summary());
+    assert_eq!(
+        r.last().denied().owner.owner,
+        Bytes::from_static(b"7@host-a")
+    );
+
+    // host-a unlocks part of its range: NFSv4 locks there, and NLM now sees the NFSv4 holder.
+    assert_eq!(
+        unlock(&mut a, nlm_lock("host-a", 7, &fh, 0, 50)),
+        Nlm4Stats::nlm4_granted
+    );
+    v4.call(
+        Ops::new()
+            .putfh(&fh4)
+            .lock(NfsLockType4::WriteLt, 10, 1, &locker),
+    )
+    .ok("NFSv4 LOCK after the NLM unlock");
+    match test(&mut b, nlm_lock("host-b", 7, &fh, 0, 20)) {
+        Nlm4Testrply::Denied(h) => {
+            assert_eq!((h.svid, h.l_offset, h.l_len), (0, 10, 1));
+            assert_eq!(h.oh, Bytes::from_static(b"v4-owner"));
+        }
+        other => panic!("TEST over the NFSv4 lock: {other:?}"),
+    }
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 7, &fh, 10, 1), false),
+        Nlm4Stats::nlm4_denied
+    );
+}
+
+#[test]
+fn nlm_refuses_what_it_cannot_lock() {
+    let fx = Fixture::new();
+    let fh = user_file(&fx, "f");
+    let mut c = fx.server.client();
+    // A range past 2^64.
+    assert_eq!(
+        lock(&mut c, nlm_lock("h", 1, &fh, u64::MAX - 5, 10), false),
+        Nlm4Stats::nlm4_fbig
+    );
+    // Up to the last byte is a range like any other.
+    assert_eq!(
+        lock(&mut c, nlm_lock("h", 1, &fh, u64::MAX - 10, 10), false),
+        Nlm4Stats::nlm4_granted
+    );
+    // A handle that names nothing.
+    let mut bad = fh.to_vec();
+    let n = bad.len();
+    bad[n - 1] ^= 0xff;
+    assert_eq!(
+        lock(&mut c, nlm_lock("h", 1, &Bytes::from(bad), 0, 1), false),
+        Nlm4Stats::nlm4_stale_fh
+    );
+    // An exclusive lock needs write access (the file is the test user's, mode 0644).
+    let mut other = fx.server.client().with_user(TEST_UID + 1, TEST_UID + 1);
+    assert_eq!(
+        lock(&mut other, nlm_lock("h2", 1, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_failed
+    );
+    // NLM versions 1-3 are not served: version 4 is named.
+    match c.call(NLM_PROG, 3, 0, &()) {
+        RpcReply::ProgMismatch { low, high } => assert_eq!((low, high), (4, 4)),
+        other => panic!("NLM version 3: {other:?}"),
+    }
+}
+
+/// One RPC record from a stream (the test's port mapper and lock manager).
+fn read_call(s: &mut std::net::TcpStream) -> (sunrpc::msg::CallHeader, Decoder) {
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h).unwrap();
+    let mut body = vec![0u8; (u32::from_be_bytes(h) & 0x7fff_ffff) as usize];
+    s.read_exact(&mut body).unwrap();
+    sunrpc::msg::decode_call(Bytes::from(body)).unwrap()
+}
+
+fn reply(s: &mut std::net::TcpStream, xid: u32, result: &dyn Encode) {
+    let mut e = Encoder::new();
+    sunrpc::msg::encode_accepted(&mut e, xid, sunrpc::msg::AcceptStat::Success);
+    result.encode(&mut e);
+    let b = e.finish().to_bytes();
+    let mut v = (0x8000_0000u32 | b.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(&b);
+    s.write_all(&v).unwrap();
+}
+
+/// A waiting host's port mapper (answering GETPORT with its lock manager's port) and lock
+/// manager (answering NLM4_GRANTED with `answer`, sending what it got to the test).
+fn waiting_host(answer: Nlm4Stats) -> (u16, mpsc::Receiver<Nlm4Testargs>) {
+    let pmap = TcpListener::bind("127.0.0.1:0").unwrap();
+    let lockd = TcpListener::bind("127.0.0.1:0").unwrap();
+    let lockd_port = lockd.local_addr().unwrap().port();
+    let pmap_port = pmap.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in pmap.incoming() {
+            let mut s = s.unwrap();
+            let (h, mut d) = read_call(&mut s);
+            assert_eq!((h.prog, h.proc_), (100_000, 3), "GETPORT");
+            let want: Vec<u32> = (0..3).map(|_| d.u32().unwrap()).collect();
+            assert_eq!(want, [NLM_PROG, NLM_VERS4, 6], "NLM v4 over TCP");
+            reply(&mut s, h.xid, &(lockd_port as u32));
+        }
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for s in lockd.incoming() {
+            let mut s = s.unwrap();
+            let (h, mut d) = read_call(&mut s);
+            assert_eq!(
+                (h.prog, h.vers, h.proc_),
+                (NLM_PROG, NLM_VERS4, NLM4_GRANTED)
+            );
+            let a = Nlm4Testargs::decode(&mut d).unwrap();
+            reply(
+                &mut s,
+                h.xid,
+                &Nlm4Res {
+                    cookie: a.cookie.clone(),
+                    stat: Nlm4Stat { stat: answer },
+                },
+            );
+            let _ = tx.send(a);
+        }
+    });
+    (pmap_port, rx)
+}
+
+#[test]
+fn a_blocked_lock_is_granted_by_calling_the_host_back() {
+    let (pmap_port, granted) = waiting_host(Nlm4Stats::nlm4_granted);
+    let port = pmap_port.to_string();
+    let fx = Fixture::with_args(&["--nlm-client-portmap-port", &port]);
+    let fh = user_file(&fx, "queue");
+    let mut a = fx.server.client();
+    let mut b = fx.server.client();
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 1, &fh, 0, 0), false),
+        Nlm4Stats::nlm4_granted
+    );
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 9, &fh, 10, 20), true),
+        Nlm4Stats::nlm4_blocked
+    );
+    assert!(
+        granted.recv_timeout(Duration::from_millis(300)).is_err(),
+        "no grant while held"
+    );
+    assert_eq!(
+        unlock(&mut a, nlm_lock("host-a", 1, &fh, 0, 0)),
+        Nlm4Stats::nlm4_granted
+    );
+    let g = granted
+        .recv_timeout(Duration::from_secs(10))
+        .expect("NLM4_GRANTED to host-b");
+    assert!(g.exclusive);
+    assert_eq!((g.alock.svid, g.alock.l_offset, g.alock.l_len), (9, 10, 20));
+    assert_eq!(
+        (g.alock.fh.clone(), g.alock.oh.clone()),
+        (fh.clone(), Bytes::from_static(b"9@host-b"))
+    );
+    // host-b holds it now.
+    match test(&mut a, nlm_lock("host-a", 1, &fh, 15, 1)) {
+        Nlm4Testrply::Denied(h) => assert_eq!(h.svid, 9),
+        other => panic!("after the grant: {other:?}"),
+    }
+    // A retried LOCK of the granted request is granted.
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 9, &fh, 10, 20), true),
+        Nlm4Stats::nlm4_granted
+    );
+}
+
+#[test]
+fn a_grant_the_host_refuses_is_released() {
+    let (pmap_port, granted) = waiting_host(Nlm4Stats::nlm4_denied);
+    let port = pmap_port.to_string();
+    let fx = Fixture::with_args(&["--nlm-client-portmap-port", &port]);
+    let fh = user_file(&fx, "refused");
+    let mut a = fx.server.client();
+    let mut b = fx.server.client();
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 1, &fh, 0, 0), false),
+        Nlm4Stats::nlm4_granted
+    );
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 2, &fh, 0, 0), true),
+        Nlm4Stats::nlm4_blocked
+    );
+    assert_eq!(
+        unlock(&mut a, nlm_lock("host-a", 1, &fh, 0, 0)),
+        Nlm4Stats::nlm4_granted
+    );
+    granted
+        .recv_timeout(Duration::from_secs(10))
+        .expect("NLM4_GRANTED to host-b");
+    // Refused: the lock goes, and host-a locks again.
+    let mut got = Nlm4Stats::nlm4_denied;
+    for _ in 0..50 {
+        got = lock(&mut a, nlm_lock("host-a", 1, &fh, 0, 0), false);
+        if got == Nlm4Stats::nlm4_granted {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        got,
+        Nlm4Stats::nlm4_granted,
+        "the refused grant was released"
+    );
+}
