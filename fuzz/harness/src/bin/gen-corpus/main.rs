@@ -7,6 +7,7 @@
 
 mod nfs3;
 mod nfs4;
+mod nlm;
 mod transport;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use sunrpc::Credential;
 
 use nfs3::nfs3_seeds;
 use nfs4::nfs4_seeds;
+use nlm::nlm_seeds;
 use transport::*;
 
 fn write(dir: &Path, target: &str, name: &str, data: &[u8]) {
@@ -100,6 +102,9 @@ fn main() {
     }
     for (name, d) in exports_seeds() {
         write(&dir, "exports_parser", name, d.as_bytes());
+    }
+    for (name, d) in nlm_seeds() {
+        write(&dir, "nlmwire_decode", name, &d);
     }
     eprintln!("seeds written to {}", dir.display());
 }
