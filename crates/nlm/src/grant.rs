@@ -50,6 +50,8 @@ pub(crate) struct Blocked {
     pub peer: IpAddr,
     /// The transport it came over (the callback uses the same).
     pub proto: Proto,
+    /// The server address it came to (the callback comes from it).
+    pub local: Option<IpAddr>,
     /// The lock as the host asked for it (file handle, owner, range).
     pub lock: Nlm4Lock,
     /// Exclusive lock.
@@ -196,7 +198,7 @@ async fn call_granted(
     id: WaiterId,
 ) -> Result<Nlm4Stats, client::CallError> {
     let p = &svc.grants.policy;
-    let opts = CallOpts::new(b.proto, p.call_timeout, 2);
+    let opts = CallOpts::new(b.proto, p.call_timeout, 2).from_server(b.local);
     let port = client::getport_at(
         SocketAddr::new(b.peer, p.pmap_port),
         NLM_PROG,

@@ -79,7 +79,7 @@ impl Nsm {
             let pmap = SocketAddr::new(IpAddr::from([127, 0, 0, 1]), self.svc.cfg.grants.pmap_port);
             let timeout = self.svc.cfg.grants.call_timeout;
             spawn(async move {
-                let opts = CallOpts::new(Proto::Udp, timeout, 3);
+                let opts = CallOpts::new(Proto::Udp, timeout, 3).from_server(None);
                 let (prog, vers, proc_) = (id.my_prog as u32, id.my_vers as u32, id.my_proc as u32);
                 let r = async {
                     let port = client::getport_at(pmap, prog, vers, Proto::Udp, &opts).await?;
@@ -205,7 +205,7 @@ pub(crate) fn notify_restart(svc: &Arc<LockService>, h: HostRecord) {
         let until = Instant::now() + Duration::from_secs(15 * 60);
         let mut delay = Duration::from_secs(2);
         loop {
-            let opts = CallOpts::new(Proto::Udp, timeout, 1);
+            let opts = CallOpts::new(Proto::Udp, timeout, 1).from_server(h.server);
             let r = async {
                 let port = client::getport_at(pmap, SM_PROG, SM_VERS, Proto::Udp, &opts).await?;
                 client::call(

@@ -14,7 +14,7 @@ use vfs::{Client, Creds, FileType, VfsError};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 use crate::grant::Blocked;
-use crate::monitor::HostRecord;
+use crate::monitor::{server_ip, HostRecord};
 use crate::LockService;
 
 /// The NLM version 4 program.
@@ -173,7 +173,7 @@ impl Nlm4 {
             let rec = HostRecord {
                 addr,
                 name: String::from_utf8_lossy(name).into_owned(),
-                server: None,
+                server: server_ip(ctx.local),
             };
             if !self.svc.record(&rec) {
                 return Err(Nlm4Stats::nlm4_denied_nolocks);
@@ -244,6 +244,7 @@ impl Nlm4 {
                 host,
                 peer: ctx.peer.ip(),
                 proto: proto_of(ctx),
+                local: server_ip(ctx.local),
                 lock: owned(&a.alock),
                 exclusive: a.exclusive,
             };
@@ -379,9 +380,10 @@ impl Nlm4 {
     ) {
         let peer = ctx.peer.ip();
         let proto = proto_of(ctx);
+        let from = server_ip(ctx.local);
         let p = self.svc.cfg.grants.clone();
         tokio_spawn(async move {
-            let opts = CallOpts::new(proto, p.call_timeout, 1);
+            let opts = CallOpts::new(proto, p.call_timeout, 1).from_server(from);
             let pmap = std::net::SocketAddr::new(peer, p.pmap_port);
             let r = async {
                 let port = client::getport_at(pmap, NLM_PROG, NLM_VERS4, proto, &opts).await?;

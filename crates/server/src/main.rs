@@ -92,7 +92,8 @@ async fn run(args: Args) -> Result<(), String> {
         nfs3::Nfs3::new(vfs.clone()).with_change_guard(v4.clone()),
     ));
     disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
-    let lock_service = if args.no_nlm {
+    // NFSv3 locks: one NLM and one NSM program, served on TCP beside NFS and on UDP below.
+    let lock_programs = if args.no_nlm {
         None
     } else {
         let cfg = nlm::NlmConfig {
@@ -106,10 +107,12 @@ async fn run(args: Args) -> Result<(), String> {
         let svc =
             nlm::LockService::start(vfs.clone(), v4.lock_manager(), Some(&args.state_dir), cfg)
                 .map_err(|e| e.to_string())?;
-        disp.register(Arc::new(nlm::Nlm4::new(svc.clone())));
-        disp.register(Arc::new(nlm::Nsm::new(svc.clone())));
+        let nlm4 = Arc::new(nlm::Nlm4::new(svc.clone()));
+        let nsm = Arc::new(nlm::Nsm::new(svc.clone()));
+        disp.register(nlm4.clone());
+        disp.register(nsm.clone());
         metrics.add_source(svc.clone());
-        Some(svc)
+        Some((svc, nlm4, nsm))
     };
     metrics.add_source(v4.clone());
     metrics.add_source(Arc::new(metrics_http::ProcessMetrics));
@@ -150,27 +153,35 @@ async fn run(args: Args) -> Result<(), String> {
     // NLM and NSM over UDP too (a rebooted client's sm-notify sends over UDP only), on a
     // dispatcher of their own: NFS itself is not served over UDP.
     let mut lock_maps = Vec::new();
-    if let Some(svc) = &lock_service {
+    if let Some((svc, nlm4, nsm)) = &lock_programs {
         let mut ld = Dispatcher::new(args.drc_entries.min(4096), metrics.clone());
-        ld.register(Arc::new(nlm::Nlm4::new(svc.clone())));
-        ld.register(Arc::new(nlm::Nsm::new(svc.clone())));
-        let u = UdpSocket::bind(nfs_addr)
-            .await
-            .map_err(|e| format!("cannot listen on udp {nfs_addr} for NLM: {e}"))?;
+        ld.register(nlm4.clone());
+        ld.register(nsm.clone());
+        let mut prots = vec![IPPROTO_TCP];
+        match UdpSocket::bind(nfs_addr).await {
+            Ok(u) => {
+                prots.push(IPPROTO_UDP);
+                tasks.spawn(serve_udp(u, Arc::new(ld)));
+            }
+            Err(e) => tracing::warn!(
+                addr = %nfs_addr, error = %e,
+                "NLM and NSM not served over UDP: a restarted client's notification cannot arrive"
+            ),
+        }
         ready.push(format!(
-            "nlm+nsm=tcp+udp://{nfs_addr}(state {})",
+            "nlm+nsm={}://{nfs_addr}(state {})",
+            if prots.len() == 2 { "tcp+udp" } else { "tcp" },
             svc.state()
         ));
-        tasks.spawn(serve_udp(u, Arc::new(ld)));
         for (prog, vers) in [
             (nlmwire::NLM_PROG, nlmwire::NLM_VERS4),
             (nlmwire::SM_PROG, nlmwire::SM_VERS),
         ] {
-            for prot in [IPPROTO_TCP, IPPROTO_UDP] {
+            for prot in &prots {
                 lock_maps.push(Mapping {
                     prog,
                     vers,
-                    prot,
+                    prot: *prot,
                     port: nfs_addr.port() as u32,
                 });
             }

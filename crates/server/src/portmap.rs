@@ -200,6 +200,7 @@ mod tests {
             proc_,
             cred: Credential::None,
             peer: peer.parse().unwrap(),
+            local: None,
             transport: TransportKind::Udp,
             back: None,
             bulk: None,

@@ -336,3 +336,132 @@ fn a_grant_the_host_refuses_is_released() {
         "the refused grant was released"
     );
 }
+
+/// A client host's port mapper and status monitor over UDP (as sm-notify reaches them): the
+/// port mapper answers GETPORT of NSM v1 over UDP with the monitor's port; the monitor sends
+/// every SM_NOTIFY it gets, with its source address, to the test.
+fn notified_host() -> (u16, mpsc::Receiver<(StatChge, std::net::SocketAddr)>) {
+    let pmap = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let statd = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let statd_port = statd.local_addr().unwrap().port();
+    let pmap_port = pmap.local_addr().unwrap().port();
+    let answer = |s: &std::net::UdpSocket, xid: u32, to, result: &dyn Encode| {
+        let mut e = Encoder::new();
+        sunrpc::msg::encode_accepted(&mut e, xid, sunrpc::msg::AcceptStat::Success);
+        result.encode(&mut e);
+        s.send_to(&e.finish().to_bytes(), to).unwrap();
+    };
+    std::thread::spawn(move || loop {
+        let mut buf = [0u8; 2048];
+        let (n, from) = pmap.recv_from(&mut buf).unwrap();
+        let (h, mut d) = sunrpc::msg::decode_call(Bytes::copy_from_slice(&buf[..n])).unwrap();
+        let want: Vec<u32> = (0..3).map(|_| d.u32().unwrap()).collect();
+        assert_eq!(want, [SM_PROG, SM_VERS, 17], "GETPORT of NSM v1 over UDP");
+        answer(&pmap, h.xid, from, &(statd_port as u32));
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || loop {
+        let mut buf = [0u8; 2048];
+        let (n, from) = statd.recv_from(&mut buf).unwrap();
+        let (h, mut d) = sunrpc::msg::decode_call(Bytes::copy_from_slice(&buf[..n])).unwrap();
+        assert_eq!((h.prog, h.vers, h.proc_), (SM_PROG, SM_VERS, SM_NOTIFY));
+        let a = StatChge::decode(&mut d).unwrap();
+        answer(&statd, h.xid, from, &());
+        let _ = tx.send((a, from));
+    });
+    (pmap_port, rx)
+}
+
+#[test]
+fn a_restart_notifies_lock_holders_who_reclaim_during_grace() {
+    let (pmap_port, notified) = notified_host();
+    let port = pmap_port.to_string();
+    let mut fx = Fixture::with_args(&["--nlm-client-portmap-port", &port, "--lease-time", "5"]);
+    let fh = user_file(&fx, "kept");
+    let mut a = fx.server.client();
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 3, &fh, 0, 10), false),
+        Nlm4Stats::nlm4_granted
+    );
+    assert!(
+        notified.recv_timeout(Duration::from_millis(200)).is_err(),
+        "nobody told yet"
+    );
+    drop(a);
+    fx.server.crash_and_restart();
+    let (chge, from) = notified
+        .recv_timeout(Duration::from_secs(10))
+        .expect("SM_NOTIFY to the host that held a lock");
+    // The state number moved on and is odd; the name is the address the host called.
+    assert_eq!(chge.state % 2, 1);
+    assert!(chge.state >= 3, "state {}", chge.state);
+    assert_eq!(chge.mon_name, Bytes::from_static(b"127.0.0.1"));
+    assert_eq!(from.ip(), "127.0.0.1".parse::<std::net::IpAddr>().unwrap());
+    // Grace: a new lock waits, the reclaim is taken.
+    let mut b = fx.server.client();
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 1, &fh, 20, 1), false),
+        Nlm4Stats::nlm4_denied_grace_period
+    );
+    let mut a = fx.server.client();
+    let mut reclaim = lockargs(nlm_lock("host-a", 3, &fh, 0, 10), false);
+    reclaim.reclaim = true;
+    let r: Nlm4Res = nlm(&mut a, NLM4_LOCK, &reclaim);
+    assert_eq!(r.stat.stat, Nlm4Stats::nlm4_granted);
+    // After the grace period (one lease) new locks go through, and the reclaimed one holds.
+    let mut got = Nlm4Stats::nlm4_denied_grace_period;
+    for _ in 0..80 {
+        got = lock(&mut b, nlm_lock("host-b", 1, &fh, 5, 1), false);
+        if got != Nlm4Stats::nlm4_denied_grace_period {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        got,
+        Nlm4Stats::nlm4_denied,
+        "host-a's reclaimed lock holds after grace"
+    );
+}
+
+#[test]
+fn a_host_that_restarted_loses_its_locks() {
+    let fx = Fixture::new();
+    let fh = user_file(&fx, "rebooted");
+    let mut a = fx.server.client();
+    let mut b = fx.server.client();
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 3, &fh, 0, 0), false),
+        Nlm4Stats::nlm4_granted
+    );
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 1, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_denied
+    );
+    // host-a's status monitor says it restarted (sm-notify, by its name).
+    let chge = StatChge {
+        mon_name: Bytes::from_static(b"host-a"),
+        state: 7,
+    };
+    match a.call(SM_PROG, SM_VERS, SM_NOTIFY, &chge) {
+        RpcReply::Success(body) => assert!(body.is_empty()),
+        other => panic!("SM_NOTIFY: {other:?}"),
+    }
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 1, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_granted
+    );
+    // SM_STAT answers this server's state number (odd: up).
+    let r: SmStatRes = match b.call(
+        SM_PROG,
+        SM_VERS,
+        SM_STAT,
+        &SmName {
+            mon_name: Bytes::from_static(b"x"),
+        },
+    ) {
+        RpcReply::Success(body) => decode_all(body),
+        other => panic!("SM_STAT: {other:?}"),
+    };
+    assert_eq!(r.state % 2, 1);
+}

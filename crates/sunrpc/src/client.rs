@@ -77,6 +77,13 @@ pub struct CallOpts {
     pub tries: u32,
     /// Credential sent.
     pub cred: Credential,
+    /// The local address calls come from (the address a client called this server at,
+    /// which it checks calls back against); None: as routing chooses.
+    pub from: Option<IpAddr>,
+    /// Call from a reserved port (below 1024), as kernel and rpc.statd peers expect of
+    /// calls from a server's lock manager and status monitor; an unprivileged process falls
+    /// back to any port.
+    pub reserved_port: bool,
 }
 
 impl CallOpts {
@@ -87,7 +94,16 @@ impl CallOpts {
             timeout,
             tries: tries.max(1),
             cred: Credential::None,
+            from: None,
+            reserved_port: false,
         }
+    }
+
+    /// The same, from `from` (when known) and a reserved port.
+    pub fn from_server(mut self, from: Option<IpAddr>) -> Self {
+        self.from = from;
+        self.reserved_port = true;
+        self
     }
 }
 
@@ -160,11 +176,39 @@ impl Encode for GetportArgs {
     }
 }
 
-fn unspecified(addr: SocketAddr) -> SocketAddr {
-    match addr {
-        SocketAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
-        SocketAddr::V6(_) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+/// The local addresses to try for a call to `addr`: from `opts.from` (or any address of the
+/// family), a reserved port first when asked, then any port.
+fn sources(addr: SocketAddr, opts: &CallOpts) -> impl Iterator<Item = SocketAddr> {
+    let ip = match (opts.from, addr) {
+        (Some(ip), _) if ip.is_ipv4() == addr.is_ipv4() => ip,
+        (_, SocketAddr::V4(_)) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        (_, SocketAddr::V6(_)) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    let reserved = if opts.reserved_port { 665..1024 } else { 0..0 };
+    reserved
+        .rev()
+        .chain(std::iter::once(0))
+        .map(move |p| SocketAddr::new(ip, p))
+}
+
+/// Binds with the first of [`sources`] that is free; a port below 1024 that needs privilege
+/// this process lacks ends the search for one.
+fn bind_first<T>(
+    addr: SocketAddr,
+    opts: &CallOpts,
+    bind: impl Fn(SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut last = io::Error::other("no local address");
+    for src in sources(addr, opts) {
+        match bind(src) {
+            Ok(t) => return Ok(t),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && src.port() != 0 => {
+                return bind(SocketAddr::new(src.ip(), 0));
+            }
+            Err(e) => last = e,
+        }
     }
+    Err(last)
 }
 
 /// Whether `reply` answers transaction `xid`.
@@ -178,7 +222,12 @@ async fn udp_exchange(
     body: &Bytes,
     opts: &CallOpts,
 ) -> Result<Bytes, CallError> {
-    let sock = UdpSocket::bind(unspecified(addr)).await?;
+    let std_sock = bind_first(addr, opts, |src| {
+        let s = std::net::UdpSocket::bind(src)?;
+        s.set_nonblocking(true)?;
+        Ok(s)
+    })?;
+    let sock = UdpSocket::from_std(std_sock)?;
     sock.connect(addr).await?;
     let mut buf = vec![0u8; MAX_REPLY];
     for _ in 0..opts.tries {
@@ -207,7 +256,7 @@ async fn tcp_exchange(
 ) -> Result<Bytes, CallError> {
     let mut last = CallError::Timeout;
     for _ in 0..opts.tries {
-        match tokio::time::timeout(opts.timeout, tcp_once(addr, xid, body)).await {
+        match tokio::time::timeout(opts.timeout, tcp_once(addr, xid, body, opts)).await {
             Ok(Ok(r)) => return Ok(r),
             Ok(Err(e)) => last = e,
             Err(_) => last = CallError::Timeout,
@@ -216,8 +265,22 @@ async fn tcp_exchange(
     Err(last)
 }
 
-async fn tcp_once(addr: SocketAddr, xid: u32, body: &Bytes) -> Result<Bytes, CallError> {
-    let mut s = TcpStream::connect(addr).await?;
+async fn tcp_once(
+    addr: SocketAddr,
+    xid: u32,
+    body: &Bytes,
+    opts: &CallOpts,
+) -> Result<Bytes, CallError> {
+    let sock = bind_first(addr, opts, |src| {
+        let s = if src.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        s.bind(src)?;
+        Ok(s)
+    })?;
+    let mut s: TcpStream = sock.connect(addr).await?;
     s.write_all(&crate::record::record_header(body.len()))
         .await?;
     s.write_all(body).await?;
@@ -288,6 +351,55 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(d.u32().unwrap(), 4045);
+    }
+
+    #[tokio::test]
+    async fn calls_come_from_the_asked_address_and_a_reserved_port() {
+        let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = sock.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 1024];
+            let (n, peer) = sock.recv_from(&mut buf).await.unwrap();
+            let (h, _) = msg::decode_call(Bytes::copy_from_slice(&buf[..n])).unwrap();
+            let mut e = Encoder::new();
+            msg::encode_accepted(&mut e, h.xid, msg::AcceptStat::Success);
+            sock.send_to(&e.finish().to_bytes(), peer).await.unwrap();
+            let _ = tx.send(peer);
+        });
+        let opts = CallOpts::new(Proto::Udp, Duration::from_secs(2), 1)
+            .from_server(Some("127.0.0.1".parse().unwrap()));
+        call(
+            addr,
+            1,
+            1,
+            0,
+            &GetportArgs {
+                prog: 0,
+                vers: 0,
+                prot: 0,
+            },
+            &opts,
+        )
+        .await
+        .unwrap();
+        let peer = rx.await.unwrap();
+        assert_eq!(peer.ip(), "127.0.0.1".parse::<IpAddr>().unwrap());
+        // Reserved ports need privilege (the test suite runs as root, as the server does).
+        let privileged = std::net::UdpSocket::bind("127.0.0.1:0")
+            .and_then(|_| std::net::TcpListener::bind("127.0.0.1:1"))
+            .map(|_| true)
+            .or_else(|e| match e.kind() {
+                io::ErrorKind::PermissionDenied => Ok(false),
+                _ => Ok::<bool, io::Error>(true),
+            })
+            .unwrap();
+        assert_eq!(
+            peer.port() < 1024,
+            privileged,
+            "source port {}",
+            peer.port()
+        );
     }
 
     #[tokio::test]

@@ -70,6 +70,9 @@ pub trait BulkBuf: Send {
 pub struct Origin {
     /// Caller's address and source port.
     pub peer: SocketAddr,
+    /// The address the call came to, when the transport knows it (the address a client
+    /// mounted, which calls back to it come from).
+    pub local: Option<SocketAddr>,
     /// Transport the call came over.
     pub transport: TransportKind,
     /// The connection, for calls back to the client, when the transport offers one.
@@ -93,6 +96,8 @@ pub struct CallContext {
     pub cred: Credential,
     /// Caller's address and source port.
     pub peer: SocketAddr,
+    /// The address the call came to, when the transport knows it (see [`Origin::local`]).
+    pub local: Option<SocketAddr>,
     /// Transport the call came over.
     pub transport: TransportKind,
     /// The connection, for calls back to the client, when the transport offers one.
@@ -284,6 +289,7 @@ impl Dispatcher {
     ) -> Option<Reply> {
         let origin = Origin {
             peer,
+            local: None,
             transport,
             back,
             bulk: None,
@@ -444,6 +450,7 @@ fn call_context(hdr: CallHeader, origin: Origin) -> CallContext {
         proc_: hdr.proc_,
         cred: hdr.cred,
         peer: origin.peer,
+        local: origin.local,
         transport: origin.transport,
         back: origin.back,
         bulk: origin.bulk,
@@ -620,6 +627,7 @@ mod tests {
         let (d, p) = disp();
         let origin = Origin {
             peer: PEER.parse().unwrap(),
+            local: None,
             transport: TransportKind::Tcp,
             back: None,
             bulk: None,
@@ -679,6 +687,7 @@ mod tests {
             proc_: 6,
             cred: Credential::None,
             peer: PEER.parse().unwrap(),
+            local: None,
             transport: TransportKind::Rdma,
             back: None,
             bulk,

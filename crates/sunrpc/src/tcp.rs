@@ -517,6 +517,7 @@ async fn serve_connection(
     total: Arc<Semaphore>,
     (bulk, recv_pool): (Arc<dyn BulkAlloc>, BufPool),
 ) -> io::Result<()> {
+    let local = sock.local_addr().ok();
     let (mut rd, wr) = sock.into_split();
     let out = Arc::new(ReplyOut::new(wr));
     let writer = tokio::spawn(write_queued(out.clone(), cfg.write_timeout));
@@ -632,6 +633,7 @@ async fn serve_connection(
         let disp = disp.clone();
         let origin = Origin {
             peer,
+            local,
             transport: TransportKind::Tcp,
             back: Some(back.clone()),
             bulk: Some(bulk.clone()),

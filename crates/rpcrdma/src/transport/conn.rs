@@ -456,6 +456,7 @@ impl Conn {
         let bulk = (!call.header.write_list.is_empty()).then(|| self.bulk.clone());
         Origin {
             peer: self.peer,
+            local: None,
             transport: TransportKind::Rdma,
             back: Some(self.back.clone()),
             bulk,

@@ -160,6 +160,7 @@ impl Loopback {
         let msg = Bytes::from_owner(Counted::new(call, &calls));
         let origin = Origin {
             peer: SocketAddr::from(([127, 0, 0, 1], 40000)),
+            local: None,
             transport: TransportKind::Rdma,
             back: None,
             bulk: Some(self.bulk.clone()),
