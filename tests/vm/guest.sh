@@ -54,7 +54,7 @@ result() { # server vers transport case status time reason
 }
 all_cases() { # server vers transport status reason: one line for mount, every case, umount
 	local c
-	for c in mount ${CASES//,/ } umount; do result "$1" "$2" "$3" "$c" "$4" 0 "$5"; done
+	for c in mount ${WL_CASES//,/ } umount; do result "$1" "$2" "$3" "$c" "$4" 0 "$5"; done
 }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -311,12 +311,12 @@ run_combo() { # server vers transport
 	[ "$s" = rnfsd ] && extra+=(--metrics-url http://127.0.0.1:9464/metrics)
 	[ -x "/run/$s-reclaimed" ] && extra+=(--reclaimed-cmd "/run/$s-reclaimed")
 	timeout -k 10 "$WORKLOAD_TIMEOUT" python3 "$REPO/tests/vm/workload.py" --dir "$MNT/work" \
-		--label "server=$s vers=$v transport=$t" --cases "$CASES" --seed "$SEED" \
+		--label "server=$s vers=$v transport=$t" --cases "$WL_CASES" --seed "$SEED" \
 		--tarball "$TARBALL" --log "$wl.log" "${extra[@]}" $WORKLOAD_ARGS | tee "$wl.out"
 	rc=${PIPESTATUS[0]}
 	[ "$s" = rnfsd ] && RNFSD_PID=$(cat /run/rnfsd.pid) # the reclaim case restarts it
 	save "$wl.log" "$wl.out"
-	for c in ${CASES//,/ }; do # a case that printed nothing died with the workload
+	for c in ${WL_CASES//,/ }; do # a case that printed nothing died with the workload
 		grep -q " case=$c status=" "$wl.out" ||
 			result "$s" "$v" "$t" "$c" FAIL 0 "no result: workload exited $rc ($([ "$rc" = 124 ] && echo "timed out after ${WORKLOAD_TIMEOUT}s" || echo crashed))"
 	done
@@ -338,6 +338,122 @@ stop_capture() {
 	[ -n "$CAP_PID" ] && { kill "$CAP_PID"; wait "$CAP_PID"; } 2>/dev/null
 	CAP_PID=
 	return 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# The "nlm" case: NFSv3 locks through the kernel client's lockd (tests/vm/locks.py), with a v3
+# and a v4.2 mount of one export. It runs apart from the combination's mount (mounted nolock).
+WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/^,//; s/,$//')
+NLM_STATD=0 NLM_RC=1
+start_statd() { # the client's lockd asks its status monitor to watch each server it locks on
+	[ "$NLM_STATD" = 1 ] && return 0
+	mkdir -p /var/lib/nfs/sm /var/lib/nfs/sm.bak
+	rpc.statd --no-notify || return 1
+	NLM_STATD=1
+}
+nlm_result() { # server status time reason-file-or-text
+	result "$1" 3 tcp nlm "$2" "$3" "$4"
+}
+nlm_run() { # server v3dir v4dir restart-cmd: runs the cases, reports one result
+	local s=$1 t0 out rc why wake=10
+	# knfsd grants a blocked NLM request after an NFSv4 unlock only when the client retries
+	# (every 30 s; measured 27 s): its figure is printed, not held to rnfsd's 10 s
+	[ "$s" = knfsd ] && wake=40
+	t0=$(now)
+	out=$(timeout -k 10 600 python3 "$REPO/tests/vm/locks.py" --v3 "$2" --v4 "$3" \
+		--v4-unlock-wakeup $wake ${4:+--restart-cmd "$4"} 2>&1)
+	rc=$?
+	NLM_RC=$rc
+	echo "$out" | sed "s/^/nlm $s| /"
+	if [ "$rc" = 0 ]; then
+		nlm_result "$s" PASS "$(elapsed "$t0")" "-"
+	else
+		why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
+		nlm_result "$s" FAIL "$(elapsed "$t0")" "${why:-locks.py exited $rc}"
+	fi
+}
+nlm_mounts() { # source-v3 source-v4: mounts both, or says why not
+	mkdir -p /mnt/nlm3 /mnt/nlm4
+	timeout 120 mount -t nfs -o vers=3,proto=tcp "$1" /mnt/nlm3 || return 1
+	timeout 120 mount -t nfs -o vers=4.2,proto=tcp "$2" /mnt/nlm4 || { umount /mnt/nlm3; return 1; }
+}
+nlm_umounts() {
+	timeout 60 umount /mnt/nlm4 || umount -l /mnt/nlm4
+	timeout 60 umount /mnt/nlm3 || umount -l /mnt/nlm3
+}
+nlm_knfsd() {
+	start_statd || { nlm_result knfsd FAIL 0 "rpc.statd did not start"; return; }
+	while [ "$(date +%s)" -lt $((KNFSD_T0 + 12)) ]; do sleep 1; done
+	mkdir -p /srv/knfsd/nlm && chmod 777 /srv/knfsd/nlm
+	if ! nlm_mounts "$ADDR:/srv/knfsd" "$ADDR:/"; then
+		nlm_result knfsd FAIL 0 "mount failed"
+		return
+	fi
+	nlm_run knfsd /mnt/nlm3/nlm /mnt/nlm4/nlm
+	nlm_umounts
+}
+# rnfsd: the client's lockd registers NLM with this guest's rpcbind, which would then send the
+# client's NLM calls to it, not to rnfsd. So rnfsd runs in a network namespace of its own
+# (serving its own port mapper there), reached over a veth pair: two hosts, as in production.
+nlm_rnfsd() {
+	local ns=rnfsnlm cli=10.99.0.1 srv=10.99.0.2 st=/run/rnfsd-nlm-state log=/run/rnfsd-nlm.log
+	start_statd || { nlm_result rnfsd FAIL 0 "rpc.statd did not start"; return; }
+	ip netns add $ns && ip link add vnlm0 type veth peer name vnlm1 &&
+		ip link set vnlm1 netns $ns && ip addr add $cli/24 dev vnlm0 && ip link set vnlm0 up &&
+		ip netns exec $ns ip addr add $srv/24 dev vnlm1 &&
+		ip netns exec $ns ip link set vnlm1 up && ip netns exec $ns ip link set lo up ||
+		{ nlm_result rnfsd FAIL 0 "network namespace setup failed"; return; }
+	mkdir -p "$st" /srv/rnfsd && mount -t tmpfs -o mode=0777 tmpfs /srv/rnfsd
+	mkdir -p /srv/rnfsd/nlm && chmod 777 /srv/rnfsd/nlm
+	echo "/srv/rnfsd 10.99.0.0/24(rw,no_root_squash,insecure)" >/run/rnfsd-nlm.exports
+	cat >/run/rnfsd-nlm-launch <<-EOF
+		#!/bin/bash
+		exec ip netns exec $ns env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd-nlm.exports \\
+			--state-dir $st --listen $srv:2049 --no-rdma --lease-time 15 >>$log 2>&1
+	EOF
+	cat >/run/rnfsd-nlm-restart <<-EOF
+		#!/bin/bash
+		pid=\$(cat /run/rnfsd-nlm.pid)
+		kill -9 "\$pid"
+		for _ in \$(seq 300); do # until it is gone (a zombie holds no sockets)
+			[ -e /proc/\$pid ] && [ "\$(awk '{print \$3}' /proc/\$pid/stat 2>/dev/null)" != Z ] || break
+			sleep 0.1
+		done
+		n=\$(grep -c "rnfsd ready:" $log)
+		setsid /run/rnfsd-nlm-launch </dev/null &
+		echo \$! >/run/rnfsd-nlm.pid
+		for _ in \$(seq 600); do
+			[ "\$(grep -c "rnfsd ready:" $log)" -gt "\$n" ] && exit 0
+			sleep 0.1
+		done
+		echo "rnfsd did not get ready after the restart"; exit 1
+	EOF
+	chmod 755 /run/rnfsd-nlm-launch /run/rnfsd-nlm-restart
+	: >$log
+	setsid /run/rnfsd-nlm-launch </dev/null &
+	echo $! >/run/rnfsd-nlm.pid
+	for _ in $(seq 300); do grep -q "rnfsd ready:" $log && break; sleep 0.2; done
+	say "nlm: $(grep -o 'rnfsd ready:.*' $log | head -1)"
+	if nlm_mounts "$srv:/srv/rnfsd" "$srv:/srv/rnfsd"; then
+		nlm_run rnfsd /mnt/nlm3/nlm /mnt/nlm4/nlm /run/rnfsd-nlm-restart
+		nlm_umounts
+	else
+		nlm_result rnfsd FAIL 0 "mount failed"
+	fi
+	[ "$NLM_RC" = 0 ] || dump "rnfsd-nlm.log" $log 40
+	kill "$(cat /run/rnfsd-nlm.pid)" 2>/dev/null
+	sleep 1
+	save $log
+	umount /srv/rnfsd
+	ip netns del $ns
+}
+nlm_case() { # server vers transport: the nlm result of a combination
+	case ",$CASES," in *,nlm,*) ;; *) return 0 ;; esac
+	if [ "$2" != 3 ] || [ "$3" != tcp ]; then
+		result "$1" "$2" "$3" nlm SKIP 0 "NFSv3 locking: run with the vers=3 tcp combination"
+		return 0
+	fi
+	"nlm_$1"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -363,6 +479,7 @@ for s in $SERVERS; do
 				stop_rnfsd
 				up=0
 			fi
+			nlm_case "$s" "$v" "$t"
 		}
 	done
 	[ "$up" = 1 ] && "stop_$s"

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""NFSv3 locking cases for the guest (the "nlm" case of tests/vm/run): processes on an NFSv3
+mount (the kernel client's lockd speaks NLM to the server) and on an NFSv4.2 mount of the same
+export take fcntl locks on one file and must see each other's.
+
+  conflict  a v3 lock refuses overlapping v3 and v4 requests, not a disjoint one
+  v4holds   a v4 lock refuses a v3 request until it is released
+  block     a blocked v3 request gets the lock within 10 s of the v3 holder's unlock, and of a
+            v4 holder's (the server calls the client back; the client's own retry is at 30 s)
+  reclaim   (with --restart-cmd) a v3 lock held across a server crash and restart is
+            reclaimed: another process is still refused, the holder can release it
+
+Prints one "sub=NAME status=PASS|FAIL time=SECS reason=TEXT" line per case; exit status 1 when
+any failed.
+"""
+import argparse
+import errno
+import fcntl
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import time
+
+
+def _hold(path, start, length, excl, block, conn):
+    fd = os.open(path, os.O_RDWR)
+    flags = (fcntl.LOCK_EX if excl else fcntl.LOCK_SH) | (0 if block else fcntl.LOCK_NB)
+    try:
+        fcntl.lockf(fd, flags, length, start)
+    except OSError as e:
+        conn.send((errno.errorcode.get(e.errno, str(e.errno)), time.time()))
+        return
+    conn.send(("ok", time.time()))
+    conn.recv()
+    fcntl.lockf(fd, fcntl.LOCK_UN, length, start)
+    os.close(fd)
+    conn.send(("released", time.time()))
+
+
+class Holder:
+    """A process that asks for a lock and, when it got it, holds it until released."""
+
+    def __init__(self, path, start, length, excl=True, block=False):
+        self.conn, child = mp.Pipe()
+        self.proc = mp.Process(target=_hold, args=(path, start, length, excl, block, child))
+        self.proc.start()
+
+    def outcome(self, timeout):
+        """("ok" | errno name, when) once the request is answered; None before `timeout`."""
+        return self.conn.recv() if self.conn.poll(timeout) else None
+
+    def release(self):
+        self.conn.send("go")
+        r = self.outcome(60)
+        self.proc.join(10)
+        return r
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.join(10)
+
+
+REFUSED = ("EAGAIN", "EACCES")
+
+
+class Failed(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failed(what)
+
+
+def got(h, timeout=60):
+    r = h.outcome(timeout)
+    expect(r is not None, f"no answer to a lock request in {timeout} s")
+    return r[0]
+
+
+def case_conflict(v3, v4):
+    a = Holder(v3, 0, 100)
+    expect(got(a) == "ok", "v3 lock of 0-99 refused")
+    try:
+        b = Holder(v3, 50, 10)
+        r = got(b)
+        expect(r in REFUSED, f"second v3 process over it: {r}")
+        c = Holder(v4, 50, 10)
+        r = got(c)
+        expect(r in REFUSED, f"v4 process over it: {r}")
+        d = Holder(v3, 100, 10)
+        r = got(d)
+        expect(r == "ok", f"v3 lock of 100-109 beside it: {r}")
+        d.release()
+    finally:
+        a.release()
+
+
+def case_v4holds(v3, v4):
+    h = Holder(v4, 0, 10)
+    expect(got(h) == "ok", "v4 lock refused")
+    b = Holder(v3, 5, 1)
+    r = got(b)
+    h.release()
+    expect(r in REFUSED, f"v3 request over the v4 lock: {r}")
+    b2 = Holder(v3, 5, 1)
+    r = got(b2)
+    expect(r == "ok", f"v3 request after the v4 unlock: {r}")
+    b2.release()
+
+
+def wait_for_grant(holder_path, waiter_path, what, limit=10):
+    a = Holder(holder_path, 0, 1)
+    expect(got(a) == "ok", f"{what}: holder refused")
+    w = Holder(waiter_path, 0, 1, block=True)
+    expect(w.outcome(3) is None, f"{what}: the blocked request was answered while held")
+    t0 = time.time()
+    a.release()
+    r = w.outcome(40)
+    if r is None:
+        w.kill()
+        raise Failed(f"{what}: blocked request not granted 40 s after the unlock")
+    expect(r[0] == "ok", f"{what}: blocked request ended with {r[0]}")
+    took = r[1] - t0
+    w.release()
+    expect(took < limit, f"{what}: granted {took:.1f} s after the unlock (a client retry, not a call back)")
+    return took
+
+
+def case_block(v3, v4, v4_limit):
+    wait_for_grant(v3, v3, "v3 holder")
+    took = wait_for_grant(v4, v3, "v4 holder", v4_limit)
+    print(f"block: granted {took:.1f} s after the v4 holder's unlock", flush=True)
+
+
+def case_reclaim(v3, v4, restart):
+    a = Holder(v3, 0, 10)
+    expect(got(a) == "ok", "v3 lock refused")
+    try:
+        out = subprocess.run(restart, shell=True, capture_output=True, text=True, timeout=120)
+        expect(out.returncode == 0, f"restart failed: {out.stdout} {out.stderr}")
+        # The request waits out the grace period (the client retries) and is then refused,
+        # if the holder's lock was reclaimed.
+        b = Holder(v3, 0, 1)
+        r = got(b, 120)
+        expect(r in REFUSED, f"another process after the restart: {r} (the lock was not reclaimed)")
+    finally:
+        r = a.release()
+    expect(r is not None and r[0] == "released", f"the holder's unlock after the restart: {r}")
+    c = Holder(v3, 0, 1)
+    r = got(c)
+    expect(r == "ok", f"after the holder's unlock: {r}")
+    c.release()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--v3", required=True, help="directory on the NFSv3 mount")
+    ap.add_argument("--v4", required=True, help="the same directory on the NFSv4 mount")
+    ap.add_argument("--restart-cmd", help="crashes and restarts the server")
+    ap.add_argument("--v4-unlock-wakeup", type=float, default=10,
+                    help="seconds within which a v4 unlock must grant a blocked v3 request")
+    a = ap.parse_args()
+    name = "locked"
+    with open(os.path.join(a.v3, name), "wb") as f:
+        f.write(b"\0" * 4096)
+    v3, v4 = os.path.join(a.v3, name), os.path.join(a.v4, name)
+    cases = [("conflict", lambda: case_conflict(v3, v4)),
+             ("v4holds", lambda: case_v4holds(v3, v4)),
+             ("block", lambda: case_block(v3, v4, a.v4_unlock_wakeup))]
+    if a.restart_cmd:
+        cases.append(("reclaim", lambda: case_reclaim(v3, v4, a.restart_cmd)))
+    failed = 0
+    for n, fn in cases:
+        t0 = time.time()
+        try:
+            fn()
+            st, why = "PASS", "-"
+        except Failed as e:
+            st, why = "FAIL", str(e)
+            failed += 1
+        except Exception as e:  # a case that crashed is a failure with its cause
+            st, why = "FAIL", f"{type(e).__name__}: {e}"
+            failed += 1
+        print(f"sub={n} status={st} time={time.time() - t0:.2f} reason={why}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    sys.exit(main())
