@@ -296,6 +296,38 @@ fn a_blocked_lock_is_granted_by_calling_the_host_back() {
         lock(&mut b, nlm_lock("host-b", 9, &fh, 10, 20), true),
         Nlm4Stats::nlm4_granted
     );
+    let m = http_get(fx.server.metrics.unwrap(), "/metrics");
+    assert_eq!(metric(&m, "rnfs_nlm_grants_sent_total"), Some(1), "{m}");
+    assert_eq!(metric(&m, "rnfs_locks_held{proto=\"nlm\"}"), Some(1));
+    assert_eq!(metric(&m, "rnfs_lock_waiters"), Some(0));
+
+    // A cancelled request is not granted: the next unlock calls nobody back.
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 1, &fh, 0, 0), true),
+        Nlm4Stats::nlm4_blocked
+    );
+    let m = http_get(fx.server.metrics.unwrap(), "/metrics");
+    assert_eq!(metric(&m, "rnfs_lock_waiters"), Some(1));
+    let cancel = Nlm4Cancargs {
+        cookie: Bytes::from_static(b"c"),
+        block: true,
+        exclusive: true,
+        alock: nlm_lock("host-a", 1, &fh, 0, 0),
+    };
+    let r: Nlm4Res = nlm(&mut a, NLM4_CANCEL, &cancel);
+    assert_eq!(r.stat.stat, Nlm4Stats::nlm4_granted);
+    assert_eq!(
+        unlock(&mut b, nlm_lock("host-b", 9, &fh, 10, 20)),
+        Nlm4Stats::nlm4_granted
+    );
+    assert!(
+        granted.recv_timeout(Duration::from_secs(1)).is_err(),
+        "a cancelled request was granted"
+    );
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 9, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_granted
+    );
 }
 
 #[test]
@@ -464,4 +496,55 @@ fn a_host_that_restarted_loses_its_locks() {
         other => panic!("SM_STAT: {other:?}"),
     };
     assert_eq!(r.state % 2, 1);
+}
+
+#[test]
+fn nlm_over_udp_and_on_a_read_only_export() {
+    let fx = Fixture::with_options(0o777, "ro,insecure");
+    let fh = {
+        let p = fx.export.join("ro-file");
+        std::fs::write(&p, [0u8; 10]).unwrap();
+        std::os::unix::fs::chown(&p, Some(TEST_UID), Some(TEST_UID)).unwrap();
+        let (mut c, root) = fx.connect();
+        c.lookup_ok(&root, "ro-file").data
+    };
+    let mut c = fx.server.client();
+    // As knfsd: an exclusive lock needs the file open for writing, which a read-only export
+    // refuses; a shared lock needs reading only.
+    assert_eq!(
+        lock(&mut c, nlm_lock("h", 1, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_failed
+    );
+    let mut shared = lockargs(nlm_lock("h", 1, &fh, 0, 1), false);
+    shared.exclusive = false;
+    let r: Nlm4Res = nlm(&mut c, NLM4_LOCK, &shared);
+    assert_eq!(r.stat.stat, Nlm4Stats::nlm4_granted);
+
+    // TEST over UDP: a datagram each way, on the NFS port.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let t = Nlm4Testargs {
+        cookie: Bytes::from_static(b"u"),
+        exclusive: true,
+        alock: nlm_lock("udp-host", 2, &fh, 0, 1),
+    };
+    let mut e = Encoder::new();
+    sunrpc::msg::encode_call(
+        &mut e,
+        77,
+        NLM_PROG,
+        NLM_VERS4,
+        NLM4_TEST,
+        &auth_sys(TEST_UID, TEST_UID),
+    );
+    t.encode(&mut e);
+    udp.send_to(&e.finish().to_bytes(), ("127.0.0.1", fx.server.port))
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    let n = udp.recv(&mut buf).expect("an NLM reply over UDP");
+    let mut d = sunrpc::msg::decode_success(Bytes::copy_from_slice(&buf[..n])).expect("accepted");
+    match Nlm4Testres::decode(&mut d).unwrap().stat {
+        Nlm4Testrply::Denied(h) => assert_eq!((h.svid, h.exclusive), (1, false)),
+        other => panic!("TEST over UDP: {other:?}"),
+    }
 }
