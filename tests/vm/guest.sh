@@ -345,6 +345,7 @@ stop_capture() {
 # and a v4.2 mount of one export. It runs apart from the combination's mount (mounted nolock).
 WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/^,//; s/,$//')
 NLM_STATD=0 NLM_RC=1
+NLM_INCREMENTS=${NLM_INCREMENTS:-2000}
 start_statd() { # the client's lockd asks its status monitor to watch each server it locks on
 	[ "$NLM_STATD" = 1 ] && return 0
 	mkdir -p /var/lib/nfs/sm /var/lib/nfs/sm.bak
@@ -354,14 +355,15 @@ start_statd() { # the client's lockd asks its status monitor to watch each serve
 nlm_result() { # server status time reason-file-or-text
 	result "$1" 3 tcp nlm "$2" "$3" "$4"
 }
-nlm_run() { # server v3dir v4dir restart-cmd: runs the cases, reports one result
-	local s=$1 t0 out rc why wake=10
-	# knfsd grants a blocked NLM request after an NFSv4 unlock only when the client retries
-	# (every 30 s; measured 27 s): its figure is printed, not held to rnfsd's 10 s
+nlm_run() { # server v3dir v3bdir v4dir restart-cmd: runs the cases, reports one result
+	local s=$1 t0 out rc why wake=2
+	# knfsd grants a blocked NLM request after an NFSv4 unlock, and at times after an NLM
+	# unlock, only when the client retries (every 30 s; measured 27-31 s): its figures are
+	# printed, not held to rnfsd's 2 s
 	[ "$s" = knfsd ] && wake=40
 	t0=$(now)
-	out=$(timeout -k 10 600 python3 "$REPO/tests/vm/locks.py" --v3 "$2" --v4 "$3" \
-		--v4-unlock-wakeup $wake ${4:+--restart-cmd "$4"} 2>&1)
+	out=$(timeout -k 10 900 python3 "$REPO/tests/vm/locks.py" --v3 "$2" --v3b "$3" --v4 "$4" \
+		--wakeup $wake --increments "$NLM_INCREMENTS" ${5:+--restart-cmd "$5"} 2>&1)
 	rc=$?
 	NLM_RC=$rc
 	echo "$out" | sed "s/^/nlm $s| /"
@@ -372,35 +374,41 @@ nlm_run() { # server v3dir v4dir restart-cmd: runs the cases, reports one result
 		nlm_result "$s" FAIL "$(elapsed "$t0")" "${why:-locks.py exited $rc}"
 	fi
 }
-nlm_mounts() { # source-v3 source-v4: mounts both, or says why not
-	mkdir -p /mnt/nlm3 /mnt/nlm4
+# a v3 mount, a second v3 mount through another address of the server (nosharecache: its own
+# lock manager host, so to the server another client) and a v4.2 mount
+nlm_mounts() { # source-v3 source-v3b source-v4: mounts all three, or says why not
+	mkdir -p /mnt/nlm3 /mnt/nlm3b /mnt/nlm4
 	timeout 120 mount -t nfs -o vers=3,proto=tcp "$1" /mnt/nlm3 || return 1
-	timeout 120 mount -t nfs -o vers=4.2,proto=tcp "$2" /mnt/nlm4 || { umount /mnt/nlm3; return 1; }
+	timeout 120 mount -t nfs -o vers=3,proto=tcp,nosharecache "$2" /mnt/nlm3b ||
+		{ umount /mnt/nlm3; return 1; }
+	timeout 120 mount -t nfs -o vers=4.2,proto=tcp "$3" /mnt/nlm4 ||
+		{ umount /mnt/nlm3b /mnt/nlm3; return 1; }
 }
 nlm_umounts() {
-	timeout 60 umount /mnt/nlm4 || umount -l /mnt/nlm4
-	timeout 60 umount /mnt/nlm3 || umount -l /mnt/nlm3
+	local m
+	for m in /mnt/nlm4 /mnt/nlm3b /mnt/nlm3; do timeout 60 umount $m || umount -l $m; done
 }
 nlm_knfsd() {
 	start_statd || { nlm_result knfsd FAIL 0 "rpc.statd did not start"; return; }
 	while [ "$(date +%s)" -lt $((KNFSD_T0 + 12)) ]; do sleep 1; done
 	mkdir -p /srv/knfsd/nlm && chmod 777 /srv/knfsd/nlm
-	if ! nlm_mounts "$ADDR:/srv/knfsd" "$ADDR:/"; then
+	if ! nlm_mounts "$ADDR:/srv/knfsd" "$PEER_ADDR:/srv/knfsd" "$ADDR:/"; then
 		nlm_result knfsd FAIL 0 "mount failed"
 		return
 	fi
-	nlm_run knfsd /mnt/nlm3/nlm /mnt/nlm4/nlm
+	nlm_run knfsd /mnt/nlm3/nlm /mnt/nlm3b/nlm /mnt/nlm4/nlm
 	nlm_umounts
 }
 # rnfsd: the client's lockd registers NLM with this guest's rpcbind, which would then send the
 # client's NLM calls to it, not to rnfsd. So rnfsd runs in a network namespace of its own
 # (serving its own port mapper there), reached over a veth pair: two hosts, as in production.
 nlm_rnfsd() {
-	local ns=rnfsnlm cli=10.99.0.1 srv=10.99.0.2 st=/run/rnfsd-nlm-state log=/run/rnfsd-nlm.log
+	local ns=rnfsnlm cli=10.99.0.1 srv=10.99.0.2 srv2=10.99.0.3 st=/run/rnfsd-nlm-state log=/run/rnfsd-nlm.log
 	start_statd || { nlm_result rnfsd FAIL 0 "rpc.statd did not start"; return; }
 	ip netns add $ns && ip link add vnlm0 type veth peer name vnlm1 &&
 		ip link set vnlm1 netns $ns && ip addr add $cli/24 dev vnlm0 && ip link set vnlm0 up &&
 		ip netns exec $ns ip addr add $srv/24 dev vnlm1 &&
+		ip netns exec $ns ip addr add $srv2/24 dev vnlm1 &&
 		ip netns exec $ns ip link set vnlm1 up && ip netns exec $ns ip link set lo up ||
 		{ nlm_result rnfsd FAIL 0 "network namespace setup failed"; return; }
 	mkdir -p "$st" /srv/rnfsd && mount -t tmpfs -o mode=0777 tmpfs /srv/rnfsd
@@ -409,7 +417,7 @@ nlm_rnfsd() {
 	cat >/run/rnfsd-nlm-launch <<-EOF
 		#!/bin/bash
 		exec ip netns exec $ns env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd-nlm.exports \\
-			--state-dir $st --listen $srv:2049 --no-rdma --lease-time 15 >>$log 2>&1
+			--state-dir $st --listen 0.0.0.0:2049 --no-rdma --lease-time 15 >>$log 2>&1
 	EOF
 	cat >/run/rnfsd-nlm-restart <<-EOF
 		#!/bin/bash
@@ -434,8 +442,8 @@ nlm_rnfsd() {
 	echo $! >/run/rnfsd-nlm.pid
 	for _ in $(seq 300); do grep -q "rnfsd ready:" $log && break; sleep 0.2; done
 	say "nlm: $(grep -o 'rnfsd ready:.*' $log | head -1)"
-	if nlm_mounts "$srv:/srv/rnfsd" "$srv:/srv/rnfsd"; then
-		nlm_run rnfsd /mnt/nlm3/nlm /mnt/nlm4/nlm /run/rnfsd-nlm-restart
+	if nlm_mounts "$srv:/srv/rnfsd" "$srv2:/srv/rnfsd" "$srv:/srv/rnfsd"; then
+		nlm_run rnfsd /mnt/nlm3/nlm /mnt/nlm3b/nlm /mnt/nlm4/nlm /run/rnfsd-nlm-restart
 		nlm_umounts
 	else
 		nlm_result rnfsd FAIL 0 "mount failed"

@@ -3,10 +3,16 @@
 mount (the kernel client's lockd speaks NLM to the server) and on an NFSv4.2 mount of the same
 export take fcntl locks on one file and must see each other's.
 
-  conflict  a v3 lock refuses overlapping v3 and v4 requests, not a disjoint one
+  conflict  a v3 lock refuses overlapping requests of another process on the mount, of a
+            process on a second v3 mount through another server address (nosharecache: to the
+            server another client) and of a v4 process; not a disjoint one
   v4holds   a v4 lock refuses a v3 request until it is released
-  block     a blocked v3 request gets the lock within 10 s of the v3 holder's unlock, and of a
-            v4 holder's (the server calls the client back; the client's own retry is at 30 s)
+  block     a blocked v3 request gets the lock within --wakeup seconds (2) of a v3 holder's
+            unlock, and of a v4 holder's (the server calls the client back; the client's own
+            retry is at 30 s)
+  counter   four processes (two on the v3 mount, one on the second, one on the v4 mount)
+            increment a counter in one file, each increment under a blocking fcntl lock: the
+            final count is exact
   reclaim   (with --restart-cmd) a v3 lock held across a server crash and restart is
             reclaimed: another process is still refused, the holder can release it
 
@@ -79,13 +85,16 @@ def got(h, timeout=60):
     return r[0]
 
 
-def case_conflict(v3, v4):
+def case_conflict(v3, v3b, v4):
     a = Holder(v3, 0, 100)
     expect(got(a) == "ok", "v3 lock of 0-99 refused")
     try:
         b = Holder(v3, 50, 10)
         r = got(b)
         expect(r in REFUSED, f"second v3 process over it: {r}")
+        b2 = Holder(v3b, 50, 10)
+        r = got(b2)
+        expect(r in REFUSED, f"v3 process of the second mount (another client) over it: {r}")
         c = Holder(v4, 50, 10)
         r = got(c)
         expect(r in REFUSED, f"v4 process over it: {r}")
@@ -128,10 +137,46 @@ def wait_for_grant(holder_path, waiter_path, what, limit=10):
     return took
 
 
-def case_block(v3, v4, v4_limit):
-    wait_for_grant(v3, v3, "v3 holder")
-    took = wait_for_grant(v4, v3, "v4 holder", v4_limit)
-    print(f"block: granted {took:.1f} s after the v4 holder's unlock", flush=True)
+def case_block(v3, v4, limit):
+    for holder, what in ((v3, "v3 holder"), (v4, "v4 holder")):
+        took = wait_for_grant(holder, v3, what, limit)
+        print(f"block: granted {took:.1f} s after the {what}'s unlock", flush=True)
+
+
+def _count(path, n, conn):
+    fd = os.open(path, os.O_RDWR)
+    for _ in range(n):
+        fcntl.lockf(fd, fcntl.LOCK_EX, 0, 0)
+        v = int(os.pread(fd, 32, 0).split(b"\0")[0] or b"0")
+        os.pwrite(fd, str(v + 1).encode().ljust(32, b"\0"), 0)
+        fcntl.lockf(fd, fcntl.LOCK_UN, 0, 0)
+    os.close(fd)
+    conn.send("done")
+
+
+def case_counter(v3, v3b, v4, total):
+    for p in (v3,):
+        with open(p, "r+b") as f:
+            f.write(b"0".ljust(32, b"\0"))
+    paths = [v3, v3, v3b, v4]
+    each = total // len(paths)
+    procs = []
+    for p in paths:
+        parent, child = mp.Pipe()
+        proc = mp.Process(target=_count, args=(p, each, child))
+        proc.start()
+        procs.append((proc, parent))
+    for proc, parent in procs:
+        if not parent.poll(600):
+            for q, _ in procs:
+                q.kill()
+            raise Failed("a counting process did not finish in 600 s")
+        parent.recv()
+        proc.join(10)
+        expect(proc.exitcode == 0, f"a counting process exited {proc.exitcode}")
+    with open(v4, "rb") as f:
+        final = int(f.read(32).split(b"\0")[0])
+    expect(final == each * len(paths), f"counter {final}, expected {each * len(paths)}")
 
 
 def case_reclaim(v3, v4, restart):
@@ -157,18 +202,23 @@ def case_reclaim(v3, v4, restart):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--v3", required=True, help="directory on the NFSv3 mount")
+    ap.add_argument("--v3b", required=True,
+                    help="the same directory on a second NFSv3 mount (another server address)")
     ap.add_argument("--v4", required=True, help="the same directory on the NFSv4 mount")
+    ap.add_argument("--increments", type=int, default=2000, help="counter case: in all")
     ap.add_argument("--restart-cmd", help="crashes and restarts the server")
-    ap.add_argument("--v4-unlock-wakeup", type=float, default=10,
-                    help="seconds within which a v4 unlock must grant a blocked v3 request")
+    ap.add_argument("--wakeup", type=float, default=2,
+                    help="seconds within which an unlock must grant a blocked v3 request")
     a = ap.parse_args()
     name = "locked"
     with open(os.path.join(a.v3, name), "wb") as f:
         f.write(b"\0" * 4096)
     v3, v4 = os.path.join(a.v3, name), os.path.join(a.v4, name)
-    cases = [("conflict", lambda: case_conflict(v3, v4)),
+    v3b = os.path.join(a.v3b, name)
+    cases = [("conflict", lambda: case_conflict(v3, v3b, v4)),
              ("v4holds", lambda: case_v4holds(v3, v4)),
-             ("block", lambda: case_block(v3, v4, a.v4_unlock_wakeup))]
+             ("block", lambda: case_block(v3, v4, a.wakeup)),
+             ("counter", lambda: case_counter(v3, v3b, v4, a.increments))]
     if a.restart_cmd:
         cases.append(("reclaim", lambda: case_reclaim(v3, v4, a.restart_cmd)))
     failed = 0

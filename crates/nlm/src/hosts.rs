@@ -1,5 +1,6 @@
-//! The hosts this lock manager knows: a number per (`caller_name`, address) that their lock
-//! owners carry in the lock table, whether the host is recorded on disk, and when it last
+//! The hosts this lock manager knows: a number per (`caller_name`, address, server address
+//! called) that their lock owners carry in the lock table (as knfsd, a client that mounts two
+//! addresses of this server is two hosts: its lock manager numbers processes per server), whether the host is recorded on disk, and when it last
 //! called. Bounded; hosts idle and holding nothing are forgotten.
 
 use std::collections::HashMap;
@@ -11,10 +12,14 @@ use bytes::Bytes;
 
 use crate::LockService;
 
+/// What tells hosts apart: `caller_name`, the host's address, the server address it called.
+type HostKey = (Bytes, IpAddr, Option<IpAddr>);
+
 #[derive(Debug)]
 struct Host {
     name: Bytes,
     addr: IpAddr,
+    server: Option<IpAddr>,
     recorded: bool,
     last_used: Instant,
 }
@@ -22,7 +27,7 @@ struct Host {
 /// The host table.
 #[derive(Debug)]
 pub(crate) struct Hosts {
-    by_key: HashMap<(Bytes, IpAddr), u64>,
+    by_key: HashMap<HostKey, u64>,
     by_id: HashMap<u64, Host>,
     next: u64,
     max: usize,
@@ -38,10 +43,15 @@ impl Hosts {
         }
     }
 
-    /// The number of host `name` at `addr`, made when new; None when the table is full.
-    /// The flag says whether the host still has to be recorded on disk.
-    pub(crate) fn get_or_insert(&mut self, name: &Bytes, addr: IpAddr) -> Option<(u64, bool)> {
-        if let Some(id) = self.by_key.get(&(name.clone(), addr)) {
+    /// The number of host `name` at `addr` calling `server`, made when new; None when the
+    /// table is full. The flag says whether the host still has to be recorded on disk.
+    pub(crate) fn get_or_insert(
+        &mut self,
+        name: &Bytes,
+        addr: IpAddr,
+        server: Option<IpAddr>,
+    ) -> Option<(u64, bool)> {
+        if let Some(id) = self.by_key.get(&(name.clone(), addr, server)) {
             let h = self.by_id.get_mut(id)?;
             h.last_used = Instant::now();
             return Some((*id, !h.recorded));
@@ -51,12 +61,13 @@ impl Hosts {
         }
         self.next += 1;
         let id = self.next;
-        self.by_key.insert((name.clone(), addr), id);
+        self.by_key.insert((name.clone(), addr, server), id);
         self.by_id.insert(
             id,
             Host {
                 name: name.clone(),
                 addr,
+                server,
                 recorded: false,
                 last_used: Instant::now(),
             },
@@ -89,22 +100,22 @@ impl Hosts {
             .collect()
     }
 
-    /// Forgets `ids`; returns the addresses whose disk record goes with them (recorded, and
-    /// no other host known at the address).
-    pub(crate) fn remove(&mut self, ids: &[u64]) -> Vec<IpAddr> {
-        let mut addrs = Vec::new();
+    /// Forgets `ids`; returns the (address, server address) pairs whose disk record goes with
+    /// them (recorded, and no other host known with the pair).
+    pub(crate) fn remove(&mut self, ids: &[u64]) -> Vec<(IpAddr, Option<IpAddr>)> {
+        let mut gone = Vec::new();
         for id in ids {
             if let Some(h) = self.by_id.remove(id) {
-                self.by_key.remove(&(h.name, h.addr));
+                self.by_key.remove(&(h.name, h.addr, h.server));
                 if h.recorded {
-                    addrs.push(h.addr);
+                    gone.push((h.addr, h.server));
                 }
             }
         }
-        addrs.retain(|a| !self.by_id.values().any(|h| h.addr == *a));
-        addrs.sort_unstable();
-        addrs.dedup();
-        addrs
+        gone.retain(|(a, s)| !self.by_id.values().any(|h| h.addr == *a && h.server == *s));
+        gone.sort_unstable();
+        gone.dedup();
+        gone
     }
 
     /// Hosts known.
@@ -134,8 +145,8 @@ pub(crate) fn start_gc(svc: &Arc<LockService>) {
                 })
                 .collect();
             let gone = svc.hosts.lock().remove(&unused);
-            for a in gone {
-                svc.forget_record(a);
+            for (a, server) in gone {
+                svc.forget_record(a, server);
             }
         }
     });
@@ -149,17 +160,22 @@ mod tests {
     fn hosts_are_numbered_bounded_and_forgotten() {
         let mut h = Hosts::new(2);
         let a: IpAddr = "10.0.0.2".parse().unwrap();
-        let (n1, new1) = h.get_or_insert(&Bytes::from_static(b"c1"), a).unwrap();
+        let (n1, new1) = h
+            .get_or_insert(&Bytes::from_static(b"c1"), a, None)
+            .unwrap();
         assert!(new1);
         h.set_recorded(n1);
         assert_eq!(
-            h.get_or_insert(&Bytes::from_static(b"c1"), a),
+            h.get_or_insert(&Bytes::from_static(b"c1"), a, None),
             Some((n1, false))
         );
-        let (n2, _) = h.get_or_insert(&Bytes::from_static(b"c2"), a).unwrap();
+        let (n2, _) = h
+            .get_or_insert(&Bytes::from_static(b"c2"), a, None)
+            .unwrap();
         assert_ne!(n1, n2);
         assert!(
-            h.get_or_insert(&Bytes::from_static(b"c3"), a).is_none(),
+            h.get_or_insert(&Bytes::from_static(b"c3"), a, None)
+                .is_none(),
             "full"
         );
         assert_eq!(h.matching(None, Some(b"c2")), vec![n2]);
@@ -169,7 +185,7 @@ mod tests {
         // The record stays while another host is known at the address.
         assert!(h.remove(&[n1]).is_empty());
         h.set_recorded(n2);
-        assert_eq!(h.remove(&[n2]), vec![a]);
+        assert_eq!(h.remove(&[n2]), vec![(a, None)]);
         assert_eq!(h.len(), 0);
     }
 }

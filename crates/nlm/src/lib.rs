@@ -181,9 +181,9 @@ impl LockService {
         }
     }
 
-    fn forget_record(&self, addr: IpAddr) {
+    fn forget_record(&self, addr: IpAddr, server: Option<IpAddr>) {
         if let Some(db) = &self.db {
-            if let Err(e) = db.remove(addr) {
+            if let Err(e) = db.remove(addr, server) {
                 tracing::warn!(error = %e, host = %addr, "host record removal failed");
             }
         }
@@ -200,8 +200,8 @@ impl LockService {
             .remove_owners(|o| matches!(o, locks::Owner::Nlm { host, .. } if ids.contains(host)));
         self.grants.forget_hosts(&ids);
         let gone = self.hosts.lock().remove(&ids);
-        for a in gone {
-            self.forget_record(a);
+        for (a, server) in gone {
+            self.forget_record(a, server);
         }
         ids.len()
     }

@@ -11,9 +11,17 @@ use std::path::Path;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-/// Key: the host's address; value: its `caller_name`, a NUL, and the server address it
-/// called (the name this server goes by in the notification it gets).
+/// Key: the host's address and the server address it called (`-` when unknown), separated by
+/// a space (the server address is the name this server goes by in the notification the host
+/// gets); value: its `caller_name`.
 const HOSTS: TableDefinition<&str, &[u8]> = TableDefinition::new("hosts");
+
+fn key(addr: IpAddr, server: Option<IpAddr>) -> String {
+    match server {
+        Some(s) => format!("{addr} {s}"),
+        None => format!("{addr} -"),
+    }
+}
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 
 /// A database failure, reported as text (the caller logs it).
@@ -84,18 +92,15 @@ impl MonitorDb {
         let mut out = Vec::new();
         for row in t.iter().map_err(err)? {
             let (k, v) = row.map_err(err)?;
-            let Ok(addr) = k.value().parse::<IpAddr>() else {
+            let k = k.value();
+            let (addr, server) = k.split_once(' ').unwrap_or((k, "-"));
+            let Ok(addr) = addr.parse::<IpAddr>() else {
                 continue;
-            };
-            let v = v.value();
-            let (name, server) = match v.iter().position(|b| *b == 0) {
-                Some(i) => (&v[..i], std::str::from_utf8(&v[i + 1..]).ok()),
-                None => (v, None),
             };
             out.push(HostRecord {
                 addr,
-                name: String::from_utf8_lossy(name).into_owned(),
-                server: server.and_then(|s| s.parse().ok()),
+                name: String::from_utf8_lossy(v.value()).into_owned(),
+                server: server.parse().ok(),
             });
         }
         Ok(out)
@@ -103,26 +108,21 @@ impl MonitorDb {
 
     /// Records a host (durable when this returns).
     pub fn insert(&self, h: &HostRecord) -> Result<(), DbError> {
-        let mut v = h.name.as_bytes().to_vec();
-        v.push(0);
-        if let Some(s) = h.server {
-            v.extend_from_slice(s.to_string().as_bytes());
-        }
         let w = self.db.begin_write().map_err(err)?;
         {
             let mut t = w.open_table(HOSTS).map_err(err)?;
-            t.insert(h.addr.to_string().as_str(), v.as_slice())
+            t.insert(key(h.addr, h.server).as_str(), h.name.as_bytes())
                 .map_err(err)?;
         }
         w.commit().map_err(err)
     }
 
-    /// Forgets a host.
-    pub fn remove(&self, addr: IpAddr) -> Result<(), DbError> {
+    /// Forgets the host at `addr` that called `server`.
+    pub fn remove(&self, addr: IpAddr, server: Option<IpAddr>) -> Result<(), DbError> {
         let w = self.db.begin_write().map_err(err)?;
         {
             let mut t = w.open_table(HOSTS).map_err(err)?;
-            t.remove(addr.to_string().as_str()).map_err(err)?;
+            t.remove(key(addr, server).as_str()).map_err(err)?;
         }
         w.commit().map_err(err)
     }
@@ -157,7 +157,7 @@ mod tests {
                 server: None,
             })
             .unwrap();
-            db.remove("10.0.0.3".parse().unwrap()).unwrap();
+            db.remove("10.0.0.3".parse().unwrap(), None).unwrap();
         }
         let db = MonitorDb::open(&p).unwrap();
         assert_eq!(db.next_state().unwrap(), 5);

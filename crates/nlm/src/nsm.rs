@@ -235,7 +235,7 @@ pub(crate) fn notify_restart(svc: &Arc<LockService>, h: HostRecord) {
                         .notifications_failed
                         .fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(host = %h.addr, error = %e, "not told of the restart: gave up");
-                    svc.forget_record(h.addr);
+                    svc.forget_record(h.addr, h.server);
                     return;
                 }
                 Err(e) => tracing::debug!(host = %h.addr, error = %e, "SM_NOTIFY not answered yet"),

@@ -167,7 +167,7 @@ impl Nlm4 {
             .svc
             .hosts
             .lock()
-            .get_or_insert(&Bytes::copy_from_slice(name), addr)
+            .get_or_insert(&Bytes::copy_from_slice(name), addr, server_ip(ctx.local))
             .ok_or(Nlm4Stats::nlm4_denied_nolocks)?;
         if monitor && unrecorded {
             let rec = HostRecord {
