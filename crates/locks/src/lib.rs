@@ -16,7 +16,8 @@ mod table;
 
 pub use grace::{GracePeriod, Participant};
 pub use table::{
-    Granted, Limits, Lock, LockManager, LockOutcome, Owner, Protocol, Totals, WaiterId,
+    Granted, Limits, Lock, LockManager, LockOutcome, OtherState, Owner, Protocol, Share, Totals,
+    WaiterId,
 };
 
 /// Identifies a file across handles and exports (see [`vfs::FileId`]).

@@ -174,6 +174,36 @@ pub struct Totals {
     pub waiters: usize,
 }
 
+/// A DOS-style share reservation (NLM SHARE): what its holder does to the file and what it
+/// denies others, each a mask of 1 (read) and 2 (write), as NFSv4's share bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    /// The NLM host holding it.
+    pub host: u64,
+    /// The owner handle it was taken with (a host's shares are told apart by it).
+    pub oh: Bytes,
+    /// Access the holder has.
+    pub access: u32,
+    /// Access the holder denies others.
+    pub deny: u32,
+}
+
+impl Share {
+    fn conflicts(&self, access: u32, deny: u32) -> bool {
+        self.deny & access != 0 || self.access & deny != 0
+    }
+}
+
+/// A protocol's view of a file that the table asks about: whether its own share reservations
+/// (NFSv4 opens) conflict with a new one, and releasing what expired clients hold on the file
+/// before another protocol is refused because of it.
+pub trait OtherState: Send + Sync {
+    /// Whether the protocol's share reservations on `file` conflict with (`access`, `deny`).
+    fn share_conflict(&self, file: FileKey, access: u32, deny: u32) -> bool;
+    /// Releases the state of the protocol's expired clients that touches `file`.
+    fn release_expired(&self, file: FileKey);
+}
+
 #[derive(Debug)]
 struct Waiter {
     id: WaiterId,
@@ -185,6 +215,7 @@ struct Waiter {
 struct FileLocks {
     locks: Vec<Lock>,
     waiters: VecDeque<Waiter>,
+    shares: Vec<Share>,
 }
 
 impl FileLocks {
@@ -237,7 +268,7 @@ impl FileLocks {
     }
 
     fn is_empty(&self) -> bool {
-        self.locks.is_empty() && self.waiters.is_empty()
+        self.locks.is_empty() && self.waiters.is_empty() && self.shares.is_empty()
     }
 }
 
@@ -301,6 +332,7 @@ pub struct LockManager {
     limits: Limits,
     grace: GracePeriod,
     on_grant: OnceLock<Box<dyn Fn(Vec<Granted>) + Send + Sync>>,
+    nfs4: OnceLock<std::sync::Weak<dyn OtherState>>,
 }
 
 impl std::fmt::Debug for LockManager {
@@ -325,7 +357,70 @@ impl LockManager {
             limits,
             grace: GracePeriod::default(),
             on_grant: OnceLock::new(),
+            nfs4: OnceLock::new(),
         }
+    }
+
+    /// Sets NFSv4's view of files (its opens, its expired clients), which NLM requests
+    /// consult; weak, as NFSv4's state holds this table. False when already set.
+    pub fn set_nfs4(&self, nfs4: std::sync::Weak<dyn OtherState>) -> bool {
+        self.nfs4.set(nfs4).is_ok()
+    }
+
+    /// Releases what NFSv4 clients whose lease expired hold on `file` (they keep it, as a
+    /// courtesy, until another client wants it): called before a request of another protocol
+    /// is refused because of an NFSv4 lock. Not under the table's lock.
+    pub fn release_expired(&self, file: FileKey) {
+        if let Some(n) = self.nfs4.get().and_then(std::sync::Weak::upgrade) {
+            n.release_expired(file);
+        }
+    }
+
+    /// Takes the share reservation `share` on `file` unless another host's share or an NFSv4
+    /// open conflicts; replaces the holder's own reservation of the same owner handle.
+    pub fn share(&self, file: FileKey, share: Share) -> bool {
+        if let Some(n) = self.nfs4.get().and_then(std::sync::Weak::upgrade) {
+            if n.share_conflict(file, share.access, share.deny) {
+                return false;
+            }
+        }
+        let mut g = self.inner.lock();
+        let fl = g.files.entry(file).or_default();
+        fl.shares
+            .retain(|s| !(s.host == share.host && s.oh == share.oh));
+        if fl
+            .shares
+            .iter()
+            .any(|s| s.conflicts(share.access, share.deny))
+        {
+            if fl.is_empty() {
+                g.files.remove(&file);
+            }
+            return false;
+        }
+        fl.shares.push(share);
+        true
+    }
+
+    /// Drops `host`'s share reservation on `file` taken with owner handle `oh`.
+    pub fn unshare(&self, file: FileKey, host: u64, oh: &[u8]) {
+        let mut g = self.inner.lock();
+        if let Some(fl) = g.files.get_mut(&file) {
+            fl.shares.retain(|s| !(s.host == host && s.oh == oh));
+            if fl.is_empty() {
+                g.files.remove(&file);
+            }
+        }
+    }
+
+    /// Whether share reservations held in the table (NLM's) conflict with an NFSv4 open of
+    /// `access` denying `deny`.
+    pub fn share_conflict(&self, file: FileKey, access: u32, deny: u32) -> bool {
+        self.inner
+            .lock()
+            .files
+            .get(&file)
+            .is_some_and(|fl| fl.shares.iter().any(|s| s.conflicts(access, deny)))
     }
 
     /// The grace period every protocol shares.
@@ -484,6 +579,13 @@ impl LockManager {
             for (file, fl) in g.files.iter_mut() {
                 let before = (fl.locks.len(), dropped.len());
                 fl.locks.retain(|l| !gone(&l.owner));
+                fl.shares.retain(|s| {
+                    !gone(&Owner::Nlm {
+                        host: s.host,
+                        svid: 0,
+                        oh: s.oh.clone(),
+                    })
+                });
                 let mut kept = VecDeque::with_capacity(fl.waiters.len());
                 for w in std::mem::take(&mut fl.waiters) {
                     if gone(&w.lock.owner) {

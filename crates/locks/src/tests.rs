@@ -355,3 +355,81 @@ proptest! {
         }
     }
 }
+
+struct FakeNfs4 {
+    deny_all: bool,
+    released: Mutex<Vec<FileKey>>,
+}
+
+impl OtherState for FakeNfs4 {
+    fn share_conflict(&self, _file: FileKey, _access: u32, _deny: u32) -> bool {
+        self.deny_all
+    }
+    fn release_expired(&self, file: FileKey) {
+        self.released.lock().unwrap().push(file);
+    }
+}
+
+fn share(host: u64, oh: &'static [u8], access: u32, deny: u32) -> Share {
+    Share {
+        host,
+        oh: Bytes::from_static(oh),
+        access,
+        deny,
+    }
+}
+
+#[test]
+fn share_reservations_conflict_across_hosts_and_with_nfs4_opens() {
+    let m = LockManager::default();
+    // read access, denying write
+    assert!(m.share(file(1), share(1, b"a", 1, 2)));
+    assert!(
+        !m.share(file(1), share(2, b"b", 2, 0)),
+        "a writer is denied"
+    );
+    assert!(
+        m.share(file(1), share(2, b"b", 1, 0)),
+        "another reader is not"
+    );
+    assert!(
+        !m.share(file(1), share(2, b"c", 1, 1)),
+        "denying read to a reader"
+    );
+    // NFSv4 OPENs ask the table: the same bits.
+    assert!(m.share_conflict(file(1), 2, 0));
+    assert!(!m.share_conflict(file(1), 1, 0));
+    assert!(!m.share_conflict(file(2), 3, 3));
+    // The holder replaces its own reservation; unshare and host removal drop them.
+    assert!(m.share(file(1), share(1, b"a", 1, 0)));
+    assert!(!m.share_conflict(file(1), 2, 0));
+    m.unshare(file(1), 2, b"b");
+    m.remove_owners(|o| matches!(o, Owner::Nlm { host: 1, .. }));
+    assert!(
+        m.share(file(1), share(3, b"x", 3, 3)),
+        "nothing left in the way"
+    );
+    // NFSv4's opens are asked too, through the registered view.
+    let nfs4: Arc<dyn OtherState> = Arc::new(FakeNfs4 {
+        deny_all: true,
+        released: Mutex::new(Vec::new()),
+    });
+    assert!(m.set_nfs4(Arc::downgrade(&nfs4)));
+    assert!(!m.share(file(9), share(1, b"a", 1, 0)));
+}
+
+#[test]
+fn expired_nfs4_holders_are_released_through_the_view() {
+    let m = LockManager::default();
+    let fake = Arc::new(FakeNfs4 {
+        deny_all: false,
+        released: Mutex::new(Vec::new()),
+    });
+    let view: Arc<dyn OtherState> = fake.clone();
+    m.set_nfs4(Arc::downgrade(&view));
+    m.release_expired(file(4));
+    assert_eq!(*fake.released.lock().unwrap(), vec![file(4)]);
+    drop(view);
+    drop(fake);
+    m.release_expired(file(5)); // NFSv4 gone: nothing to ask
+}

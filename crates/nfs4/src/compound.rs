@@ -219,6 +219,17 @@ pub enum SeqOutcome {
     Replay(Reply),
 }
 
+/// NFSv4's opens and expired clients, as the lock table NLM shares sees them.
+impl locks::OtherState for Nfs4 {
+    fn share_conflict(&self, file: locks::FileKey, access: u32, deny: u32) -> bool {
+        self.state.lock().open_share_conflict(file, access, deny)
+    }
+
+    fn release_expired(&self, file: locks::FileKey) {
+        self.state.lock().release_courtesy(file);
+    }
+}
+
 impl Nfs4 {
     /// The NFSv4 program over a backend, with state in memory only (no reclaim after restart).
     pub fn new(vfs: Arc<Vfs>) -> Self {
@@ -277,6 +288,13 @@ impl Nfs4 {
     /// The byte-range lock table, which the NLM service (NFSv3 locks) shares.
     pub fn lock_manager(&self) -> Arc<locks::LockManager> {
         self.state.lock().lock_manager().clone()
+    }
+
+    /// Lets the lock table ask this program about its opens and expired clients (NLM
+    /// requests do).
+    pub fn share_with_lock_manager(self: &Arc<Self>) {
+        let me: Arc<dyn locks::OtherState> = self.clone();
+        self.lock_manager().set_nfs4(Arc::downgrade(&me));
     }
 
     /// Resolves the current file handle to a real object, admitting the caller.

@@ -1,13 +1,11 @@
 //! The NLM version 4 procedures: arguments decoded by the generated types, each procedure a
 //! function of the call and its arguments to its typed result.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use locks::{FileKey, Lock, LockOutcome, Owner};
+use locks::{FileKey, Lock, LockOutcome, Owner, Share};
 use nlmwire::*;
-use parking_lot::Mutex;
 use sunrpc::client::{self, CallOpts, Proto};
 use sunrpc::{CallContext, Credential, ProcError, Program, TransportKind};
 use vfs::{Client, Creds, FileType, VfsError};
@@ -20,27 +18,12 @@ use crate::LockService;
 /// The NLM version 4 program.
 pub struct Nlm4 {
     svc: Arc<LockService>,
-    /// DOS-style share reservations (SHARE / UNSHARE), checked among NLM's own as knfsd does.
-    shares: Mutex<HashMap<FileKey, Vec<Share>>>,
-}
-
-#[derive(Debug, Clone)]
-struct Share {
-    host: u64,
-    oh: Bytes,
-    /// Deny bits: 1 read, 2 write.
-    deny: u32,
-    /// Access bits: 1 read, 2 write.
-    access: u32,
 }
 
 impl Nlm4 {
     /// The program over the lock service.
     pub fn new(svc: Arc<LockService>) -> Self {
-        Nlm4 {
-            svc,
-            shares: Mutex::new(HashMap::new()),
-        }
+        Nlm4 { svc }
     }
 }
 
@@ -183,6 +166,19 @@ impl Nlm4 {
         Ok(id)
     }
 
+    /// An NFSv4 client whose lease expired keeps its locks until someone wants them: this
+    /// request does, if one of them is in its way.
+    fn release_expired_holders(&self, file: FileKey, want: &Lock) {
+        if self
+            .svc
+            .locks
+            .test(file, want)
+            .is_some_and(|c| c.owner.protocol() == locks::Protocol::Nfs4)
+        {
+            self.svc.locks.release_expired(file);
+        }
+    }
+
     fn in_grace(&self) -> bool {
         self.svc.locks.grace().running()
     }
@@ -213,6 +209,7 @@ impl Nlm4 {
                 end,
                 write: a.exclusive,
             };
+            self.release_expired_holders(file, &want);
             Ok(match self.svc.locks.test(file, &want) {
                 Some(c) => Nlm4Testrply::Denied(holder(&c)),
                 None => Nlm4Testrply::Other(Nlm4Stats::nlm4_granted),
@@ -240,6 +237,7 @@ impl Nlm4 {
                 end,
                 write: a.exclusive,
             };
+            self.release_expired_holders(file, &want);
             let blocked = Blocked {
                 host,
                 peer: ctx.peer.ip(),
@@ -314,6 +312,8 @@ impl Nlm4 {
         res(a.cookie, stat.unwrap_or_else(|e| e))
     }
 
+    /// SHARE / UNSHARE: DOS-style share reservations, in the table NFSv4 shares, checked
+    /// against other hosts' and against NFSv4 opens (whose bits are the same).
     fn share(&self, ctx: &CallContext, a: Nlm4Shareargs, add: bool) -> Nlm4Shareres {
         let stat = (|| {
             if self.in_grace() && !(add && a.reclaim) {
@@ -323,28 +323,26 @@ impl Nlm4 {
             let file = self.file(ctx, &a.share.fh, Some(access & 2 != 0))?;
             let host = self.host(ctx, &a.share.caller_name, add)?;
             let oh = Bytes::copy_from_slice(&a.share.oh);
-            let mut shares = self.shares.lock();
-            let list = shares.entry(file).or_default();
-            list.retain(|s| !(s.host == host && s.oh == oh));
-            if add {
-                let deny = a.share.mode as u32;
-                if list
-                    .iter()
-                    .any(|s| s.deny & access != 0 || s.access & deny != 0)
-                {
-                    return Err(Nlm4Stats::nlm4_denied);
-                }
-                list.push(Share {
-                    host,
-                    oh,
-                    deny,
-                    access,
-                });
+            if !add {
+                self.svc.locks.unshare(file, host, &oh);
+                return Ok(Nlm4Stats::nlm4_granted);
             }
-            if list.is_empty() {
-                shares.remove(&file);
+            let share = Share {
+                host,
+                oh,
+                access,
+                deny: a.share.mode as u32,
+            };
+            if self.svc.locks.share(file, share.clone()) {
+                return Ok(Nlm4Stats::nlm4_granted);
             }
-            Ok(Nlm4Stats::nlm4_granted)
+            // An expired NFSv4 client's open may be what is in the way.
+            self.svc.locks.release_expired(file);
+            Ok(if self.svc.locks.share(file, share) {
+                Nlm4Stats::nlm4_granted
+            } else {
+                Nlm4Stats::nlm4_denied
+            })
         })();
         Nlm4Shareres {
             cookie: a.cookie,
@@ -357,16 +355,6 @@ impl Nlm4 {
     /// goes.
     fn free_all(&self, ctx: &CallContext, a: Nlm4Notify) {
         let n = self.svc.drop_hosts(Some(ctx.peer.ip()), Some(&a.name));
-        let mut shares = self.shares.lock();
-        let ids = self
-            .svc
-            .hosts
-            .lock()
-            .matching(Some(ctx.peer.ip()), Some(&a.name));
-        shares
-            .values_mut()
-            .for_each(|l| l.retain(|s| !ids.contains(&s.host)));
-        shares.retain(|_, l| !l.is_empty());
         tracing::info!(host = %ctx.peer.ip(), dropped = n, "NLM FREE_ALL");
     }
 

@@ -87,6 +87,8 @@ async fn run(args: Args) -> Result<(), String> {
         .with_unasked_write_delegations(args.write_delegations)
         .with_idmap_domain(args.idmap_domain.clone());
     let v4 = Arc::new(v4);
+    // NLM requests see NFSv4's opens (share reservations) and release its expired clients
+    v4.share_with_lock_manager();
     // NFSv3 changes recall NFSv4 delegations first
     disp.register(Arc::new(
         nfs3::Nfs3::new(vfs.clone()).with_change_guard(v4.clone()),

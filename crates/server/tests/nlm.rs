@@ -548,3 +548,114 @@ fn nlm_over_udp_and_on_a_read_only_export() {
         other => panic!("TEST over UDP: {other:?}"),
     }
 }
+
+fn shareargs(host: &str, fh: &Bytes, access: FshAccess, mode: FshMode) -> Nlm4Shareargs {
+    Nlm4Shareargs {
+        cookie: Bytes::from_static(b"s"),
+        share: Nlm4Share {
+            caller_name: Bytes::from(host.to_string()),
+            fh: fh.clone(),
+            oh: Bytes::from(format!("oh@{host}")),
+            mode,
+            access,
+        },
+        reclaim: false,
+    }
+}
+
+#[test]
+fn nlm_shares_and_nfsv4_opens_deny_each_other() {
+    let fx = Fixture::new();
+    let fh = user_file(&fx, "shared-mode");
+    let mut c = fx.server.client();
+    // An NLM host reads, denying writers.
+    let r: Nlm4Shareres = nlm(
+        &mut c,
+        NLM4_SHARE,
+        &shareargs("dos", &fh, FshAccess::FsaR, FshMode::FsmDw),
+    );
+    assert_eq!(r.stat, Nlm4Stats::nlm4_granted);
+    let r: Nlm4Shareres = nlm(
+        &mut c,
+        NLM4_SHARE,
+        &shareargs("dos2", &fh, FshAccess::FsaW, FshMode::FsmDn),
+    );
+    assert_eq!(r.stat, Nlm4Stats::nlm4_denied, "another host's writer");
+    // An NFSv4 open for writing is refused; one for reading is not.
+    let mut v4 = V4::session(fx.server.port, 1, "v4-share");
+    let dir = v4.path_fh(&fx.export);
+    let r = v4.open(
+        &dir,
+        "shared-mode",
+        "w",
+        OPEN4_SHARE_ACCESS_WRITE,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_SHARE_DENIED, "{}", r.summary());
+    let (_, _) = v4.open_ok(
+        &dir,
+        "shared-mode",
+        "r",
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_WRITE,
+        OpenHow::NoCreate,
+    );
+    // UNSHARE: the NFSv4 reader's own deny-write still refuses an NLM writer.
+    let r: Nlm4Shareres = nlm(
+        &mut c,
+        NLM4_UNSHARE,
+        &shareargs("dos", &fh, FshAccess::FsaR, FshMode::FsmDw),
+    );
+    assert_eq!(r.stat, Nlm4Stats::nlm4_granted);
+    let r: Nlm4Shareres = nlm(
+        &mut c,
+        NLM4_SHARE,
+        &shareargs("dos2", &fh, FshAccess::FsaW, FshMode::FsmDn),
+    );
+    assert_eq!(
+        r.stat,
+        Nlm4Stats::nlm4_denied,
+        "an NLM writer against an NFSv4 deny-write open"
+    );
+    let r: Nlm4Shareres = nlm(
+        &mut c,
+        NLM4_SHARE,
+        &shareargs("dos2", &fh, FshAccess::FsaR, FshMode::FsmDn),
+    );
+    assert_eq!(r.stat, Nlm4Stats::nlm4_granted);
+}
+
+#[test]
+fn an_expired_nfsv4_clients_lock_gives_way_to_nlm() {
+    let fx = Fixture::with_args(&["--lease-time", "5"]);
+    let fh = user_file(&fx, "courtesy");
+    let mut v4 = V4::session(fx.server.port, 1, "goes-away");
+    let dir = v4.path_fh(&fx.export);
+    let (fh4, open) = v4.open_ok(
+        &dir,
+        "courtesy",
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    let locker = new_lock_owner(0, &open, 0, v4.clientid, b"gone-owner");
+    v4.call(
+        Ops::new()
+            .putfh(&fh4)
+            .lock(NfsLockType4::WriteLt, 0, 10, &locker),
+    )
+    .ok("NFSv4 LOCK");
+    let mut c = fx.server.client();
+    assert_eq!(
+        lock(&mut c, nlm_lock("h", 1, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_denied
+    );
+    // The NFSv4 client stops renewing; past its lease its lock is kept only until wanted.
+    std::thread::sleep(Duration::from_secs(7));
+    assert_eq!(
+        lock(&mut c, nlm_lock("h", 1, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_granted
+    );
+}

@@ -321,8 +321,15 @@ impl State {
         }
     }
 
-    /// Checks a new share (access, deny) against the other opens of `file`.
+    /// Checks a new share (access, deny) against the other opens of `file` and the share
+    /// reservations NLM holds on it.
     pub fn share_conflict(&self, file: FileKey, access: u32, deny: u32) -> bool {
+        self.open_share_conflict(file, access, deny)
+            || self.locks.share_conflict(file, access, deny)
+    }
+
+    /// Checks a share (access, deny) against the NFSv4 opens of `file` only.
+    pub fn open_share_conflict(&self, file: FileKey, access: u32, deny: u32) -> bool {
         self.states.on_file(file).any(|(_, s)| match s {
             // An owner's own deny bits bind it too (RFC 7530 sections 9.9 and 16.16.5).
             StateObj::Open(o) => (o.deny & access) != 0 || (o.access & deny) != 0,
