@@ -659,3 +659,267 @@ fn an_expired_nfsv4_clients_lock_gives_way_to_nlm() {
         Nlm4Stats::nlm4_granted
     );
 }
+
+/// A client host's port mapper (TCP, answering GETPORT of anything with the lock manager's
+/// port) and lock manager (TCP), which sends every call it gets (procedure, arguments) to the
+/// test and answers it with no result.
+fn recording_host() -> (u16, mpsc::Receiver<(u32, Bytes)>) {
+    let pmap = TcpListener::bind("127.0.0.1:0").unwrap();
+    let lockd = TcpListener::bind("127.0.0.1:0").unwrap();
+    let lockd_port = lockd.local_addr().unwrap().port();
+    let pmap_port = pmap.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in pmap.incoming() {
+            let mut s = s.unwrap();
+            let (h, _) = read_call(&mut s);
+            reply(&mut s, h.xid, &(lockd_port as u32));
+        }
+    });
+    let (tx, rx) = mpsc::channel();
+    let udp_tx = tx.clone();
+    std::thread::spawn(move || {
+        for s in lockd.incoming() {
+            let mut s = s.unwrap();
+            let (h, d) = read_call(&mut s);
+            reply(&mut s, h.xid, &());
+            let _ = tx.send((h.proc_, d.peek_rest().clone()));
+        }
+    });
+    // The same over UDP, on the same port numbers (status monitor callbacks are datagrams).
+    let upmap = std::net::UdpSocket::bind(("127.0.0.1", pmap_port)).unwrap();
+    let ulockd = std::net::UdpSocket::bind(("127.0.0.1", lockd_port)).unwrap();
+    let answer = |s: &std::net::UdpSocket, xid: u32, to, result: &dyn Encode| {
+        let mut e = Encoder::new();
+        sunrpc::msg::encode_accepted(&mut e, xid, sunrpc::msg::AcceptStat::Success);
+        result.encode(&mut e);
+        s.send_to(&e.finish().to_bytes(), to).unwrap();
+    };
+    std::thread::spawn(move || loop {
+        let mut buf = [0u8; 2048];
+        let (n, from) = upmap.recv_from(&mut buf).unwrap();
+        let (h, _) = sunrpc::msg::decode_call(Bytes::copy_from_slice(&buf[..n])).unwrap();
+        answer(&upmap, h.xid, from, &(lockd_port as u32));
+    });
+    std::thread::spawn(move || loop {
+        let mut buf = [0u8; 2048];
+        let (n, from) = ulockd.recv_from(&mut buf).unwrap();
+        let (h, d) = sunrpc::msg::decode_call(Bytes::copy_from_slice(&buf[..n])).unwrap();
+        answer(&ulockd, h.xid, from, &());
+        let _ = udp_tx.send((h.proc_, d.peek_rest().clone()));
+    });
+    (pmap_port, rx)
+}
+
+#[test]
+fn every_other_procedure_and_bad_input() {
+    let (pmap_port, calls) = recording_host();
+    let port = pmap_port.to_string();
+    let fx = Fixture::with_args(&["--nlm-client-portmap-port", &port]);
+    let fh = user_file(&fx, "procs");
+    let mut c = fx.server.client();
+    // NULL of both programs.
+    for prog in [(NLM_PROG, NLM_VERS4), (SM_PROG, SM_VERS)] {
+        match c.call(prog.0, prog.1, 0, &()) {
+            RpcReply::Success(b) => assert!(b.is_empty()),
+            other => panic!("NULL of {prog:?}: {other:?}"),
+        }
+    }
+    // GRANTED to a server: it holds no request of its own.
+    let t = Nlm4Testargs {
+        cookie: Bytes::from_static(b"g"),
+        exclusive: true,
+        alock: nlm_lock("h", 1, &fh, 0, 1),
+    };
+    let r: Nlm4Res = nlm(&mut c, NLM4_GRANTED, &t);
+    assert_eq!(r.stat.stat, Nlm4Stats::nlm4_denied);
+    // The asynchronous procedures answer nothing, then call the caller's lock manager with
+    // the result (LOCK_MSG -> LOCK_RES, TEST_MSG -> TEST_RES, ...).
+    let msg = |c: &mut RpcClient, p: u32, a: &dyn Encode| match c.call(NLM_PROG, NLM_VERS4, p, a) {
+        RpcReply::Success(b) => assert!(b.is_empty(), "an _MSG call has no reply body"),
+        other => panic!("NLM {p}: {other:?}"),
+    };
+    let next = |want: u32| {
+        let (p, body) = calls
+            .recv_timeout(Duration::from_secs(10))
+            .expect("an _RES call");
+        assert_eq!(p, want);
+        body
+    };
+    msg(
+        &mut c,
+        NLM4_LOCK_MSG,
+        &lockargs(nlm_lock("m", 5, &fh, 0, 10), false),
+    );
+    let r: Nlm4Res = decode_all(next(NLM4_LOCK_RES));
+    assert_eq!(
+        (r.cookie, r.stat.stat),
+        (Bytes::from_static(b"ck"), Nlm4Stats::nlm4_granted)
+    );
+    msg(
+        &mut c,
+        NLM4_TEST_MSG,
+        &Nlm4Testargs {
+            alock: nlm_lock("other", 1, &fh, 5, 1),
+            ..t.clone()
+        },
+    );
+    let r: Nlm4Testres = decode_all(next(NLM4_TEST_RES));
+    assert!(matches!(r.stat, Nlm4Testrply::Denied(ref h) if h.svid == 5));
+    msg(
+        &mut c,
+        NLM4_CANCEL_MSG,
+        &Nlm4Cancargs {
+            cookie: Bytes::from_static(b"c"),
+            block: false,
+            exclusive: true,
+            alock: nlm_lock("m", 5, &fh, 0, 10),
+        },
+    );
+    let r: Nlm4Res = decode_all(next(NLM4_CANCEL_RES));
+    assert_eq!(
+        r.stat.stat,
+        Nlm4Stats::nlm4_denied,
+        "CANCEL of a lock already granted"
+    );
+    msg(
+        &mut c,
+        NLM4_UNLOCK_MSG,
+        &Nlm4Unlockargs {
+            cookie: Bytes::from_static(b"u"),
+            alock: nlm_lock("m", 5, &fh, 0, 10),
+        },
+    );
+    let r: Nlm4Res = decode_all(next(NLM4_UNLOCK_RES));
+    assert_eq!(r.stat.stat, Nlm4Stats::nlm4_granted);
+    msg(&mut c, NLM4_GRANTED_MSG, &t);
+    let r: Nlm4Res = decode_all(next(NLM4_GRANTED_RES));
+    assert_eq!(r.stat.stat, Nlm4Stats::nlm4_denied);
+    // _RES calls from a client are taken and answered with nothing.
+    msg(&mut c, NLM4_GRANTED_RES, &res_of(Nlm4Stats::nlm4_granted));
+    // NM_LOCK locks (without monitoring); FREE_ALL drops everything of the named host.
+    let r: Nlm4Res = nlm(
+        &mut c,
+        NLM4_NM_LOCK,
+        &lockargs(nlm_lock("pc", 1, &fh, 0, 1), false),
+    );
+    assert_eq!(r.stat.stat, Nlm4Stats::nlm4_granted);
+    assert_eq!(
+        lock(&mut c, nlm_lock("x", 1, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_denied
+    );
+    msg(
+        &mut c,
+        NLM4_FREE_ALL,
+        &Nlm4Notify {
+            name: Bytes::from_static(b"pc"),
+            state: 3,
+        },
+    );
+    assert_eq!(
+        lock(&mut c, nlm_lock("x", 1, &fh, 0, 1), false),
+        Nlm4Stats::nlm4_granted
+    );
+
+    // NSM from loopback: SM_MON / SM_UNMON / SM_UNMON_ALL / SM_SIMU_CRASH.
+    let my_id = MyId {
+        my_name: Bytes::from_static(b"localhost"),
+        my_prog: 200_000,
+        my_vers: 1,
+        my_proc: 1,
+    };
+    let mon = Mon {
+        mon_id: MonId {
+            mon_name: Bytes::from_static(b"watched"),
+            my_id: my_id.clone(),
+        },
+        r#priv: [7; 16],
+    };
+    let sm = |c: &mut RpcClient, p: u32, a: &dyn Encode| match c.call(SM_PROG, SM_VERS, p, a) {
+        RpcReply::Success(b) => b,
+        other => panic!("NSM {p}: {other:?}"),
+    };
+    let r: SmStatRes = decode_all(sm(&mut c, SM_MON, &mon));
+    assert_eq!(r.res_stat, SmRes::stat_succ);
+    // The watched host restarts: the monitor's program is called with its priv bytes.
+    let chge = StatChge {
+        mon_name: Bytes::from_static(b"watched"),
+        state: 9,
+    };
+    assert!(sm(&mut c, SM_NOTIFY, &chge).is_empty());
+    let (p, body) = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the monitor's callback");
+    assert_eq!(p, 1);
+    let st: SmStatus = decode_all(body);
+    assert_eq!(
+        (st.mon_name, st.state, st.r#priv),
+        (Bytes::from_static(b"watched"), 9, [7; 16])
+    );
+    let r: SmStat = decode_all(sm(&mut c, SM_UNMON, &mon.mon_id));
+    assert_eq!(r.state % 2, 1);
+    let r: SmStat = decode_all(sm(&mut c, SM_UNMON_ALL, &my_id));
+    assert_eq!(r.state % 2, 1);
+    assert!(sm(&mut c, SM_SIMU_CRASH, &()).is_empty());
+
+    // Bad input: names, owner handles and file handles past their bounds are garbage, not
+    // allocations; so is a truncated call.
+    for (what, l) in [
+        (
+            "caller_name of 1,025 bytes",
+            Nlm4Lock {
+                caller_name: Bytes::from(vec![b'a'; 1025]),
+                ..nlm_lock("h", 1, &fh, 0, 1)
+            },
+        ),
+        (
+            "owner handle of 1,025 bytes",
+            Nlm4Lock {
+                oh: Bytes::from(vec![1; 1025]),
+                ..nlm_lock("h", 1, &fh, 0, 1)
+            },
+        ),
+        (
+            "file handle of 65 bytes",
+            Nlm4Lock {
+                fh: Bytes::from(vec![1; 65]),
+                ..nlm_lock("h", 1, &fh, 0, 1)
+            },
+        ),
+    ] {
+        match c.call(NLM_PROG, NLM_VERS4, NLM4_LOCK, &lockargs(l, false)) {
+            RpcReply::GarbageArgs => {}
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    match c.call(NLM_PROG, NLM_VERS4, NLM4_LOCK, &7u32) {
+        RpcReply::GarbageArgs => {}
+        other => panic!("a truncated LOCK: {other:?}"),
+    }
+    // A flood of blocked requests from one host is bounded (1,024 waiters per host).
+    let mut b = fx.server.client();
+    assert_eq!(
+        lock(&mut b, nlm_lock("holder", 1, &fh, 100, 0), false),
+        Nlm4Stats::nlm4_granted
+    );
+    let mut last = Nlm4Stats::nlm4_blocked;
+    for svid in 0..1100u32 {
+        last = lock(&mut c, nlm_lock("flood", svid, &fh, 100, 1), true);
+        if last != Nlm4Stats::nlm4_blocked {
+            assert_eq!(svid, 1024, "the per-host bound");
+            break;
+        }
+    }
+    assert_eq!(last, Nlm4Stats::nlm4_denied_nolocks);
+    // Another host is not affected.
+    assert_eq!(
+        lock(&mut b, nlm_lock("calm", 1, &fh, 100, 1), true),
+        Nlm4Stats::nlm4_blocked
+    );
+}
+
+fn res_of(stat: Nlm4Stats) -> Nlm4Res {
+    Nlm4Res {
+        cookie: Bytes::new(),
+        stat: Nlm4Stat { stat },
+    }
+}
