@@ -95,6 +95,16 @@ SUBNET=${ADDR%.*}.0/24
 MNT=/mnt/nfs
 mkdir -p "$MNT"
 rpcbind -w || say "rpcbind failed to start"
+# NFSv3 mounts lock (no nolock): the client's lockd asks its status monitor to watch each
+# server it locks on, and mount.nfs refuses a locking mount without one
+NLM_STATD=0
+start_statd() {
+	[ "$NLM_STATD" = 1 ] && return 0
+	mkdir -p /var/lib/nfs/sm /var/lib/nfs/sm.bak
+	rpc.statd --no-notify || return 1
+	NLM_STATD=1
+}
+start_statd || say "rpc.statd failed to start: NFSv3 mounts will fail"
 
 # ---------------------------------------------------------------------------------------------
 # servers: start/stop; each exports a fresh tmpfs at /srv/NAME
@@ -163,8 +173,35 @@ stop_knfsd() {
 RNFSD_PID=
 RNFSD_LOG=/run/rnfsd.log
 RNFSD_CLAIMS=$RNFSD_SUPPORTS
+# Over TCP rnfsd runs in a network namespace of its own at PEER_ADDR: NFSv3 mounts lock
+# (no nolock) through the client's lockd, which registers NLM with this guest's rpcbind, so a
+# server sharing that rpcbind could not register its own (knfsd shares the kernel's lockd and
+# runs at ADDR). Over RDMA it runs at ADDR as before: soft-RoCE does not reach a device in
+# another namespace here (mounts fail with "Network is unreachable"), so NFSv3 mounts over RDMA
+# are made without nolock but take no locks (NLM itself never travels over RDMA: the Linux
+# client's lockd speaks TCP; the nlm case tests it).
+RNFSD_NS=rnfs
+RNFSD_NS_UP=0
+RNFSD_IN_NS=1
+rnfsd_ns() {
+	[ "$RNFSD_NS_UP" = 1 ] && return 0
+	ip netns add $RNFSD_NS && ip link set veth1 netns $RNFSD_NS &&
+		ip netns exec $RNFSD_NS ip addr add "$PEER_ADDR/24" dev veth1 &&
+		ip netns exec $RNFSD_NS ip link set veth1 up &&
+		ip netns exec $RNFSD_NS ip link set lo up || return 1
+	RNFSD_NS_UP=1
+}
+server_addr() { # server transport: the address its clients mount
+	if [ "$1" = rnfsd ] && [ "$2" = tcp ]; then echo "$PEER_ADDR"; else echo "$ADDR"; fi
+}
 start_rnfsd() {
 	[ -x "$RNFSD" ] || { say "rnfsd: $RNFSD is not an executable"; return 1; }
+	local netns="" maddr=127.0.0.1
+	if [ "$RNFSD_IN_NS" = 1 ]; then
+		rnfsd_ns || { say "rnfsd: network namespace setup failed"; return 1; }
+		netns="ip netns exec $RNFSD_NS" maddr=$PEER_ADDR
+	fi
+	RNFSD_METRICS=$maddr:9464
 	# a fresh state directory each time: otherwise the clients recorded by the previous
 	# combination would hold the new instance in its NFSv4 grace period for a lease
 	RNFSD_STATE=$(mktemp -d /run/rnfsd-state.XXXX)
@@ -176,8 +213,9 @@ start_rnfsd() {
 	cat >/run/rnfsd-launch <<-EOF
 		#!/bin/bash
 		$([ -n "$RNFSD_NOFILE" ] && echo "ulimit -H -n ${RNFSD_NOFILE#*:}; ulimit -S -n ${RNFSD_NOFILE%%:*}")
-		exec env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports --state-dir "$RNFSD_STATE" \\
-			--listen 0.0.0.0:2049 --metrics 127.0.0.1:9464 --lease-time 15 $RNFSD_ARGS >>"$RNFSD_LOG" 2>&1
+		exec $netns env $RNFSD_ENV "$RNFSD" --exports /run/rnfsd.exports \\
+			--state-dir "$RNFSD_STATE" --listen 0.0.0.0:2049 --metrics $RNFSD_METRICS \\
+			--lease-time 15 $RNFSD_ARGS >>"$RNFSD_LOG" 2>&1
 	EOF
 	cat >/run/rnfsd-restart <<-EOF
 		#!/bin/bash
@@ -216,7 +254,7 @@ start_rnfsd() {
 	say "$(grep -o 'rnfsd ready:.*' "$RNFSD_LOG" | head -1) (pid $RNFSD_PID)"
 	# what rnfsd registered with rpcbind counts as claimed, like RNFSD_SUPPORTS
 	local regs v
-	regs=$(rpcinfo -p 127.0.0.1 2>/dev/null | awk '$1 == 100003 && $3 == "tcp" {print $2}' | sort -u)
+	regs=$(rpcinfo -p "$maddr" 2>/dev/null | awk '$1 == 100003 && $3 == "tcp" {print $2}' | sort -u)
 	say "rnfsd registered NFS versions over tcp: $(echo $regs)"
 	RNFSD_CLAIMS=$RNFSD_SUPPORTS
 	for v in $regs; do
@@ -265,7 +303,8 @@ unmount() {
 }
 
 run_combo() { # server vers transport
-	local s=$1 v=$2 t=$3 opts out t0 claimed=1 wl rc c st path
+	local s=$1 v=$2 t=$3 opts out t0 claimed=1 wl rc c st path addr
+	addr=$(server_addr "$s" "$t")
 	if [ "$t" = rdma ] && [ "$RDMA_OK" != 1 ]; then
 		all_cases "$s" "$v" "$t" SKIP "RDMA unavailable in the guest: $RDMA_WHY"
 		return
@@ -273,31 +312,30 @@ run_combo() { # server vers transport
 	server_supports "$s" "$t" "$v" || claimed=0
 	opts="vers=$v,proto=$t"
 	[ "$t" = rdma ] && opts="$opts,port=20049"
-	[ "$v" = 3 ] && opts="$opts,nolock"
 	if [ "$s" = knfsd ] && [ "$v" != 3 ]; then # wait out knfsd's v4 grace period
 		while [ "$(date +%s)" -lt $((KNFSD_T0 + 12)) ]; do sleep 1; done
 	fi
 	rm -rf "/srv/$s/work"
 	CAP_PID= # CAPTURE=1: tcpdump of the combination (tcp) into the host's run directory
 	if [ "${CAPTURE:-0}" = 1 ] && [ -n "$OUT" ] && command -v tcpdump >/dev/null; then
-		tcpdump -i lo -s "${CAPTURE_SNAPLEN:-512}" -U -w "$OUT/$s-$v-$t.pcap" port 2049 2>/dev/null &
+		tcpdump -i any -s "${CAPTURE_SNAPLEN:-512}" -U -w "$OUT/$s-$v-$t.pcap" port 2049 2>/dev/null &
 		CAP_PID=$!
 		sleep 1
 	fi
 	path=/srv/$s
 	[ "$s" = knfsd ] && [ "$v" != 3 ] && path=/
-	say "mount $s vers=$v transport=$t: -o $opts $ADDR:$path"
+	say "mount $s vers=$v transport=$t: -o $opts $addr:$path"
 	t0=$(now)
 	if [ "$claimed" = 0 ]; then
 		# not claimed by rnfsd (RNFSD_SUPPORTS): try once, briefly; a refusal is a SKIP
-		if ! out=$(timeout 60 mount -t nfs -o "$opts,retry=0" "$ADDR:$path" "$MNT" 2>&1); then
+		if ! out=$(timeout 60 mount -t nfs -o "$opts,retry=0" "$addr:$path" "$MNT" 2>&1); then
 			say "rnfsd refused vers=$v transport=$t: $(echo "$out" | tr '\n' ' ')"
 			all_cases "$s" "$v" "$t" SKIP "not implemented in rnfsd"
 			stop_capture
 			return
 		fi
 		say "rnfsd answered vers=$v transport=$t though it does not claim it: running the cases"
-	elif ! out=$(timeout 180 mount -t nfs -o "$opts" "$ADDR:$path" "$MNT" 2>&1); then
+	elif ! out=$(timeout 180 mount -t nfs -o "$opts" "$addr:$path" "$MNT" 2>&1); then
 		all_cases "$s" "$v" "$t" FAIL "mount failed: $(echo "$out" | tr '\n' ' ')"
 		dmesg_tail 20
 		[ "$s" = rnfsd ] && dump "rnfsd.log" "$RNFSD_LOG" 20
@@ -307,8 +345,8 @@ run_combo() { # server vers transport
 	result "$s" "$v" "$t" mount PASS "$(elapsed "$t0")" "$(grep " $MNT " /proc/mounts | cut -d' ' -f4)"
 	wl=/tmp/wl-$s-$v-$t
 	local extra=(--vers "$v" --transport "$t" --restart-cmd "/run/$s-restart"
-		--mount-source "$ADDR:$path" --mount-opts "$opts")
-	[ "$s" = rnfsd ] && extra+=(--metrics-url http://127.0.0.1:9464/metrics)
+		--mount-source "$addr:$path" --mount-opts "$opts")
+	[ "$s" = rnfsd ] && extra+=(--metrics-url "http://$RNFSD_METRICS/metrics")
 	[ -x "/run/$s-reclaimed" ] && extra+=(--reclaimed-cmd "/run/$s-reclaimed")
 	timeout -k 10 "$WORKLOAD_TIMEOUT" python3 "$REPO/tests/vm/workload.py" --dir "$MNT/work" \
 		--label "server=$s vers=$v transport=$t" --cases "$WL_CASES" --seed "$SEED" \
@@ -342,16 +380,10 @@ stop_capture() {
 
 # ---------------------------------------------------------------------------------------------
 # The "nlm" case: NFSv3 locks through the kernel client's lockd (tests/vm/locks.py), with a v3
-# and a v4.2 mount of one export. It runs apart from the combination's mount (mounted nolock).
+# and a v4.2 mount of one export. It runs apart from the combination's mount.
 WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/^,//; s/,$//')
-NLM_STATD=0 NLM_RC=1
+NLM_RC=1
 NLM_INCREMENTS=${NLM_INCREMENTS:-2000}
-start_statd() { # the client's lockd asks its status monitor to watch each server it locks on
-	[ "$NLM_STATD" = 1 ] && return 0
-	mkdir -p /var/lib/nfs/sm /var/lib/nfs/sm.bak
-	rpc.statd --no-notify || return 1
-	NLM_STATD=1
-}
 nlm_result() { # server status time reason-file-or-text
 	result "$1" 3 tcp nlm "$2" "$3" "$4"
 }
@@ -474,6 +506,7 @@ for s in $SERVERS; do
 		t=${combo%%:*} v=${combo#*:}
 		{
 			RNFSD_LOG=/run/rnfsd-$v-$t.log
+			RNFSD_IN_NS=$([ "$t" = tcp ] && echo 1 || echo 0)
 			if [ "$up" = 0 ]; then
 				if ! "start_$s"; then
 					all_cases "$s" "$v" "$t" FAIL "$s failed to start"

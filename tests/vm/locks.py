@@ -7,8 +7,8 @@ export take fcntl locks on one file and must see each other's.
             process on a second v3 mount through another server address (nosharecache: to the
             server another client) and of a v4 process; not a disjoint one
   v4holds   a v4 lock refuses a v3 request until it is released
-  block     a blocked v3 request gets the lock within --wakeup seconds (2) of a v3 holder's
-            unlock, and of a v4 holder's (the server calls the client back; the client's own
+  block     a blocked v3 request gets the lock within --wakeup seconds (2) of the unlock of a
+            holder on the second v3 mount (another client), and of a v4 holder's (the server calls the client back; the client's own
             retry is at 30 s)
   counter   four processes (two on the v3 mount, one on the second, one on the v4 mount)
             increment a counter in one file, each increment under a blocking fcntl lock: the
@@ -137,8 +137,8 @@ def wait_for_grant(holder_path, waiter_path, what, limit=10):
     return took
 
 
-def case_block(v3, v4, limit):
-    for holder, what in ((v3, "v3 holder"), (v4, "v4 holder")):
+def case_block(v3, v3b, v4, limit):
+    for holder, what in ((v3b, "v3 holder on the second mount"), (v4, "v4 holder")):
         took = wait_for_grant(holder, v3, what, limit)
         print(f"block: granted {took:.1f} s after the {what}'s unlock", flush=True)
 
@@ -217,7 +217,7 @@ def main():
     v3b = os.path.join(a.v3b, name)
     cases = [("conflict", lambda: case_conflict(v3, v3b, v4)),
              ("v4holds", lambda: case_v4holds(v3, v4)),
-             ("block", lambda: case_block(v3, v4, a.wakeup)),
+             ("block", lambda: case_block(v3, v3b, v4, a.wakeup)),
              ("counter", lambda: case_counter(v3, v3b, v4, a.increments))]
     if a.restart_cmd:
         cases.append(("reclaim", lambda: case_reclaim(v3, v4, a.restart_cmd)))
