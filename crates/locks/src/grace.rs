@@ -1,6 +1,7 @@
 //! The grace period after a restart: while any protocol's clients may still reclaim, new locks
 //! (and NFSv4 opens) wait, so that no one takes what a client held before the restart.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -18,6 +19,9 @@ pub enum Participant {
 #[derive(Debug, Default)]
 pub struct GracePeriod {
     parts: Mutex<Vec<(Participant, Instant)>>,
+    /// Whether any part may run: every OPEN and LOCK asks, nearly always after the grace
+    /// period, without the mutex.
+    any: AtomicBool,
 }
 
 impl GracePeriod {
@@ -26,18 +30,28 @@ impl GracePeriod {
         let mut p = self.parts.lock();
         p.retain(|(w, _)| *w != who);
         p.push((who, until));
+        self.any.store(true, Ordering::Release);
     }
 
     /// `who`'s part is over (its clients all reclaimed, or none may).
     pub fn end(&self, who: Participant) {
-        self.parts.lock().retain(|(w, _)| *w != who);
+        if !self.any.load(Ordering::Acquire) {
+            return;
+        }
+        let mut p = self.parts.lock();
+        p.retain(|(w, _)| *w != who);
+        self.any.store(!p.is_empty(), Ordering::Release);
     }
 
     /// Whether any participant's part runs now.
     pub fn running(&self) -> bool {
+        if !self.any.load(Ordering::Acquire) {
+            return false;
+        }
         let now = Instant::now();
         let mut p = self.parts.lock();
         p.retain(|(_, until)| now < *until);
+        self.any.store(!p.is_empty(), Ordering::Release);
         !p.is_empty()
     }
 

@@ -38,6 +38,15 @@ use monitor::{HostRecord, MonitorDb};
 pub use nsm::Nsm;
 pub use service::Nlm4;
 
+/// Decodes a procedure's whole argument: bytes left over are garbage too.
+fn decode<A: xdr::Decode>(mut d: xdr::Decoder) -> Result<A, sunrpc::ProcError> {
+    let a = A::decode(&mut d)?;
+    if d.remaining() != 0 {
+        return Err(sunrpc::ProcError::GarbageArgs);
+    }
+    Ok(a)
+}
+
 /// Settings of the lock manager.
 #[derive(Debug, Clone)]
 pub struct NlmConfig {

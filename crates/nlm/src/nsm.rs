@@ -15,10 +15,10 @@ use nlmwire::*;
 use parking_lot::Mutex;
 use sunrpc::client::{self, CallOpts, Proto};
 use sunrpc::{CallContext, ProcError, Program};
-use xdr::{Decode, Decoder, Encode, Encoder};
+use xdr::{Decoder, Encode, Encoder};
 
 use crate::monitor::HostRecord;
-use crate::LockService;
+use crate::{decode, LockService};
 
 /// Local monitors (SM_MON) kept at once.
 const MAX_MONITORS: usize = 4096;
@@ -93,14 +93,6 @@ impl Nsm {
             });
         }
     }
-}
-
-fn decode<A: Decode>(mut d: Decoder) -> Result<A, ProcError> {
-    let a = A::decode(&mut d)?;
-    if d.remaining() != 0 {
-        return Err(ProcError::GarbageArgs);
-    }
-    Ok(a)
 }
 
 fn spawn(f: impl std::future::Future<Output = ()> + Send + 'static) {

@@ -5,15 +5,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use locks::{FileKey, Lock, LockOutcome, Owner, Share};
+use nfs3::nfs::client_of;
 use nlmwire::*;
 use sunrpc::client::{self, CallOpts, Proto};
-use sunrpc::{CallContext, Credential, ProcError, Program, TransportKind};
-use vfs::{Client, Creds, FileType, VfsError};
-use xdr::{Decode, Decoder, Encode, Encoder};
+use sunrpc::{CallContext, ProcError, Program, TransportKind};
+use vfs::{FileType, VfsError};
+use xdr::{Decoder, Encode, Encoder};
 
 use crate::grant::Blocked;
 use crate::monitor::{server_ip, HostRecord};
-use crate::LockService;
+use crate::{decode, LockService};
 
 /// The NLM version 4 program.
 pub struct Nlm4 {
@@ -24,29 +25,6 @@ impl Nlm4 {
     /// The program over the lock service.
     pub fn new(svc: Arc<LockService>) -> Self {
         Nlm4 { svc }
-    }
-}
-
-fn decode<A: Decode>(mut d: Decoder) -> Result<A, ProcError> {
-    let a = A::decode(&mut d)?;
-    if d.remaining() != 0 {
-        return Err(ProcError::GarbageArgs);
-    }
-    Ok(a)
-}
-
-fn client_of(ctx: &CallContext) -> Client {
-    Client {
-        addr: ctx.peer.ip(),
-        port: ctx.peer.port(),
-        ident: match &ctx.cred {
-            Credential::None => None,
-            Credential::Sys(s) => Some(Creds {
-                uid: s.uid,
-                gid: s.gid,
-                groups: s.gids.clone(),
-            }),
-        },
     }
 }
 
@@ -183,6 +161,26 @@ impl Nlm4 {
         self.svc.locks.grace().running()
     }
 
+    /// The lock `l` asks for, as the table knows it, with its host's number (the host
+    /// recorded on disk first with `monitor`).
+    fn wanted(
+        &self,
+        ctx: &CallContext,
+        l: &Nlm4Lock,
+        exclusive: bool,
+        monitor: bool,
+    ) -> Result<(u64, Lock), Nlm4Stats> {
+        let (start, end) = range(l)?;
+        let host = self.host(ctx, &l.caller_name, monitor)?;
+        let want = Lock {
+            owner: Self::owner(host, l),
+            start,
+            end,
+            write: exclusive,
+        };
+        Ok((host, want))
+    }
+
     fn owner(host: u64, l: &Nlm4Lock) -> Owner {
         Owner::Nlm {
             host,
@@ -201,14 +199,7 @@ impl Nlm4 {
                 Err(Nlm4Stats::nlm4_failed) => self.file(ctx, &a.alock.fh, Some(true)),
                 r => r,
             }?;
-            let (start, end) = range(&a.alock)?;
-            let host = self.host(ctx, &a.alock.caller_name, false)?;
-            let want = Lock {
-                owner: Self::owner(host, &a.alock),
-                start,
-                end,
-                write: a.exclusive,
-            };
+            let (_, want) = self.wanted(ctx, &a.alock, a.exclusive, false)?;
             self.release_expired_holders(file, &want);
             Ok(match self.svc.locks.test(file, &want) {
                 Some(c) => Nlm4Testrply::Denied(holder(&c)),
@@ -229,14 +220,8 @@ impl Nlm4 {
                 return Err(Nlm4Stats::nlm4_denied_grace_period);
             }
             let file = self.file(ctx, &a.alock.fh, Some(a.exclusive))?;
-            let (start, end) = range(&a.alock)?;
-            let host = self.host(ctx, &a.alock.caller_name, monitor)?;
-            let want = Lock {
-                owner: Self::owner(host, &a.alock),
-                start,
-                end,
-                write: a.exclusive,
-            };
+            let (host, want) = self.wanted(ctx, &a.alock, a.exclusive, monitor)?;
+            let (start, end) = (want.start, want.end);
             self.release_expired_holders(file, &want);
             let blocked = Blocked {
                 host,
@@ -274,22 +259,14 @@ impl Nlm4 {
                 return Err(Nlm4Stats::nlm4_denied_grace_period);
             }
             let file = self.file(ctx, &a.alock.fh, None)?;
-            let (start, end) = range(&a.alock)?;
-            let host = self.host(ctx, &a.alock.caller_name, false)?;
-            let owner = Self::owner(host, &a.alock);
-            let want = Lock {
-                owner: owner.clone(),
-                start,
-                end,
-                write: a.exclusive,
-            };
+            let (_, want) = self.wanted(ctx, &a.alock, a.exclusive, false)?;
             match self.svc.locks.cancel(file, &want) {
                 Some(id) => {
                     self.svc.grants.cancel(id);
                     Ok(Nlm4Stats::nlm4_granted)
                 }
                 // Granted before the cancel came: the client unlocks.
-                None if self.svc.locks.owner_has(file, &owner) => Ok(Nlm4Stats::nlm4_denied),
+                None if self.svc.locks.owner_has(file, &want.owner) => Ok(Nlm4Stats::nlm4_denied),
                 None => Ok(Nlm4Stats::nlm4_granted),
             }
         })();
@@ -302,11 +279,8 @@ impl Nlm4 {
                 return Err(Nlm4Stats::nlm4_denied_grace_period);
             }
             let file = self.file(ctx, &a.alock.fh, None)?;
-            let (start, end) = range(&a.alock)?;
-            let host = self.host(ctx, &a.alock.caller_name, false)?;
-            self.svc
-                .locks
-                .unlock(file, &Self::owner(host, &a.alock), start, end);
+            let (_, l) = self.wanted(ctx, &a.alock, false, false)?;
+            self.svc.locks.unlock(file, &l.owner, l.start, l.end);
             Ok(Nlm4Stats::nlm4_granted)
         })();
         res(a.cookie, stat.unwrap_or_else(|e| e))
