@@ -621,6 +621,28 @@ impl LockManager {
             .map_or_else(Vec::new, |fl| fl.locks.clone())
     }
 
+    /// The locks held by the owners `which` selects, with their files (an administrator's
+    /// listing).
+    pub fn held(&self, which: impl Fn(&Owner) -> bool) -> Vec<(FileKey, Lock)> {
+        let g = self.inner.lock();
+        g.files
+            .iter()
+            .flat_map(|(f, fl)| fl.locks.iter().map(move |l| (*f, l)))
+            .filter(|(_, l)| which(&l.owner))
+            .map(|(f, l)| (f, l.clone()))
+            .collect()
+    }
+
+    /// Share reservations held by the NLM hosts `which` selects.
+    pub fn shares_held(&self, which: impl Fn(u64) -> bool) -> usize {
+        let g = self.inner.lock();
+        g.files
+            .values()
+            .flat_map(|fl| fl.shares.iter())
+            .filter(|s| which(s.host))
+            .count()
+    }
+
     /// Locks held per protocol and requests waiting.
     pub fn totals(&self) -> Totals {
         let g = self.inner.lock();

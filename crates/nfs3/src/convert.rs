@@ -10,7 +10,7 @@ pub fn nfsstat(e: VfsError) -> Nfsstat3 {
     match e {
         VfsError::Stale => Nfsstat3::NFS3ERR_STALE,
         VfsError::BadHandle => Nfsstat3::NFS3ERR_BADHANDLE,
-        VfsError::ExportDenied => Nfsstat3::NFS3ERR_ACCES,
+        VfsError::ExportDenied | VfsError::WrongSec => Nfsstat3::NFS3ERR_ACCES,
         VfsError::ReadOnly => Nfsstat3::NFS3ERR_ROFS,
         VfsError::NotSync => Nfsstat3::NFS3ERR_NOT_SYNC,
         VfsError::BadCookie => Nfsstat3::NFS3ERR_BAD_COOKIE,

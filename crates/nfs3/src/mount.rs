@@ -5,6 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use sunrpc::{CallContext, ProcError, Program};
+use vfs::exports::SecFlavor;
 use vfs::Vfs;
 use xdr::{Decode, Decoder, Encode, Encoder};
 
@@ -12,8 +13,13 @@ use crate::convert::mountstat;
 use crate::nfs::client_of;
 use nfs3wire::*;
 
-/// AUTH_SYS, the one flavor we offer.
-const AUTH_SYS: i32 = 1;
+/// The flavor numbers MOUNT's reply lists (RFC 5531).
+fn flavor_number(f: &SecFlavor) -> i32 {
+    match f {
+        SecFlavor::None => 0,
+        SecFlavor::Sys => 1,
+    }
+}
 /// Mount-list entries kept (the list is advisory; bounded so clients cannot grow it forever).
 const MAX_MOUNT_LIST: usize = 4096;
 
@@ -34,7 +40,7 @@ impl Mount {
 
     fn mnt(&self, ctx: &CallContext, Dirpath(dirpath): Dirpath) -> Mountres3 {
         match self.vfs.mount(&dirpath, &client_of(ctx)) {
-            Ok(fh) => {
+            Ok((fh, flavors)) => {
                 let host = Bytes::from(ctx.peer.ip().to_string());
                 let mut m = self.mounts.lock();
                 if !m
@@ -51,7 +57,7 @@ impl Mount {
                 tracing::info!(client = %ctx.peer, path = %String::from_utf8_lossy(&dirpath), "mounted");
                 Mountres3::Ok(Mountres3Ok {
                     fhandle: fh,
-                    auth_flavors: vec![AUTH_SYS],
+                    auth_flavors: flavors.iter().map(flavor_number).collect(),
                 })
             }
             Err(e) => {
@@ -59,6 +65,28 @@ impl Mount {
                 Mountres3::Fail(mountstat(e))
             }
         }
+    }
+
+    /// The mount list: (host address, path) as clients reported them (advisory).
+    pub fn mounts(&self) -> Vec<(String, String)> {
+        self.mounts
+            .lock()
+            .iter()
+            .map(|m| {
+                (
+                    String::from_utf8_lossy(&m.ml_hostname).into_owned(),
+                    String::from_utf8_lossy(&m.ml_directory.0).into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// Drops host `addr`'s entries from the mount list (an evicted client).
+    pub fn forget_host(&self, addr: &str) -> usize {
+        let mut m = self.mounts.lock();
+        let before = m.len();
+        m.retain(|e| e.ml_hostname != addr.as_bytes());
+        before - m.len()
     }
 
     fn export_list(&self) -> Exports {

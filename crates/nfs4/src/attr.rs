@@ -404,7 +404,7 @@ mod tests {
 
     #[test]
     fn open_arguments_are_a_4_2_attribute_listing_what_open_accepts() {
-        let attr = crate::pseudo::PseudoFs::new(&[]).attr(0);
+        let attr = crate::pseudo::PseudoFs::attr(crate::pseudo::PseudoId::ROOT);
         let none = || None;
         let o = Object {
             attr: &attr,

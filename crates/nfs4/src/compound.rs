@@ -11,7 +11,7 @@ use xdr::{Decode, Decoder, Encoder, Reply};
 
 use crate::optable::{self, OpDef, Pos};
 use crate::proto::{MAX_MINOR, MAX_OPS, NFS_V4};
-use crate::pseudo::PseudoFs;
+use crate::pseudo::{ExportRoot, PseudoFs, PseudoId};
 use crate::state::{SessionId, State, Stateid};
 use nfs4wire::{CallbackSecParms4, NfsOpnum4, Nfsstat4, Sequence4args, Sequence4resok};
 
@@ -22,7 +22,7 @@ pub const NFS_PROGRAM: u32 = 100003;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fh {
     /// A directory of the pseudo file system.
-    Pseudo(usize),
+    Pseudo(PseudoId),
     /// An object in an export (wire handle).
     Real(Bytes),
 }
@@ -92,6 +92,8 @@ pub fn nfsstat4(e: VfsError) -> Nfsstat4 {
         VfsError::Stale => Nfsstat4::NFS4ERR_STALE,
         VfsError::BadHandle => Nfsstat4::NFS4ERR_BADHANDLE,
         VfsError::ExportDenied => Nfsstat4::NFS4ERR_ACCESS,
+        // the client asks SECINFO which flavors the export takes
+        VfsError::WrongSec => Nfsstat4::NFS4ERR_WRONGSEC,
         VfsError::ReadOnly => Nfsstat4::NFS4ERR_ROFS,
         VfsError::NotSync => Nfsstat4::NFS4ERR_NOT_SAME,
         VfsError::BadCookie => Nfsstat4::NFS4ERR_BAD_COOKIE,
@@ -176,8 +178,8 @@ impl Ctx<'_> {
 pub struct Nfs4 {
     /// Backend.
     pub vfs: Arc<Vfs>,
-    /// Pseudo file system.
-    pub pseudo: PseudoFs,
+    /// Pseudo file system, rebuilt when the exports change.
+    pseudo: arc_swap::ArcSwap<PseudoFs>,
     /// All client state.
     pub state: Mutex<State>,
     /// Data-path counters exported as metrics.
@@ -209,6 +211,20 @@ pub struct Counters {
     /// Delegations granted again to reclaiming OPENs (the holder's locks under them stayed
     /// with the client).
     pub reclaimed_delegations: std::sync::atomic::AtomicU64,
+}
+
+/// The pseudo file system over `vfs`'s exports.
+fn pseudo_of(vfs: &Vfs) -> PseudoFs {
+    let roots: Vec<ExportRoot> = vfs
+        .exports()
+        .into_iter()
+        .map(|e| ExportRoot {
+            path: e.path,
+            fh: e.root_fh,
+            v4_root: e.v4_root,
+        })
+        .collect();
+    PseudoFs::new(&roots)
 }
 
 /// What SEQUENCE decided.
@@ -247,7 +263,7 @@ impl Nfs4 {
     }
 
     fn with_state(vfs: Arc<Vfs>, state: State) -> Self {
-        let pseudo = PseudoFs::new(&vfs.export_roots());
+        let pseudo = arc_swap::ArcSwap::from_pointee(pseudo_of(&vfs));
         let write_delegations = state.states.write_delegations();
         Self {
             vfs,
@@ -297,6 +313,17 @@ impl Nfs4 {
         self.lock_manager().set_nfs4(Arc::downgrade(&me));
     }
 
+    /// The pseudo file system as the next operation sees it.
+    pub fn pseudo(&self) -> arc_swap::Guard<Arc<PseudoFs>> {
+        self.pseudo.load()
+    }
+
+    /// Rebuilds the pseudo file system from the backend's exports (after a reload): handles of
+    /// pseudo directories that remain keep naming them; the others become STALE.
+    pub fn exports_changed(&self) {
+        self.pseudo.store(Arc::new(pseudo_of(&self.vfs)));
+    }
+
     /// Resolves the current file handle to a real object, admitting the caller.
     pub fn real(&self, ctx: &Ctx<'_>) -> Result<(Caller, Node), OpFail> {
         match ctx.cur()? {
@@ -307,9 +334,9 @@ impl Nfs4 {
 
     /// Resolves a handle given by PUTFH.
     pub fn parse_fh(&self, fh: Bytes) -> Result<Fh, Nfsstat4> {
-        match self.pseudo.parse(&fh) {
+        match self.pseudo().parse(&fh) {
             Some(Ok(i)) => Ok(Fh::Pseudo(i)),
-            Some(Err(())) => Err(Nfsstat4::NFS4ERR_BADHANDLE),
+            Some(Err(e)) => Err(e),
             // kept past this call (saved handles, state): not a slice of the request buffer
             None => Ok(Fh::Real(Bytes::copy_from_slice(&fh))),
         }

@@ -85,6 +85,7 @@ impl Nfs4 {
         verifier: [u8; 8],
         principal: u32,
         minor: u32,
+        addr: std::net::IpAddr,
     ) -> u64 {
         let id = s.new_client_id();
         let mut confirm = [0u8; 8];
@@ -101,6 +102,7 @@ impl Nfs4 {
             cs_seq: 1,
             cs_reply: None,
             reclaim_complete: false,
+            addr,
         });
         id
     }
@@ -141,7 +143,7 @@ impl Nfs4 {
                 (c.id, r.confirm)
             }
             _ => {
-                let id = self.new_client(&mut s, owner, verf, who, 0);
+                let id = self.new_client(&mut s, owner, verf, who, 0, ctx.rpc.peer.ip());
                 (id, s.clients.get(id).map_or([0; 8], |c| c.confirm))
             }
         };
@@ -223,7 +225,7 @@ impl Nfs4 {
                         return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
                     }
                     s.expire(c.id);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor)
+                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx.rpc.peer.ip())
                 }
                 Some(c) if c.verifier == verf && !s.expired_clients().contains(&c.id) => {
                     let has_state = s.states.client_has_state(c.id);
@@ -231,11 +233,11 @@ impl Nfs4 {
                         return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
                     }
                     s.expire(c.id);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor)
+                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx.rpc.peer.ip())
                 }
                 _ => {
                     s.clients.drop_unconfirmed_of(&owner);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor)
+                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx.rpc.peer.ip())
                 }
             }
         };

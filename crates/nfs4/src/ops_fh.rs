@@ -7,7 +7,7 @@ use xdr::Encoder;
 
 use crate::attr::{self, Bitmap, Object};
 use crate::compound::{Ctx, Fh, Nfs4, OpFail};
-use crate::pseudo::{PseudoFs, Target};
+use crate::pseudo::{PseudoFs, PseudoId, Target};
 use nfs4wire::{
     Access4args, Access4resok, Bitmap4, Dirlist4, Entry4, Fattr4, Getattr4args, Getfh4resok,
     Lookup4args, Nfsstat4, Readdir4args, Readdir4resok, Readlink4resok, Secinfo4, Secinfo4args,
@@ -43,7 +43,10 @@ impl Nfs4 {
     pub fn attrs(&self, fh: &Fh, req: &Bitmap, ctx: &Ctx<'_>) -> Result<Fattr4, OpFail> {
         Ok(match fh {
             Fh::Pseudo(i) => {
-                let a = self.pseudo.attr(*i);
+                if self.pseudo().dir(*i).is_none() {
+                    return Err(Nfsstat4::NFS4ERR_STALE.into());
+                }
+                let a = PseudoFs::attr(*i);
                 let fhb = PseudoFs::fh(*i);
                 let none = || None;
                 let o = Object {
@@ -66,7 +69,9 @@ impl Nfs4 {
     /// The attributes `req` asks for of a real object.
     pub fn node_attrs(&self, n: &Node, req: &Bitmap, minor: u32) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root(n) {
-            self.pseudo.junction_fileid(&n.fh).unwrap_or(n.attr.fileid)
+            self.pseudo()
+                .junction_fileid(&n.fh)
+                .unwrap_or(n.attr.fileid)
         } else {
             n.attr.fileid
         };
@@ -188,7 +193,8 @@ impl Nfs4 {
         match cur {
             Fh::Pseudo(i) => {
                 let name = check_name(&name)?;
-                ctx.cur = Some(match self.pseudo.lookup(i, &name) {
+                let found = self.pseudo().lookup(i, &name);
+                ctx.cur = Some(match found {
                     Some(Target::Pseudo(j)) => Fh::Pseudo(j),
                     Some(Target::Export(fh)) => {
                         // Crossing into an export needs the export's permission.
@@ -216,10 +222,11 @@ impl Nfs4 {
     pub(crate) fn lookupp(&self, ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
         match ctx.cur()?.clone() {
             Fh::Pseudo(i) => {
-                if i == 0 {
+                if i == PseudoId::ROOT {
                     return Err(Nfsstat4::NFS4ERR_NOENT.into());
                 }
-                ctx.cur = Some(Fh::Pseudo(self.pseudo.dirs[i].parent));
+                let parent = self.pseudo().dir(i).map(|d| d.parent);
+                ctx.cur = Some(Fh::Pseudo(parent.ok_or(Nfsstat4::NFS4ERR_STALE)?));
             }
             Fh::Real(_) => {
                 let (c, n) = self.real(ctx)?;
@@ -229,7 +236,8 @@ impl Nfs4 {
                     _ => return Err(Nfsstat4::NFS4ERR_NOTDIR.into()),
                 }
                 if self.vfs.is_export_root(&n) {
-                    match self.pseudo.parent_of_export(&n.fh) {
+                    let parent = self.pseudo().parent_of_export(&n.fh);
+                    match parent {
                         Some(p) => ctx.cur = Some(Fh::Pseudo(p)),
                         None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
                     }
@@ -310,24 +318,46 @@ impl Nfs4 {
         a: Secinfo4args,
     ) -> Result<Secinfo4resok, OpFail> {
         let name = check_name(&a.name)?;
-        match ctx.cur()?.clone() {
-            Fh::Pseudo(i) => {
-                if self.pseudo.lookup(i, &name).is_none() {
-                    return Err(Nfsstat4::NFS4ERR_NOENT.into());
+        let flavors = match ctx.cur()?.clone() {
+            Fh::Pseudo(i) => match self.pseudo().lookup(i, &name) {
+                None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
+                Some(Target::Export(fh)) => self.flavors(ctx, &fh)?,
+                Some(Target::Pseudo(_)) => secinfo_sys(),
+            },
+            Fh::Real(fh) => {
+                match self.real(ctx) {
+                    Ok((c, n)) => {
+                        if n.attr.ftype != FileType::Directory {
+                            return Err(Nfsstat4::NFS4ERR_NOTDIR.into());
+                        }
+                        self.vfs.lookup(&c, &n, &name)?;
+                    }
+                    // SECINFO is how a client learns the flavors: it answers whatever flavor
+                    // it came with (RFC 8881 section 2.6.3.1.1)
+                    Err(e) if e.status == Nfsstat4::NFS4ERR_WRONGSEC => {}
+                    Err(e) => return Err(e),
                 }
+                self.flavors(ctx, &fh)?
             }
-            Fh::Real(_) => {
-                let (c, n) = self.real(ctx)?;
-                if n.attr.ftype != FileType::Directory {
-                    return Err(Nfsstat4::NFS4ERR_NOTDIR.into());
-                }
-                self.vfs.lookup(&c, &n, &name)?;
-            }
-        }
+        };
         if ctx.minor >= 1 {
             ctx.cur = None;
         }
-        Ok(secinfo_sys())
+        Ok(flavors)
+    }
+
+    /// The flavors the export of `fh` takes from the caller, as SECINFO lists them.
+    fn flavors(&self, ctx: &Ctx<'_>, fh: &Bytes) -> Result<Secinfo4resok, OpFail> {
+        let n = self.vfs.resolve(fh)?;
+        Ok(self
+            .vfs
+            .flavors(&n, &ctx.client)?
+            .iter()
+            .map(|f| match f {
+                vfs::exports::SecFlavor::Sys => Secinfo4::Default(nfs4wire::AUTH_SYS),
+                vfs::exports::SecFlavor::None => Secinfo4::Default(nfs4wire::AUTH_NONE),
+            })
+            .collect())
     }
 
     pub(crate) fn secinfo_no_name(
@@ -337,10 +367,10 @@ impl Nfs4 {
     ) -> Result<Secinfo4resok, OpFail> {
         let cur = ctx.cur()?.clone();
         if style == SecinfoStyle4::SecinfoStyle4Parent {
-            match cur {
-                Fh::Pseudo(0) => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
-                Fh::Real(_) => {
-                    let (_, n) = self.real(ctx)?;
+            match &cur {
+                Fh::Pseudo(PseudoId::ROOT) => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
+                Fh::Real(fh) => {
+                    let n = self.vfs.resolve(fh)?;
                     if n.attr.ftype != FileType::Directory {
                         return Err(Nfsstat4::NFS4ERR_NOTDIR.into());
                     }
@@ -348,8 +378,12 @@ impl Nfs4 {
                 Fh::Pseudo(_) => {}
             }
         }
+        let flavors = match &cur {
+            Fh::Real(fh) => self.flavors(ctx, fh)?,
+            Fh::Pseudo(_) => secinfo_sys(),
+        };
         ctx.cur = None;
-        Ok(secinfo_sys())
+        Ok(flavors)
     }
 
     pub(crate) fn readlink(&self, ctx: &mut Ctx<'_>) -> Result<Readlink4resok, OpFail> {
@@ -409,7 +443,8 @@ impl Nfs4 {
         };
         let (eof, out_verf) = match ctx.cur()?.clone() {
             Fh::Pseudo(i) => {
-                let dir = &self.pseudo.dirs[i];
+                let pseudo = self.pseudo();
+                let dir = pseudo.dir(i).ok_or(Nfsstat4::NFS4ERR_STALE)?;
                 let start = if cookie == 0 {
                     0
                 } else {
@@ -488,7 +523,7 @@ impl Nfs4 {
     /// attribute such as space_avail is asked for, which the Linux client's READDIR does not.
     fn entry_attrs(&self, dir: &Node, fh: &Bytes, attr: &Attr, req: &Bitmap, minor: u32) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root_attr(dir, attr) {
-            self.pseudo.junction_fileid(fh).unwrap_or(attr.fileid)
+            self.pseudo().junction_fileid(fh).unwrap_or(attr.fileid)
         } else {
             attr.fileid
         };

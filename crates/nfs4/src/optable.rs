@@ -548,9 +548,9 @@ impl Nfs4 {
     /// PUTROOTFH and PUTPUBFH: the root of the pseudo file system (or the export that is
     /// the NFSv4 root) becomes current.
     fn putrootfh(&self, ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
-        ctx.cur = Some(match &self.pseudo.root_export {
+        ctx.cur = Some(match &self.pseudo().root_export {
             Some(fh) => Fh::Real(fh.clone()),
-            None => Fh::Pseudo(0),
+            None => Fh::Pseudo(crate::pseudo::PseudoId::ROOT),
         });
         Ok(())
     }

@@ -118,6 +118,17 @@ impl Hosts {
         gone
     }
 
+    /// Every host: number, `caller_name`, address.
+    pub(crate) fn list(&self) -> Vec<(u64, Bytes, IpAddr)> {
+        let mut v: Vec<_> = self
+            .by_id
+            .iter()
+            .map(|(id, h)| (*id, h.name.clone(), h.addr))
+            .collect();
+        v.sort_unstable_by_key(|(id, _, _)| *id);
+        v
+    }
+
     /// Hosts known.
     pub(crate) fn len(&self) -> usize {
         self.by_id.len()

@@ -21,6 +21,7 @@ mod hosts;
 pub mod monitor;
 mod nsm;
 mod service;
+mod view;
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -37,6 +38,7 @@ use hosts::Hosts;
 use monitor::{HostRecord, MonitorDb};
 pub use nsm::Nsm;
 pub use service::Nlm4;
+pub use view::HostView;
 
 /// Decodes a procedure's whole argument: bytes left over are garbage too.
 fn decode<A: xdr::Decode>(mut d: xdr::Decoder) -> Result<A, sunrpc::ProcError> {

@@ -514,7 +514,10 @@ fn exclusive_create_asks_the_client_to_set_the_times() {
 
 #[test]
 fn a_new_file_on_a_removed_files_inode_number_starts_without_state() {
-    let fx = trusting_export();
+    // async: a sync export flushes its directory at every create (milliseconds on ext4), long
+    // enough for the other tests of this binary, running beside this one on the same file
+    // system, to be handed the freed inode number first
+    let fx = Fixture::with_options(0o777, "rw,no_root_squash,insecure,async");
     let (mut a, dir) = v41(&fx, "reuse-a", TEST_UID);
     let (mut b, _) = v41(&fx, "reuse-b", TEST_UID);
     // a opens a file denying writes and removes it without closing (pynfs RLOWN2)

@@ -83,6 +83,20 @@ impl<T> FdCache<T> {
         let gone = self.map.lock().remove(k);
         drop(gone);
     }
+
+    /// Drops every descriptor of export `id` (no longer exported).
+    pub(crate) fn remove_export(&self, id: u32) {
+        let mut gone = Vec::new();
+        self.map.lock().retain(|k, v| {
+            let keep = crate::handle::export_of(k) != id;
+            if !keep {
+                gone.push(v.clone());
+            }
+            keep
+        });
+        // the descriptors close here, not while every other call waits for the lock
+        drop(gone);
+    }
 }
 
 struct PathEntry {
@@ -224,6 +238,20 @@ impl PathCache {
 
     pub(crate) fn remove(&self, fh: &Bytes) {
         let gone = self.maps.lock().remove(fh);
+        drop(gone);
+    }
+
+    /// Drops every descriptor of export `id` (no longer exported).
+    pub(crate) fn remove_export(&self, id: u32) {
+        let mut m = self.maps.lock();
+        let keys: Vec<Bytes> = m
+            .by_fh
+            .keys()
+            .filter(|k| crate::handle::export_of(k) == id)
+            .cloned()
+            .collect();
+        let gone: Vec<PathEntry> = keys.iter().filter_map(|k| m.remove(k)).collect();
+        drop(m);
         drop(gone);
     }
 

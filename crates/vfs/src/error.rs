@@ -17,6 +17,9 @@ pub enum VfsError {
     /// The caller's address or port may not use this export.
     #[error("access denied by export rules")]
     ExportDenied,
+    /// The call's security flavor is not one the export allows (`sec=`).
+    #[error("security flavor not allowed by the export")]
+    WrongSec,
     /// A modifying call on a read-only export.
     #[error("read-only export")]
     ReadOnly,

@@ -443,6 +443,24 @@ pub fn fstatfs_type(fd: BorrowedFd<'_>) -> io::Result<i64> {
     Ok(s.f_type as i64)
 }
 
+/// fsync(2): the file's data and metadata on stable storage.
+pub fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: fsync takes a descriptor only.
+    cvt(unsafe { libc::fsync(fd.as_raw_fd()) }).map(drop)
+}
+
+/// fdatasync(2): the file's data (and the metadata needed to read it) on stable storage.
+pub fn fdatasync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: fdatasync takes a descriptor only.
+    cvt(unsafe { libc::fdatasync(fd.as_raw_fd()) }).map(drop)
+}
+
+/// syncfs(2): everything written to the file system holding `fd` on stable storage.
+pub fn syncfs(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: syncfs takes a descriptor only.
+    cvt(unsafe { libc::syncfs(fd.as_raw_fd()) }).map(drop)
+}
+
 /// `lseek(fd, offset, SEEK_SET)` on a directory (cookies are opaque directory offsets).
 pub fn seek_dir(fd: BorrowedFd<'_>, offset: u64) -> io::Result<()> {
     // SAFETY: lseek takes integers only.

@@ -38,6 +38,7 @@ fn client(uid: u32) -> Client {
 fn root_fh(vfs: &Vfs, dir: &std::path::Path) -> bytes::Bytes {
     vfs.mount(dir.as_os_str().as_encoded_bytes(), &client(0))
         .unwrap()
+        .0
 }
 
 #[test]
@@ -125,7 +126,7 @@ fn host_name_rules_match_resolved_addresses() {
         fd_cache: 16,
     })
     .unwrap();
-    let fh = vfs
+    let (fh, _) = vfs
         .mount(dir.path().as_os_str().as_encoded_bytes(), &client(0))
         .unwrap();
     let (c, _) = vfs.authorize(&fh, &client(0)).unwrap();

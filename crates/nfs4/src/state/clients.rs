@@ -31,6 +31,8 @@ pub struct ClientRec {
     pub cs_reply: Option<Bytes>,
     /// NFSv4.1: RECLAIM_COMPLETE done.
     pub reclaim_complete: bool,
+    /// Address the client called from when it introduced itself (for the admin listing).
+    pub addr: std::net::IpAddr,
 }
 
 /// The client records.
@@ -103,6 +105,11 @@ impl Clients {
         self.map
             .get(&id)
             .is_some_and(|r| r.renewed.elapsed() > lease)
+    }
+
+    /// Every record.
+    pub fn iter(&self) -> impl Iterator<Item = &ClientRec> {
+        self.map.values()
     }
 
     /// Every record's owner.

@@ -84,6 +84,11 @@ impl Sessions {
         self.map.retain(|_, s| s.client != client);
     }
 
+    /// How many sessions `client` has.
+    pub fn count_of(&self, client: ClientId) -> usize {
+        self.map.values().filter(|s| s.client == client).count()
+    }
+
     /// Whether `client` has a session.
     pub fn any_of(&self, client: ClientId) -> bool {
         self.map.values().any(|s| s.client == client)

@@ -75,17 +75,8 @@ pub struct ExportOptions {
     pub sync: bool,
     /// File system id from `fsid=`: a decimal number, `root`, or a UUID (32 hex digits), as written.
     pub fsid: Option<String>,
-    /// Let clients cross into file systems mounted below the export (`crossmnt`).
-    pub crossmnt: bool,
-    /// Check that a file handle lies inside the exported subtree (`subtree_check`; default off).
-    pub subtree_check: bool,
-    /// Delay writes that look related to gather them (`wdelay`, the default; `no_wdelay` clears it).
-    pub wdelay: bool,
-    /// Hide file systems mounted below a parent export (`hide`, the default; `nohide` clears it).
-    pub hide: bool,
-    /// Do not expose ACLs (`no_acl`; `acl` clears it).
-    pub no_acl: bool,
-    /// Allowed security flavors from `sec=` (colon-separated); `[Sys]` by default.
+    /// Security flavors from `sec=` (colon-separated), in order; empty when not given (see
+    /// [`ExportOptions::admits`]).
     pub sec: Vec<SecFlavor>,
     /// Export only if the path is a mount point (`mountpoint` / `mp`, or with `=PATH`).
     pub mountpoint: bool,
@@ -103,14 +94,26 @@ impl Default for ExportOptions {
             secure: true,
             sync: true,
             fsid: None,
-            crossmnt: false,
-            subtree_check: false,
-            wdelay: true,
-            hide: true,
-            no_acl: false,
-            sec: vec![SecFlavor::Sys],
+            sec: Vec::new(),
             mountpoint: false,
             mountpoint_path: None,
+        }
+    }
+}
+
+impl ExportOptions {
+    /// Whether a call with flavor `f` is admitted: one `sec=` lists, or, without `sec=`,
+    /// AUTH_SYS and AUTH_NONE (as knfsd, where AUTH_NONE callers are the anonymous user).
+    pub fn admits(&self, f: SecFlavor) -> bool {
+        self.sec.is_empty() || self.sec.contains(&f)
+    }
+
+    /// The flavors MOUNT and SECINFO list: `sec=`'s, or AUTH_SYS without it (as nfs-utils).
+    pub fn flavors(&self) -> Vec<SecFlavor> {
+        if self.sec.is_empty() {
+            vec![SecFlavor::Sys]
+        } else {
+            self.sec.clone()
         }
     }
 }
@@ -203,6 +206,13 @@ pub enum ExportsErrorKind {
     UnsupportedSec(String),
     /// `mountpoint=` / `mp=` is not an absolute path.
     BadMountpoint(String),
+    /// An exports(5) option or client form rnfsd does not implement, and why.
+    Unsupported {
+        /// The option or client as written.
+        what: String,
+        /// Why, and what to write instead.
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for ExportsErrorKind {
@@ -232,6 +242,9 @@ impl fmt::Display for ExportsErrorKind {
                 write!(f, "unsupported security flavor {v:?} (only sys and none)")
             }
             ExportsErrorKind::BadMountpoint(v) => write!(f, "bad mountpoint {v:?}"),
+            ExportsErrorKind::Unsupported { what, why } => {
+                write!(f, "{what:?} is not supported: {why}")
+            }
         }
     }
 }
@@ -439,6 +452,18 @@ fn parse_entry(tokens: &[Token]) -> ParseResult<ExportEntry> {
             None => (tok.text.as_str(), None),
         };
         let client = parse_client(name).map_err(at)?;
+        match &client {
+            ClientMatch::HostPattern(_) => {
+                return Err(at(unsupported(name, "wildcard host names need a reverse DNS lookup per client, which rnfsd does not do; give addresses or networks")));
+            }
+            ClientMatch::Netgroup(_) => {
+                return Err(at(unsupported(
+                    name,
+                    "netgroups are not supported; give addresses or networks",
+                )));
+            }
+            _ => {}
+        }
         let mut options = defaults.clone();
         if let Some(opts) = opts {
             options.apply_list(opts).map_err(at)?;
@@ -559,15 +584,23 @@ impl OptionsBuilder {
             ("insecure", None) => o.secure = false,
             ("sync", None) => o.sync = true,
             ("async", None) => o.sync = false,
-            ("subtree_check", None) => o.subtree_check = true,
-            ("no_subtree_check", None) => o.subtree_check = false,
-            ("wdelay", None) => o.wdelay = true,
-            ("no_wdelay", None) => o.wdelay = false,
-            ("hide", None) => o.hide = true,
-            ("nohide", None) => o.hide = false,
-            ("crossmnt", None) => o.crossmnt = true,
-            ("no_acl", None) => o.no_acl = true,
-            ("acl", None) => o.no_acl = false,
+            // What rnfsd always does: handles are not tied to a parent directory, each WRITE
+            // is served as it comes (wdelay lets a server delay, never obliges it), file systems
+            // mounted below an export are not crossed, no ACLs are served.
+            ("no_subtree_check" | "wdelay" | "no_wdelay" | "hide" | "no_acl", None) => {}
+            ("subtree_check", None) => {
+                return Err(unsupported(
+                    opt,
+                    "handles name files, not paths (use no_subtree_check, knfsd's default)",
+                ))
+            }
+            ("nohide" | "crossmnt", None) => {
+                return Err(unsupported(
+                    opt,
+                    "file systems mounted below an export are not crossed; export each one",
+                ))
+            }
+            ("acl", None) => return Err(unsupported(opt, "no ACLs are served (use no_acl)")),
             ("mountpoint" | "mp", None) => {
                 o.mountpoint = true;
                 o.mountpoint_path = None;
@@ -614,6 +647,13 @@ impl OptionsBuilder {
             squash,
             ..self.opts
         }
+    }
+}
+
+fn unsupported(what: &str, why: &'static str) -> ExportsErrorKind {
+    ExportsErrorKind::Unsupported {
+        what: what.to_owned(),
+        why,
     }
 }
 

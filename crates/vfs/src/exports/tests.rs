@@ -32,8 +32,11 @@ fn opts(list: &str) -> ExportOptions {
 }
 
 fn client(spec: &str) -> ClientMatch {
-    let entries = parse(&format!("/x {spec}"));
-    entries[0].clients[0].client.clone()
+    let name = spec.split('(').next().unwrap_or(spec);
+    match super::parse_client(name) {
+        Ok(c) => c,
+        Err(e) => panic!("{spec}: {e}"),
+    }
 }
 
 #[test]
@@ -46,12 +49,10 @@ fn defaults() {
     assert!(d.secure);
     assert!(d.sync);
     assert_eq!(d.fsid, None);
-    assert!(!d.crossmnt);
-    assert!(!d.subtree_check);
-    assert!(d.wdelay);
-    assert!(d.hide);
-    assert!(!d.no_acl);
-    assert_eq!(d.sec, vec![SecFlavor::Sys]);
+    assert!(d.sec.is_empty());
+    assert_eq!(d.flavors(), vec![SecFlavor::Sys]);
+    assert!(d.admits(SecFlavor::Sys) && d.admits(SecFlavor::None));
+    assert!(!opts("sec=sys").admits(SecFlavor::None));
     assert!(!d.mountpoint);
     assert_eq!(d.mountpoint_path, None);
     assert_eq!(Squash::default(), Squash::Root);
@@ -93,15 +94,9 @@ fn every_option() {
     assert_eq!(opts(&format!("fsid={uuid}")).fsid.as_deref(), Some(uuid));
     let uuid = "3f0f7d6a:9b3c4c1e:8e5a2b7c:9d0e1f23";
     assert_eq!(opts(&format!("fsid={uuid}")).fsid.as_deref(), Some(uuid));
-    assert!(opts("crossmnt").crossmnt);
-    assert!(opts("subtree_check").subtree_check);
-    assert!(!opts("subtree_check,no_subtree_check").subtree_check);
-    assert!(!opts("no_wdelay").wdelay);
-    assert!(opts("no_wdelay,wdelay").wdelay);
-    assert!(!opts("nohide").hide);
-    assert!(opts("nohide,hide").hide);
-    assert!(opts("no_acl").no_acl);
-    assert!(!opts("no_acl,acl").no_acl);
+    for same in ["no_subtree_check", "wdelay", "no_wdelay", "hide", "no_acl"] {
+        assert_eq!(opts(same), ExportOptions::default(), "{same}");
+    }
     assert_eq!(opts("sec=sys").sec, vec![SecFlavor::Sys]);
     assert_eq!(opts("sec=none").sec, vec![SecFlavor::None]);
     assert_eq!(
@@ -118,8 +113,8 @@ fn every_option() {
     assert_eq!(o.mountpoint_path, None);
 
     let all = opts(
-        "rw,no_root_squash,anonuid=1,anongid=2,insecure,async,fsid=7,crossmnt,\
-         subtree_check,no_wdelay,nohide,no_acl,sec=sys,mp",
+        "rw,no_root_squash,anonuid=1,anongid=2,insecure,async,fsid=7,\
+         no_subtree_check,no_wdelay,hide,no_acl,sec=sys,mp",
     );
     assert_eq!(
         all,
@@ -131,11 +126,6 @@ fn every_option() {
             secure: false,
             sync: false,
             fsid: Some("7".into()),
-            crossmnt: true,
-            subtree_check: true,
-            wdelay: false,
-            hide: false,
-            no_acl: true,
             sec: vec![SecFlavor::Sys],
             mountpoint: true,
             mountpoint_path: None,
@@ -598,6 +588,28 @@ fn error_messages() {
         assert_eq!(&parse_err(text), want, "for {text:?}");
     }
 
+    let e = parse_exports("/a h(rww)", "exports").expect_err("must fail");
+    assert_eq!(e.file, "exports");
+    assert_eq!(e.line, 1);
+    assert!(matches!(&e.kind, ExportsErrorKind::UnknownOption(o) if o == "rww"));
+
+    // options and client forms rnfsd does not implement are refused, never ignored
+    for (text, what) in [
+        ("/a\n/b h(rw,subtree_check)", "subtree_check"),
+        ("/a\n/b h(nohide)", "nohide"),
+        ("/a\n/b -crossmnt h", "crossmnt"),
+        ("/a\n/b h(acl)", "acl"),
+        ("/a\n/b *.example.com(rw)", "*.example.com"),
+        ("/a\n/b @trusted", "@trusted"),
+    ] {
+        let e = parse_exports(text, "exports").expect_err(text);
+        assert_eq!(e.line, 2, "{text}");
+        assert!(
+            matches!(&e.kind, ExportsErrorKind::Unsupported { what: w, .. } if w == what),
+            "{text}: {e}"
+        );
+        assert!(e.to_string().starts_with("exports:2: "), "{e}");
+    }
     let e = parse_exports("/a h(rww)", "exports").expect_err("must fail");
     assert_eq!(e.file, "exports");
     assert_eq!(e.line, 1);

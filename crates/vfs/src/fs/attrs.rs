@@ -35,6 +35,19 @@ impl Vfs {
         s: &SetAttrs,
         guard: Option<Time>,
     ) -> VfsResult<Attr> {
+        let attr = self.apply_setattr(caller, node, s, guard)?;
+        self.commit_attrs(caller, node)?;
+        Ok(attr)
+    }
+
+    /// SETATTR without making it durable (a create that commits its directory after).
+    pub(super) fn apply_setattr(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        s: &SetAttrs,
+        guard: Option<Time>,
+    ) -> VfsResult<Attr> {
         self.same_export(caller, node)?;
         self.writable(caller)?;
         if let Some(g) = guard {
@@ -128,7 +141,7 @@ impl Vfs {
         let n = Self::xattr_name(name)?;
         let path = node.proc_path();
         cred::with_creds(&caller.creds, || sys::setxattr(&path, &n, value, flags))?;
-        Ok(())
+        self.commit_attrs(caller, node)
     }
 
     /// LISTXATTRS: names of the user extended attributes, without the `user.` prefix.
@@ -151,6 +164,6 @@ impl Vfs {
         let n = Self::xattr_name(name)?;
         let path = node.proc_path();
         cred::with_creds(&caller.creds, || sys::removexattr(&path, &n))?;
-        Ok(())
+        self.commit_attrs(caller, node)
     }
 }

@@ -140,7 +140,8 @@ impl Vfs {
             return self.lookup(caller, dir, raw).ok();
         }
         let (ino, d_type, read_at) = listed;
-        if self.exports[dir.export].by_inode && !matches!(d_type, libc::DT_DIR | libc::DT_UNKNOWN) {
+        let by_inode = self.table().get(dir.export).is_ok_and(|e| e.by_inode);
+        if by_inode && !matches!(d_type, libc::DT_DIR | libc::DT_UNKNOWN) {
             let key = (dir.export, dir.attr.fsid, ino);
             if let Some((fh, fd)) = self.paths.by_inode(&key, read_at) {
                 // The descriptor, cached before the listing was read, keeps inode `ino` alive,

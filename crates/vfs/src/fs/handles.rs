@@ -5,12 +5,19 @@ use super::*;
 
 impl Vfs {
     pub(super) fn admit(&self, export: usize, client: &Client) -> VfsResult<Caller> {
-        let e = &self.exports[export];
-        let opts = e
+        self.admit_as(export, client, true)
+    }
+
+    /// As [`Vfs::admit`]; `check_flavor` false for MOUNT, which answers with the flavors the
+    /// export takes whatever flavor it was called with.
+    fn admit_as(&self, export: usize, client: &Client, check_flavor: bool) -> VfsResult<Caller> {
+        let t = self.table();
+        let opts = t
+            .get(export)?
             .entry
             .options_for(
                 client.addr,
-                self.host_names
+                t.host_names
                     .get(&client.addr.to_canonical())
                     .map(String::as_str),
             )
@@ -18,31 +25,55 @@ impl Vfs {
         if opts.secure && client.port >= 1024 {
             return Err(VfsError::ExportDenied);
         }
+        if check_flavor && !opts.admits(flavor_of(client)) {
+            return Err(VfsError::WrongSec);
+        }
         Ok(Caller {
             export,
             creds: squash(opts, client.ident.as_ref()),
             writable: opts.rw,
+            sync: opts.sync,
         })
     }
 
-    /// MOUNT: the handle of `path` (an export or a directory below one) for `client`.
-    pub fn mount(&self, path: &[u8], client: &Client) -> VfsResult<Bytes> {
+    /// The security flavors `client` may use on `node`'s export (SECINFO, MOUNT's reply).
+    pub fn flavors(&self, node: &Node, client: &Client) -> VfsResult<Vec<SecFlavor>> {
+        let t = self.table();
+        let opts = t
+            .get(node.export)?
+            .entry
+            .options_for(
+                client.addr,
+                t.host_names
+                    .get(&client.addr.to_canonical())
+                    .map(String::as_str),
+            )
+            .ok_or(VfsError::ExportDenied)?;
+        Ok(opts.flavors())
+    }
+
+    /// MOUNT: the handle of `path` (an export or a directory below one) for `client`, and the
+    /// security flavors the export takes from it.
+    pub fn mount(&self, path: &[u8], client: &Client) -> VfsResult<(Bytes, Vec<SecFlavor>)> {
         use std::os::unix::ffi::OsStrExt;
         let want = Path::new(std::ffi::OsStr::from_bytes(path));
         let want = normalize(want).ok_or(VfsError::Errno(libc::ENOENT))?;
         // The longest export that contains the path.
-        let (idx, e) = self
-            .exports
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| want.starts_with(&e.entry.path))
-            .max_by_key(|(_, e)| e.entry.path.as_os_str().len())
-            .ok_or(VfsError::Errno(libc::ENOENT))?;
-        let caller = self.admit(idx, client)?;
-        let mut node = self.resolve(&e.root_fh)?;
-        let rest = want
-            .strip_prefix(&e.entry.path)
-            .map_err(|_| VfsError::Errno(libc::ENOENT))?;
+        let (idx, root_fh, rest) = {
+            let t = self.table();
+            let (idx, e) = t
+                .live()
+                .filter(|(_, e)| want.starts_with(&e.entry.path))
+                .max_by_key(|(_, e)| e.entry.path.as_os_str().len())
+                .ok_or(VfsError::Errno(libc::ENOENT))?;
+            let rest = want
+                .strip_prefix(&e.entry.path)
+                .map_err(|_| VfsError::Errno(libc::ENOENT))?
+                .to_path_buf();
+            (idx, e.root_fh.clone(), rest)
+        };
+        let caller = self.admit_as(idx, client, false)?;
+        let mut node = self.resolve(&root_fh)?;
         for comp in rest.components() {
             let name = comp.as_os_str().as_encoded_bytes();
             let (fh, attr) = self.lookup(&caller, &node, name)?;
@@ -51,7 +82,8 @@ impl Vfs {
             }
             node = self.resolve(&fh)?;
         }
-        Ok(node.fh)
+        let flavors = self.flavors(&node, client)?;
+        Ok((node.fh, flavors))
     }
 
     /// Checks a handle, admits the client to its export and resolves the object.
@@ -62,10 +94,7 @@ impl Vfs {
     }
 
     pub(super) fn export_index(&self, id: u32) -> VfsResult<usize> {
-        self.exports
-            .iter()
-            .position(|e| e.id == id)
-            .ok_or(VfsError::Stale)
+        self.table().slot_of(id)
     }
 
     /// Checks a handle's integrity and export without opening it (a removed file's handle
@@ -90,8 +119,10 @@ impl Vfs {
                 (id, Err(kh), Bytes::copy_from_slice(fh))
             }
         };
-        let export = self.export_index(export)?;
-        if nowait::active() && !self.exports[export].local() {
+        let t = self.table();
+        let export = t.slot_of(export)?;
+        let e = t.get(export)?;
+        if nowait::active() && !e.local() {
             return Err(nowait::give_up());
         }
         let fd = match found {
@@ -99,7 +130,6 @@ impl Vfs {
             // opening a handle may read the inode from the disk
             Err(_) if nowait::active() => return Err(nowait::give_up()),
             Err(kh) => {
-                let e = &self.exports[export];
                 let fd = cred::as_root(|| {
                     sys::open_by_handle_at(e.root.as_fd(), &kh, libc::O_PATH | libc::O_NOFOLLOW)
                 })
@@ -113,7 +143,7 @@ impl Vfs {
                     return Err(VfsError::Stale);
                 }
                 self.paths
-                    .put(fh.clone(), fd.clone(), self.inode_key(export, &st));
+                    .put(fh.clone(), fd.clone(), inode_key(export, e, &st));
                 return Ok(Node {
                     fh: fh.clone(),
                     fd,
@@ -139,8 +169,7 @@ impl Vfs {
     /// for directories (a listing's number for a mount point or a Btrfs subvolume is not the
     /// number stat gives) or where numbers do not name inodes.
     pub(super) fn inode_key(&self, export: usize, st: &libc::stat64) -> Option<InodeKey> {
-        (self.exports[export].by_inode && st.st_mode & libc::S_IFMT != libc::S_IFDIR)
-            .then_some((export, st.st_dev, st.st_ino))
+        inode_key(export, self.table().get(export).ok()?, st)
     }
 
     /// Whether `node` is the root directory of its export.
@@ -151,7 +180,10 @@ impl Vfs {
     /// Whether an object with attributes `attr`, found in `dir`'s export, is that export's
     /// root directory (as [`Vfs::is_export_root`], without resolving it).
     pub fn is_export_root_attr(&self, dir: &Node, attr: &Attr) -> bool {
-        let e = &self.exports[dir.export];
+        let t = self.table();
+        let Ok(e) = t.get(dir.export) else {
+            return false;
+        };
         attr.fsid == e.root_dev && attr.fileid == e.root_ino
     }
 
@@ -169,13 +201,15 @@ impl Vfs {
                 VfsError::from(e)
             }
         })?;
-        if mount_id != self.exports[export].mount_id {
+        let t = self.table();
+        let e = t.get(export)?;
+        if mount_id != e.mount_id {
             // A mount point inside the export: not crossed. knfsd shows the directory it
             // covers, which cannot be reached from here; "permission denied" is an answer every
             // operation may give (XDEV is not one LOOKUP may).
             return Err(VfsError::Errno(libc::EACCES));
         }
-        Ok(Bytes::from(self.key.seal(self.exports[export].id, &kh)))
+        Ok(Bytes::from(self.key.seal(e.id, &kh)))
     }
 
     pub(super) fn attr(&self, fd: BorrowedFd<'_>) -> VfsResult<Attr> {
@@ -201,5 +235,20 @@ impl Vfs {
         } else {
             Err(VfsError::Errno(libc::EXDEV))
         }
+    }
+}
+
+/// As [`Vfs::inode_key`], with the export at hand.
+fn inode_key(slot: usize, e: &table::Export, st: &libc::stat64) -> Option<InodeKey> {
+    (e.by_inode && st.st_mode & libc::S_IFMT != libc::S_IFDIR)
+        .then_some((slot, st.st_dev, st.st_ino))
+}
+
+/// The flavor a call came with: AUTH_SYS when it carries an identity, else AUTH_NONE.
+fn flavor_of(client: &Client) -> SecFlavor {
+    if client.ident.is_some() {
+        SecFlavor::Sys
+    } else {
+        SecFlavor::None
     }
 }

@@ -135,7 +135,8 @@ impl Vfs {
         offset: u64,
         count: u32,
     ) -> VfsResult<Option<(Arc<FilePages>, bool, Attr)>> {
-        let export = &self.exports[node.export];
+        let t = self.table();
+        let export = t.get(node.export)?;
         let count = count.min(MAX_IO) as usize;
         if count < SPLICE_MIN
             || nowait::active()
@@ -268,7 +269,8 @@ impl Vfs {
         count: usize,
         offset: u64,
     ) -> VfsResult<usize> {
-        Ok(match self.nowait_flag(node) {
+        let t = self.table();
+        Ok(match Self::nowait_flag(&t, node) {
             Some(flag) => {
                 sys::pread_into_nowait(fd, buf, count, offset).map_err(|e| nowait_error(e, flag))?
             }
@@ -285,7 +287,8 @@ impl Vfs {
         buf: &mut [u8],
         offset: u64,
     ) -> VfsResult<usize> {
-        Ok(match self.nowait_flag(node) {
+        let t = self.table();
+        Ok(match Self::nowait_flag(&t, node) {
             Some(flag) => {
                 sys::pread_slice_nowait(fd, buf, offset).map_err(|e| nowait_error(e, flag))?
             }
@@ -295,8 +298,8 @@ impl Vfs {
 
     /// For a read that must not wait and may be tried, the flag of `preadv2(RWF_NOWAIT)`
     /// (None: a plain read, as when waiting is allowed).
-    pub(super) fn nowait_flag(&self, node: &Node) -> Option<&AtomicBool> {
-        match &self.exports[node.export].nowait_reads {
+    pub(super) fn nowait_flag<'a>(t: &'a ExportTable, node: &Node) -> Option<&'a AtomicBool> {
+        match &t.get(node.export).ok()?.nowait_reads {
             NowaitReads::Flag(usable) if nowait::active() => Some(usable),
             _ => None,
         }
@@ -305,7 +308,7 @@ impl Vfs {
     /// The checks READ makes, then the file's data descriptor.
     pub(super) fn read_fd(&self, caller: &Caller, node: &Node) -> VfsResult<Arc<OwnedFd>> {
         if nowait::active() {
-            let tried = match &self.exports[node.export].nowait_reads {
+            let tried = match &self.table().get(node.export)?.nowait_reads {
                 NowaitReads::Memory => true,
                 NowaitReads::Flag(usable) => usable.load(Ordering::Relaxed),
                 NowaitReads::Never => false,
@@ -350,6 +353,8 @@ impl Vfs {
     ) -> VfsResult<(Stability, Attr)> {
         let fd = self.write_fd(caller, node)?;
         let flags = match stable {
+            // `async` exports acknowledge stable writes unflushed, as knfsd's do
+            _ if !caller.sync => 0,
             Stability::Unstable => 0,
             Stability::DataSync => libc::RWF_DSYNC,
             Stability::FileSync => libc::RWF_SYNC,
@@ -384,9 +389,38 @@ impl Vfs {
         self.same_export(caller, node)?;
         Self::check_regular(node)?;
         let fd = self.data_fd(node)?;
-        let f = std::fs::File::from(fd.as_fd().try_clone_to_owned()?);
-        f.sync_data()?;
+        if caller.sync {
+            sys::fdatasync(fd.as_fd())?;
+        }
         self.attr(fd.as_fd())
+    }
+
+    /// Makes a change to directory `dir` (a name made, removed or renamed) durable before the
+    /// reply, on `sync` exports: NFS promises that every change but an unstable WRITE survives
+    /// a server crash once acknowledged (RFC 1813 section 3.3; knfsd's commit_metadata).
+    pub(super) fn commit_dir(&self, caller: &Caller, dir: &Node) -> VfsResult<()> {
+        if !caller.sync {
+            return Ok(());
+        }
+        // the cached descriptor is O_PATH, which fsync refuses
+        let fd =
+            cred::as_root(|| sys::openat(dir.fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0))?;
+        Ok(sys::fsync(fd.as_fd())?)
+    }
+
+    /// Makes an attribute change of `node` durable before the reply (as [`Vfs::commit_dir`]).
+    /// A regular file's fsync also flushes data written unstable, which its next COMMIT would
+    /// have; symbolic links and special files have no descriptor to sync through, and their
+    /// inodes go with the file system's next commit.
+    pub(super) fn commit_attrs(&self, caller: &Caller, node: &Node) -> VfsResult<()> {
+        if !caller.sync {
+            return Ok(());
+        }
+        match node.attr.ftype {
+            FileType::Directory => self.commit_dir(caller, node),
+            FileType::Regular => Ok(sys::fsync(self.data_fd(node)?.as_fd())?),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -20,6 +20,10 @@ mod io;
 mod names;
 mod perm;
 mod sparse;
+mod table;
+
+pub use table::{ExportChanges, ExportView};
+use table::{ExportTable, NowaitReads};
 
 use io::dense;
 use perm::mode_allows;
@@ -35,10 +39,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::cache::{memory_file_system, unique_inode_numbers, Epoch, FdCache, InodeKey, PathCache};
+use crate::cache::{Epoch, FdCache, InodeKey, PathCache};
 use crate::cred::{self, Creds};
 use crate::error::{VfsError, VfsResult};
-use crate::exports::{ExportEntry, ExportOptions, Squash};
+use crate::exports::{ExportEntry, ExportOptions, SecFlavor, Squash};
 use crate::handle::{self, HandleKey};
 use crate::nowait;
 use crate::pages::{FilePages, PipePool, SPLICE_MIN};
@@ -79,6 +83,9 @@ pub struct Caller {
     pub creds: Creds,
     /// Whether the export is writable for this client.
     pub writable: bool,
+    /// Changes are made durable before the reply (`sync`, the default; `async` does not,
+    /// as knfsd: acknowledged changes may be lost if the server crashes).
+    pub sync: bool,
 }
 
 /// An object reached from a handle, with its attributes at the time of resolution.
@@ -110,45 +117,6 @@ impl Node {
 fn proc_path(fd: i32) -> CString {
     // A decimal integer never contains NUL.
     CString::new(format!("/proc/self/fd/{fd}")).unwrap_or_default()
-}
-
-struct Export {
-    id: u32,
-    entry: ExportEntry,
-    root: OwnedFd,
-    root_fh: Bytes,
-    root_dev: u64,
-    root_ino: u64,
-    /// The mount the export root is on: objects on another (a file system mounted inside
-    /// the export) get no handle, which would be resolved against the export's.
-    mount_id: i32,
-    /// Inode numbers name inodes here (see [`unique_inode_numbers`]): cached descriptors may
-    /// be found by the numbers a directory listing gives.
-    by_inode: bool,
-    /// How a READ that must not block reads, if it may be tried at all.
-    nowait_reads: NowaitReads,
-    /// The file system splices file pages into pipes (until a splice says it does not).
-    splice_reads: AtomicBool,
-}
-
-impl Export {
-    /// A local file system (the kinds of [`unique_inode_numbers`]): `fstat` of an open
-    /// descriptor reads the inode in memory, so calls that need no more may be tried without
-    /// blocking ([`crate::nowait`]).
-    fn local(&self) -> bool {
-        !matches!(self.nowait_reads, NowaitReads::Never)
-    }
-}
-
-/// How the file system of an export serves reads that must not wait.
-#[derive(Debug)]
-enum NowaitReads {
-    /// Files live in memory (tmpfs): a plain read.
-    Memory,
-    /// `preadv2(RWF_NOWAIT)`, until the file system refuses it (then never again).
-    Flag(AtomicBool),
-    /// Not at all.
-    Never,
 }
 
 /// Backend configuration.
@@ -184,12 +152,12 @@ pub trait ChangeGuard: Send + Sync {
 /// The backend serving all exports.
 pub struct Vfs {
     key: HandleKey,
-    exports: Vec<Export>,
+    exports: table::Table,
+    /// Held by a reload (one at a time).
+    reloading: parking_lot::Mutex<()>,
     paths: PathCache,
     data: FdCache<OwnedFd>,
     write_verifier: [u8; 8],
-    /// Addresses of host names used in client rules, resolved once at start-up.
-    host_names: HashMap<IpAddr, String>,
     /// Pipes that READ data is spliced into.
     pipes: Arc<PipePool>,
     /// Turns of large unstable WRITEs, one per file (by inode, striped; see [`Vfs::write`]).
@@ -199,7 +167,7 @@ pub struct Vfs {
 impl std::fmt::Debug for Vfs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Vfs")
-            .field("exports", &self.exports.len())
+            .field("exports", &self.table().live().count())
             .finish_non_exhaustive()
     }
 }
@@ -229,21 +197,6 @@ fn new_name(name: &[u8]) -> VfsResult<CString> {
     cname(name)
 }
 
-fn export_id(e: &ExportEntry) -> u32 {
-    if let Some(n) = e
-        .clients
-        .first()
-        .and_then(|c| c.options.fsid.as_deref())
-        .and_then(|f| f.parse::<u32>().ok())
-    {
-        return n;
-    }
-    use std::hash::Hasher;
-    let mut h = siphasher::sip::SipHasher13::new_with_keys(0x726e6673, 0x6578706f);
-    h.write(e.path.as_os_str().as_encoded_bytes());
-    h.finish() as u32
-}
-
 impl Vfs {
     /// Opens every export root and the handle key.
     pub fn new(cfg: VfsConfig) -> std::io::Result<Self> {
@@ -264,75 +217,7 @@ impl Vfs {
         // The client applies its own umask; modes it sends are final.
         sys::set_umask(0);
         let key = HandleKey::load_or_create(&cfg.state_dir.join("fh.key"))?;
-        let mut exports: Vec<Export> = Vec::new();
-        for entry in cfg.exports {
-            let path = std::fs::canonicalize(&entry.path).map_err(|e| {
-                std::io::Error::new(e.kind(), format!("export {}: {e}", entry.path.display()))
-            })?;
-            let cpath = CString::new(path.as_os_str().as_encoded_bytes())
-                .map_err(|_| std::io::Error::other("export path contains NUL"))?;
-            let cwd = std::fs::File::open("/")?;
-            let root = sys::openat(
-                cwd.as_fd(),
-                &cpath,
-                // open_by_handle_at takes the mount from this descriptor; it refuses O_PATH ones.
-                libc::O_RDONLY | libc::O_DIRECTORY,
-                0,
-            )
-            .map_err(|e| {
-                std::io::Error::new(e.kind(), format!("export {}: {e}", path.display()))
-            })?;
-            let st = sys::fstat(root.as_fd())?;
-            let (kh, mount_id) = sys::name_to_handle_at(root.as_fd(), c"", libc::AT_EMPTY_PATH)
-                .map_err(|e| {
-                    std::io::Error::new(
-                        e.kind(),
-                        format!(
-                            "export {}: file system cannot produce handles: {e}",
-                            path.display()
-                        ),
-                    )
-                })?;
-            let mut entry = entry;
-            entry.path = path;
-            let id = export_id(&entry);
-            if let Some(other) = exports.iter().find(|x| x.id == id) {
-                return Err(std::io::Error::other(format!(
-                    "exports {} and {} have the same id {id}; give one an fsid=",
-                    other.entry.path.display(),
-                    entry.path.display()
-                )));
-            }
-            if entry
-                .clients
-                .iter()
-                .any(|c| c.options.crossmnt || !c.options.hide)
-            {
-                tracing::warn!(export = %entry.path.display(),
-                    "crossmnt and nohide are not supported: file systems mounted inside the export are not crossed");
-            }
-            let root_fh = Bytes::from(key.seal(id, &kh));
-            let f_type = sys::fstatfs_type(root.as_fd()).ok();
-            let by_inode = f_type.is_some_and(unique_inode_numbers);
-            let nowait_reads = match f_type {
-                Some(t) if memory_file_system(t) => NowaitReads::Memory,
-                _ if by_inode => NowaitReads::Flag(AtomicBool::new(true)),
-                _ => NowaitReads::Never,
-            };
-            exports.push(Export {
-                id,
-                entry,
-                root,
-                root_fh,
-                root_dev: st.st_dev,
-                root_ino: st.st_ino,
-                mount_id,
-                by_inode,
-                nowait_reads,
-                splice_reads: AtomicBool::new(true),
-            });
-        }
-        let host_names = resolve_host_rules(&exports);
+        let (table, _) = ExportTable::build(cfg.exports, None, &key)?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -340,11 +225,11 @@ impl Vfs {
         let verifier = (now ^ ((std::process::id() as u64) << 48)).to_be_bytes();
         Ok(Self {
             key,
-            exports,
+            exports: table::shared(table),
+            reloading: parking_lot::Mutex::new(()),
             paths: PathCache::new(path_cache),
             data: FdCache::new(data_cache),
             write_verifier: verifier,
-            host_names,
             pipes: Arc::default(),
             write_turns: (0..WRITE_TURNS)
                 .map(|_| parking_lot::Mutex::new(()))
@@ -356,36 +241,6 @@ impl Vfs {
     /// unstable data.
     pub fn write_verifier(&self) -> [u8; 8] {
         self.write_verifier
-    }
-
-    /// Export paths with the client specifications allowed to mount them.
-    pub fn export_list(&self) -> Vec<(PathBuf, Vec<String>)> {
-        self.exports
-            .iter()
-            .map(|e| {
-                (
-                    e.entry.path.clone(),
-                    e.entry
-                        .clients
-                        .iter()
-                        .map(|c| c.client.to_string())
-                        .collect(),
-                )
-            })
-            .collect()
-    }
-
-    /// Export paths with their root handles, for building the NFSv4 pseudo file system.
-    pub fn export_roots(&self) -> Vec<(PathBuf, Bytes)> {
-        self.exports
-            .iter()
-            .map(|e| (e.entry.path.clone(), e.root_fh.clone()))
-            .collect()
-    }
-
-    /// The path of the export `node` belongs to.
-    pub fn export_path(&self, node: &Node) -> &Path {
-        &self.exports[node.export].entry.path
     }
 
     /// FSSTAT: usage of the export's file system.
@@ -401,40 +256,6 @@ impl Vfs {
             avail_files: s.f_favail,
         })
     }
-}
-
-/// Resolves the host names of client rules (forward lookup at start-up). Wildcard host patterns
-/// would need a reverse lookup of every client, which rnfsd does not do: they never match.
-fn resolve_host_rules(exports: &[Export]) -> HashMap<IpAddr, String> {
-    use crate::exports::ClientMatch;
-    use std::net::ToSocketAddrs;
-    let mut out = HashMap::new();
-    for e in exports {
-        for rule in &e.entry.clients {
-            match &rule.client {
-                ClientMatch::Host(name) => match (name.as_str(), 0u16).to_socket_addrs() {
-                    Ok(addrs) => {
-                        for a in addrs {
-                            out.entry(a.ip().to_canonical())
-                                .or_insert_with(|| name.clone());
-                        }
-                    }
-                    Err(err) => {
-                        tracing::warn!(host = %name, error = %err, "exports: host name does not resolve")
-                    }
-                },
-                ClientMatch::HostPattern(p) => tracing::warn!(
-                    pattern = %p,
-                    "exports: wildcard host names need reverse DNS, which rnfsd does not do; this rule never matches"
-                ),
-                ClientMatch::Netgroup(g) => {
-                    tracing::warn!(netgroup = %g, "exports: netgroups are not supported; this rule never matches")
-                }
-                _ => {}
-            }
-        }
-    }
-    out
 }
 
 /// Normalizes an absolute path lexically; `..` components are refused rather than resolved.

@@ -55,7 +55,8 @@ impl Vfs {
             let root = if name == b"." {
                 dir.clone()
             } else {
-                self.resolve(&self.exports[dir.export].root_fh)?
+                let root_fh = self.table().get(dir.export)?.root_fh.clone();
+                self.resolve(&root_fh)?
             };
             return Ok((root.fh.clone(), root.attr));
         }
@@ -152,7 +153,7 @@ impl Vfs {
             ..s.clone()
         };
         if rest != SetAttrs::default() {
-            self.setattr(caller, node, &rest, None)
+            self.apply_setattr(caller, node, &rest, None)
         } else {
             Ok(node.attr.clone())
         }
@@ -229,7 +230,7 @@ impl Vfs {
                 let node = self.created_node(dir, fd)?;
                 let fh = node.fh.clone();
                 let t = exclusive_times(verf);
-                let attr = self.setattr(
+                let attr = self.apply_setattr(
                     caller,
                     &node,
                     &SetAttrs {
@@ -239,6 +240,7 @@ impl Vfs {
                     },
                     None,
                 )?;
+                self.commit_dir(caller, dir)?;
                 Ok(Created {
                     fh,
                     attr,
@@ -248,6 +250,7 @@ impl Vfs {
             (Ok(fd), _) => {
                 let node = self.created_node(dir, fd)?;
                 let attr = self.set_after_create(caller, &node, s)?;
+                self.commit_dir(caller, dir)?;
                 Ok(Created {
                     fh: node.fh,
                     attr,
@@ -316,7 +319,9 @@ impl Vfs {
         cred::with_creds(&caller.creds, || {
             sys::mkdirat(dir.fd(), &c, s.mode.unwrap_or(0o755) & 0o7777)
         })?;
-        self.finish_create(caller, dir, &c, s)
+        let made = self.finish_create(caller, dir, &c, s)?;
+        self.commit_dir(caller, dir)?;
+        Ok(made)
     }
 
     /// SYMLINK.
@@ -335,7 +340,9 @@ impl Vfs {
         }
         let t = CString::new(target).map_err(|_| VfsError::Errno(libc::EINVAL))?;
         cred::with_creds(&caller.creds, || sys::symlinkat(&t, dir.fd(), &c))?;
-        self.finish_special(caller, dir, &c, s)
+        let made = self.finish_special(caller, dir, &c, s)?;
+        self.commit_dir(caller, dir)?;
+        Ok(made)
     }
 
     /// MKNOD: a device, socket or pipe.
@@ -359,7 +366,9 @@ impl Vfs {
         cred::with_creds(&caller.creds, || {
             sys::mknodat(dir.fd(), &c, fmt | perm, dev)
         })?;
-        self.finish_special(caller, dir, &c, s)
+        let made = self.finish_special(caller, dir, &c, s)?;
+        self.commit_dir(caller, dir)?;
+        Ok(made)
     }
 
     /// REMOVE (non-directories) or RMDIR (`dir_only`).
@@ -395,7 +404,7 @@ impl Vfs {
         if let Some(fh) = gone {
             self.forget(&fh);
         }
-        Ok(())
+        self.commit_dir(caller, dir)
     }
 
     /// The handle of `c` in `dir` (whose stat `st` was read at epoch `read_at`) when removing
@@ -457,6 +466,10 @@ impl Vfs {
         if let Some(fh) = gone {
             self.forget(&fh);
         }
+        self.commit_dir(caller, from)?;
+        if to.attr.fileid != from.attr.fileid || to.attr.fsid != from.attr.fsid {
+            self.commit_dir(caller, to)?;
+        }
         Ok(())
     }
 
@@ -472,6 +485,7 @@ impl Vfs {
         cred::with_creds(&caller.creds, || {
             sys::linkat_follow(sys::cwd(), &path, dir.fd(), &c)
         })?;
+        self.commit_dir(caller, dir)?;
         self.attr(node.fd())
     }
 }
