@@ -67,6 +67,12 @@ impl Nfs4 {
         out
     }
 
+    /// Client records, sessions and stateids.
+    pub fn state_counts(&self) -> (usize, usize, usize) {
+        let s = self.state.lock();
+        (s.clients.len(), s.sessions.len(), s.states.len())
+    }
+
     /// Revokes client `id`'s state as if its lease had expired (knfsd's `clients/*/ctl`
     /// expire): its sessions end, its opens, locks and delegations are released (blocked
     /// requests of others are granted) and its record is forgotten, so it cannot reclaim.

@@ -37,13 +37,14 @@ impl LockService {
     }
 
     /// Releases every lock, blocked request and share of the hosts at `addr` or named `name`,
-    /// and forgets them (as when a host says it restarted). The locks and shares released.
-    pub fn evict(&self, addr: Option<IpAddr>, name: Option<&[u8]>) -> usize {
+    /// and forgets them (as when a host says it restarted): the hosts forgotten, and the locks
+    /// and shares released.
+    pub fn evict(&self, addr: Option<IpAddr>, name: Option<&[u8]>) -> (usize, usize) {
         let ids = self.hosts.lock().matching(addr, name);
         let held = |o: &Owner| matches!(o, Owner::Nlm { host, .. } if ids.contains(host));
         let released = self.locks.held(held).len() + self.locks.shares_held(|h| ids.contains(&h));
         let hosts = self.drop_hosts(addr, name);
         tracing::info!(hosts, released, "NLM hosts evicted by the administrator");
-        released
+        (hosts, released)
     }
 }

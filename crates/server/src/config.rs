@@ -8,7 +8,7 @@ use sunrpc::tcp::SpliceReads;
 use vfs::exports::{load_exports, ClientMatch, ClientRule, ExportEntry, ExportOptions};
 
 /// rnfsd: a user-space NFS server for local directories.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(version, about)]
 pub struct Args {
     /// Export DIR read-write to localhost clients (127.0.0.0/8 and ::1), root_squash, insecure
@@ -27,6 +27,13 @@ pub struct Args {
     /// Serve Prometheus metrics over HTTP at ADDR:PORT.
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<SocketAddr>,
+    /// The admin socket (root only), which `rnfsctl` talks to: exports, clients, eviction,
+    /// reload, status.
+    #[arg(long, default_value = admin::DEFAULT_SOCKET, value_name = "PATH")]
+    pub admin_socket: std::path::PathBuf,
+    /// Serve no admin socket.
+    #[arg(long, conflicts_with = "admin_socket")]
+    pub no_admin: bool,
     /// Neither register with rpcbind nor serve the port mapper.
     #[arg(long)]
     pub no_portmap: bool,

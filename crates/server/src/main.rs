@@ -1,6 +1,7 @@
 //! rnfsd: serves local directories over NFSv3 + MOUNT on TCP (and NFS over RPC-over-RDMA).
 
 mod config;
+mod control;
 mod metrics_http;
 mod portmap;
 
@@ -93,7 +94,8 @@ async fn run(args: Args) -> Result<(), String> {
     disp.register(Arc::new(
         nfs3::Nfs3::new(vfs.clone()).with_change_guard(v4.clone()),
     ));
-    disp.register(Arc::new(nfs3::Mount::new(vfs.clone())));
+    let mount = Arc::new(nfs3::Mount::new(vfs.clone()));
+    disp.register(mount.clone());
     // NFSv3 locks: one NLM and one NSM program, served on TCP beside NFS and on UDP below.
     let lock_programs = if args.no_nlm {
         None
@@ -118,8 +120,17 @@ async fn run(args: Args) -> Result<(), String> {
     };
     metrics.add_source(v4.clone());
     metrics.add_source(Arc::new(metrics_http::ProcessMetrics));
-    disp.register(v4);
+    disp.register(v4.clone());
     let disp = Arc::new(disp);
+    let control = Arc::new(control::Control {
+        args: args.clone(),
+        vfs: vfs.clone(),
+        v4,
+        mount,
+        nlm: lock_programs.as_ref().map(|(svc, _, _)| svc.clone()),
+        metrics: metrics.clone(),
+        started: std::time::Instant::now(),
+    });
     let tcp_cfg = TcpConfig {
         max_record: args.max_record,
         max_connections: args.max_connections,
@@ -155,15 +166,18 @@ async fn run(args: Args) -> Result<(), String> {
     // NLM and NSM over UDP too (a rebooted client's sm-notify sends over UDP only), on a
     // dispatcher of their own: NFS itself is not served over UDP.
     let mut lock_maps = Vec::new();
+    let mut dispatchers = vec![disp.clone()];
     if let Some((svc, nlm4, nsm)) = &lock_programs {
         let mut ld = Dispatcher::new(args.drc_entries.min(4096), metrics.clone());
         ld.register(nlm4.clone());
         ld.register(nsm.clone());
+        let ld = Arc::new(ld);
         let mut prots = vec![IPPROTO_TCP];
         match UdpSocket::bind(nfs_addr).await {
             Ok(u) => {
                 prots.push(IPPROTO_UDP);
-                tasks.spawn(serve_udp(u, Arc::new(ld)));
+                dispatchers.push(ld.clone());
+                tasks.spawn(serve_udp(u, ld));
             }
             Err(e) => tracing::warn!(
                 addr = %nfs_addr, error = %e,
@@ -326,23 +340,79 @@ async fn run(args: Args) -> Result<(), String> {
     }
     // --- end RPC-over-RDMA ---
 
+    let admin_socket = match args.no_admin {
+        true => None,
+        false => control::bind(&args.admin_socket)?,
+    };
+    let admin_socket = admin_socket.map(|l| {
+        let path = args.admin_socket.clone();
+        ready.push(format!("admin=unix:{}", path.display()));
+        tokio::spawn(control::serve(l, path.clone(), control.clone()));
+        path
+    });
+
     // Handlers go in before the ready line, so a SIGTERM right after it is a clean shutdown.
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| e.to_string())?;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut hangup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
     let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
     tracing::info!("rnfsd ready: {}", ready.join(" "));
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term.recv() => {}
-        Some(r) = tasks.join_next() => {
-            if let Ok(Err(e)) = r {
-                tracing::error!(error = %e, "a listener failed");
+    loop {
+        tokio::select! {
+            _ = &mut ctrl_c => break,
+            _ = term.recv() => break,
+            _ = hangup.recv() => {
+                tracing::info!("SIGHUP: reloading the exports");
+                let c = control.clone();
+                match tokio::task::spawn_blocking(move || c.reload()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => tracing::error!("reload refused, the exports stay as they were: {e}"),
+                    Err(e) => tracing::error!("reload failed: {e}"),
+                }
+            }
+            Some(r) = tasks.join_next() => {
+                if let Ok(Err(e)) = r {
+                    tracing::error!(error = %e, "a listener failed");
+                }
+                break;
             }
         }
     }
-    tracing::info!("shutting down");
+    stop(&dispatchers, &vfs).await;
+    tasks.abort_all();
     if registered {
         portmap::unregister(rpcbind, &maps).await;
     }
+    if let Some(path) = &admin_socket {
+        let _ = std::fs::remove_file(path);
+    }
+    tracing::info!("stopped");
     Ok(())
+}
+
+/// Stops serving: calls that arrive are dropped (their clients send them again to the next
+/// instance), calls running finish and their replies go out, and what clients wrote is made
+/// durable, so that nothing a client was told is done is lost with the process.
+async fn stop(dispatchers: &[Arc<Dispatcher>], vfs: &Arc<Vfs>) {
+    tracing::info!("stopping: finishing the calls in flight");
+    for d in dispatchers {
+        d.stop();
+    }
+    for d in dispatchers {
+        if !d.drained(std::time::Duration::from_secs(10)).await {
+            tracing::warn!("calls still running after 10 s; stopping without them");
+        }
+    }
+    // the connections' writers send the replies of the last calls
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let v = vfs.clone();
+    match tokio::task::spawn_blocking(move || v.sync_all()).await {
+        Ok(failed) => {
+            for (path, e) in failed {
+                tracing::error!(export = %path.display(), error = %e, "cannot flush the export's file system");
+            }
+        }
+        Err(e) => tracing::error!("flushing the exports failed: {e}"),
+    }
 }

@@ -209,12 +209,43 @@ impl Registered {
     }
 }
 
+/// Calls running, and whether the server is stopping (see [`Dispatcher::stop`]).
+#[derive(Default)]
+struct Running {
+    count: std::sync::atomic::AtomicUsize,
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+/// A call counted as running until dropped.
+struct RunGuard<'a>(&'a Running);
+
+impl Running {
+    /// Counts a call in, unless the server is stopping. Count first, look after (and
+    /// [`Dispatcher::stop`] the other way round): a call that does not see the flag is one
+    /// the stop sees running and waits for.
+    fn enter(&self) -> Option<RunGuard<'_>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let guard = RunGuard(self);
+        self.count.fetch_add(1, SeqCst);
+        (!self.stopping.load(SeqCst)).then_some(guard)
+    }
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        self.0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Routes calls to programs, applies the duplicate request cache and records metrics.
 pub struct Dispatcher {
     /// Programs, one entry per implementation (e.g. NFSv3 and NFSv4 apart): a handful, scanned.
     programs: Vec<Registered>,
     drc: DuplicateCache,
     metrics: Arc<RpcMetrics>,
+    running: Running,
 }
 
 impl Dispatcher {
@@ -224,7 +255,30 @@ impl Dispatcher {
             programs: Vec::new(),
             drc: DuplicateCache::new(drc_entries),
             metrics,
+            running: Running::default(),
         }
+    }
+
+    /// Stops taking calls (a server that is stopping): calls that arrive from now on are
+    /// dropped unanswered, and their clients send them again to the next instance, as after
+    /// a lost reply. Calls already running finish ([`Dispatcher::drained`]).
+    pub fn stop(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.running.stopping.store(true, SeqCst);
+    }
+
+    /// Waits until no call is running (after [`Dispatcher::stop`]), at most `limit`; false
+    /// when some still were.
+    pub async fn drained(&self, limit: std::time::Duration) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        let until = Instant::now() + limit;
+        while self.running.count.load(SeqCst) > 0 {
+            if Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        true
     }
 
     /// Serves `p` under its program number, beside other versions already registered.
@@ -300,6 +354,7 @@ impl Dispatcher {
 
     /// [`Dispatcher::dispatch`] with everything the transport offers.
     pub fn dispatch_from(&self, msg: Bytes, origin: Origin) -> Option<Reply> {
+        let _running = self.running.enter()?;
         let peer = origin.peer;
         let args_len = msg.len();
         let (hdr, args) = match msg::decode_call(msg) {
@@ -367,6 +422,9 @@ impl Dispatcher {
     /// [`Program::call_nonblocking`]): `Some` with what [`Dispatcher::dispatch_from`] would
     /// have returned, `None` when it must be dispatched there, on a thread that may block.
     pub fn dispatch_nonblocking(&self, msg: &Bytes, origin: &Origin) -> Option<Option<Reply>> {
+        let Some(_running) = self.running.enter() else {
+            return Some(None);
+        };
         let (hdr, args) = msg::decode_call(msg.clone()).ok()?;
         let reg = self.find(hdr.prog, hdr.vers)?;
         let prog = &reg.prog;
@@ -566,6 +624,46 @@ mod tests {
     fn run(d: &Dispatcher, m: Bytes) -> Option<Vec<u32>> {
         d.dispatch(m, PEER.parse().unwrap(), TransportKind::Tcp)
             .map(words)
+    }
+
+    #[tokio::test]
+    async fn a_stopped_dispatcher_drops_new_calls_and_waits_for_running_ones() {
+        let (d, p) = disp();
+        let d = Arc::new(d);
+        assert!(run(&d, call(400_000, 3, 1, &[1])).is_some());
+        // a call running on another thread when the stop comes
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let entered = Arc::new(std::sync::Barrier::new(2));
+        let (d2, e2) = (d.clone(), entered.clone());
+        let t = std::thread::spawn(move || {
+            let g = d2.running.enter();
+            e2.wait();
+            wait.recv().ok();
+            drop(g);
+        });
+        entered.wait();
+        d.stop();
+        assert!(
+            run(&d, call(400_000, 3, 1, &[2])).is_none(),
+            "new calls are dropped"
+        );
+        let origin = Origin {
+            peer: PEER.parse().unwrap(),
+            local: None,
+            transport: TransportKind::Tcp,
+            back: None,
+            bulk: None,
+            pages: false,
+        };
+        assert!(matches!(
+            d.dispatch_nonblocking(&call(400_000, 3, 0, &[]), &origin),
+            Some(None)
+        ));
+        assert_eq!(p.calls.load(Ordering::SeqCst), 1);
+        assert!(!d.drained(std::time::Duration::from_millis(50)).await);
+        go.send(()).unwrap();
+        assert!(d.drained(std::time::Duration::from_secs(5)).await);
+        t.join().unwrap();
     }
 
     #[test]

@@ -126,6 +126,15 @@ impl Server {
         if self.cfg.metrics {
             cmd.arg("--metrics").arg("127.0.0.1:0");
         }
+        // one admin socket per server (the default one is the machine's)
+        if !self
+            .cfg
+            .args
+            .iter()
+            .any(|a| a == "--admin-socket" || a == "--no-admin")
+        {
+            cmd.arg("--admin-socket").arg(self.admin_socket());
+        }
         cmd.args(&self.cfg.args);
         cmd.env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
@@ -174,6 +183,25 @@ impl Server {
             }
         }
         self.child = Some(child);
+    }
+
+    /// The server's admin socket (in its state directory).
+    pub fn admin_socket(&self) -> PathBuf {
+        self.cfg.state_dir.join("admin.sock")
+    }
+
+    /// Asks the admin socket.
+    pub fn admin(&self, req: admin::Request) -> admin::Response {
+        admin::call(&self.admin_socket(), &req, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("admin socket: {e}; log:\n{}", self.log_text()))
+    }
+
+    /// Sends `sig` to the server.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the pid of a child we own and have not reaped yet.
+        unsafe {
+            libc::kill(self.pid() as libc::pid_t, sig);
+        }
     }
 
     /// The server's process id.

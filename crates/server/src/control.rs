@@ -1,0 +1,361 @@
+//! The running server as the administrator reaches it: export reload (SIGHUP, the admin
+//! socket) and the admin socket's commands (crates/admin has the messages and rnfsctl).
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use admin::{ExportInfo, LockInfo, Nfs3Client, Nfs4Client, Request, Response, MAX_REQUEST};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use vfs::exports::{ClientRule, SecFlavor, Squash};
+use vfs::Vfs;
+
+use crate::config::{self, Args};
+
+/// What the admin commands and the signal handlers act on.
+pub struct Control {
+    /// The command line: where the exports come from.
+    pub args: Args,
+    /// The backend.
+    pub vfs: Arc<Vfs>,
+    /// NFSv4 (its pseudo file system follows the exports; its clients can be evicted).
+    pub v4: Arc<nfs4::Nfs4>,
+    /// MOUNT (its list of mounts).
+    pub mount: Arc<nfs3::Mount>,
+    /// NLM, unless `--no-nlm`.
+    pub nlm: Option<Arc<nlm::LockService>>,
+    /// The RPC metrics (connection gauges).
+    pub metrics: Arc<sunrpc::metrics::RpcMetrics>,
+    /// When the server started.
+    pub started: Instant,
+}
+
+impl Control {
+    /// Re-reads the exports (`--exports` file and `--export` flags) and applies them. A file
+    /// with an error, or an export that cannot be opened, changes nothing.
+    pub fn reload(&self) -> Result<vfs::fs::ExportChanges, String> {
+        let entries = config::exports(&self.args)?;
+        let changes = self.vfs.reload(entries).map_err(|e| e.to_string())?;
+        self.v4.exports_changed();
+        for p in &changes.added {
+            tracing::info!(export = %p.display(), "reload: exported");
+        }
+        for (p, _) in &changes.removed {
+            tracing::info!(export = %p.display(), "reload: no longer exported; its handles are stale");
+        }
+        for p in &changes.changed {
+            tracing::info!(export = %p.display(), "reload: client rules changed");
+        }
+        Ok(changes)
+    }
+
+    /// Answers one request.
+    pub fn handle(&self, req: Request) -> Response {
+        match req {
+            Request::Exports => Response::Exports {
+                exports: self.exports(),
+            },
+            Request::Clients => self.clients(),
+            Request::Evict { client } => self.evict(&client),
+            Request::Reload => match self.reload() {
+                Ok(c) => Response::Reloaded {
+                    exports: self.vfs.exports().len(),
+                    added: c.added.iter().map(|p| p.display().to_string()).collect(),
+                    removed: c
+                        .removed
+                        .iter()
+                        .map(|(p, _)| p.display().to_string())
+                        .collect(),
+                    changed: c.changed.iter().map(|p| p.display().to_string()).collect(),
+                },
+                Err(message) => Response::Error { message },
+            },
+            Request::Status => self.status(),
+        }
+    }
+
+    fn exports(&self) -> Vec<ExportInfo> {
+        self.vfs
+            .exports()
+            .into_iter()
+            .map(|e| ExportInfo {
+                path: e.path.display().to_string(),
+                fsid: e.id,
+                v4_root: e.v4_root,
+                rules: e
+                    .rules
+                    .iter()
+                    .map(|r| (r.client.to_string(), options_text(r)))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn clients(&self) -> Response {
+        let nfs4 = self
+            .v4
+            .clients()
+            .into_iter()
+            .map(|c| Nfs4Client {
+                id: format!("{:016x}", c.id),
+                owner: printable(&c.owner),
+                address: Some(c.addr.to_string()),
+                minor_version: c.minor,
+                confirmed: c.confirmed,
+                idle_secs: c.idle.as_secs(),
+                sessions: c.sessions as u64,
+                opens: c.opens as u64,
+                locks: c.locks as u64,
+                delegations: c.delegations as u64,
+            })
+            .collect();
+        let mut nfs3: Vec<Nfs3Client> = Vec::new();
+        for (host, path) in self.mount.mounts() {
+            match nfs3.iter_mut().find(|c| c.address == host) {
+                Some(c) => c.mounts.push(path),
+                None => nfs3.push(Nfs3Client {
+                    address: host,
+                    mounts: vec![path],
+                    nlm_name: None,
+                    locks: Vec::new(),
+                    shares: 0,
+                }),
+            }
+        }
+        for h in self.nlm.as_ref().map(|n| n.hosts()).unwrap_or_default() {
+            let address = h.addr.to_string();
+            let i = match nfs3.iter().position(|c| c.address == address) {
+                Some(i) => i,
+                None => {
+                    nfs3.push(Nfs3Client {
+                        address,
+                        mounts: Vec::new(),
+                        nlm_name: None,
+                        locks: Vec::new(),
+                        shares: 0,
+                    });
+                    nfs3.len() - 1
+                }
+            };
+            let c = &mut nfs3[i];
+            c.nlm_name = Some(printable(&h.name));
+            c.shares += h.shares as u64;
+            c.locks.extend(h.locks.iter().map(|(f, l)| LockInfo {
+                file: format!("{:x}:{}", f.fsid, f.fileid),
+                offset: l.start,
+                length: if l.end == u64::MAX {
+                    0
+                } else {
+                    l.end - l.start
+                },
+                exclusive: l.write,
+            }));
+        }
+        Response::Clients { nfs3, nfs4 }
+    }
+
+    fn evict(&self, who: &str) -> Response {
+        let hex = who.trim_start_matches("0x");
+        if let Ok(id) = u64::from_str_radix(hex, 16) {
+            if let Some(released) = self.v4.evict(id) {
+                return Response::Evicted {
+                    client: format!("NFSv4 client {id:016x}"),
+                    released: released as u64,
+                };
+            }
+        }
+        let addr = who.parse::<IpAddr>().ok();
+        let name = addr.is_none().then_some(who.as_bytes());
+        let mounts = match addr {
+            Some(a) => self.mount.forget_host(&a.to_string()),
+            None => 0,
+        };
+        let (hosts, released) = self.nlm.as_ref().map_or((0, 0), |n| n.evict(addr, name));
+        if mounts == 0 && hosts == 0 {
+            return Response::Error {
+                message: format!("no client {who:?}: give an NFSv4 client id or an NFSv3 host's address or name, as `clients` shows them"),
+            };
+        }
+        Response::Evicted {
+            client: format!("NFSv3 host {who}"),
+            released: released as u64,
+        }
+    }
+
+    fn status(&self) -> Response {
+        let a = &self.args;
+        let limits = [
+            ("max_connections", a.max_connections as u64),
+            ("max_in_flight", a.max_in_flight as u64),
+            ("max_total_in_flight", a.max_total_in_flight as u64),
+            ("max_record", a.max_record as u64),
+            ("max_queued_reply_bytes", a.max_queued_reply_bytes as u64),
+            ("record_timeout_s", a.record_timeout),
+            ("write_timeout_s", a.write_timeout),
+            ("drc_entries", a.drc_entries as u64),
+            ("fd_cache", a.fd_cache as u64),
+            ("lease_time_s", a.lease_time as u64),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let (clients, sessions, stateids) = self.v4.state_counts();
+        let mut counters = vec![
+            ("exports", self.vfs.exports().len() as u64),
+            ("nfs3_mounts", self.mount.mounts().len() as u64),
+            ("nfs4_clients", clients as u64),
+            ("nfs4_sessions", sessions as u64),
+            ("nfs4_stateids", stateids as u64),
+            (
+                "tcp_connections",
+                self.metrics
+                    .gauge("tcp_connections")
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
+        ];
+        let t = self.v4.lock_manager().totals();
+        counters.push(("locks_nfs4", t.nfs4_locks as u64));
+        counters.push(("locks_nlm", t.nlm_locks as u64));
+        counters.push(("lock_waiters", t.waiters as u64));
+        if let Some(n) = &self.nlm {
+            counters.push(("nlm_hosts", n.hosts().len() as u64));
+        }
+        Response::Status {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            uptime_secs: self.started.elapsed().as_secs(),
+            limits,
+            counters: counters
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }
+    }
+}
+
+/// A rule's options as exports(5) writes them.
+fn options_text(r: &ClientRule) -> String {
+    let o = &r.options;
+    let mut v: Vec<String> = vec![
+        if o.rw { "rw" } else { "ro" }.into(),
+        if o.sync { "sync" } else { "async" }.into(),
+        if o.secure { "secure" } else { "insecure" }.into(),
+        match o.squash {
+            Squash::None => "no_root_squash",
+            Squash::Root => "root_squash",
+            Squash::All => "all_squash",
+        }
+        .into(),
+    ];
+    if o.squash != Squash::None {
+        v.push(format!("anonuid={},anongid={}", o.anonuid, o.anongid));
+    }
+    if let Some(f) = &o.fsid {
+        v.push(format!("fsid={f}"));
+    }
+    if !o.sec.is_empty() {
+        let names: Vec<&str> = o
+            .sec
+            .iter()
+            .map(|f| match f {
+                SecFlavor::Sys => "sys",
+                SecFlavor::None => "none",
+            })
+            .collect();
+        v.push(format!("sec={}", names.join(":")));
+    }
+    if o.mountpoint {
+        match &o.mountpoint_path {
+            Some(p) => v.push(format!("mountpoint={}", p.display())),
+            None => v.push("mountpoint".into()),
+        }
+    }
+    v.join(",")
+}
+
+/// Bytes a client chose, as text: printable ASCII kept, the rest escaped.
+fn printable(b: &[u8]) -> String {
+    b.iter()
+        .flat_map(|c| std::ascii::escape_default(*c))
+        .map(char::from)
+        .collect()
+}
+
+/// Listens on `path`, mode 0600 in a directory made if missing. None (and a warning) when
+/// another live server answers there; a socket file nobody answers on is replaced.
+pub fn bind(path: &Path) -> Result<Option<UnixListener>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("admin socket directory {}: {e}", dir.display()))?;
+    }
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            tracing::warn!(socket = %path.display(),
+                "another server answers on the admin socket: no admin interface (give --admin-socket)");
+            return Ok(None);
+        }
+        std::fs::remove_file(path)
+            .map_err(|e| format!("stale admin socket {}: {e}", path.display()))?;
+    }
+    let l = UnixListener::bind(path)
+        .map_err(|e| format!("cannot listen on admin socket {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("admin socket {}: {e}", path.display()))?;
+    Ok(Some(l))
+}
+
+/// Serves the admin socket: one request per connection, from root or the server's own user.
+pub async fn serve(l: UnixListener, path: PathBuf, control: Arc<Control>) {
+    use std::os::unix::fs::MetadataExt;
+    // the socket's owner is the user the server runs as
+    let owner = std::fs::metadata(&path).map(|m| m.uid()).unwrap_or(0);
+    loop {
+        let Ok((s, _)) = l.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let uid = s.peer_cred().map(|c| c.uid()).ok();
+        if uid != Some(0) && uid != Some(owner) {
+            tracing::warn!(
+                ?uid,
+                "admin socket: refused a caller that is neither root nor the server's user"
+            );
+            continue;
+        }
+        let control = control.clone();
+        tokio::spawn(async move {
+            if let Err(e) = answer(s, control).await {
+                tracing::debug!(error = %e, "admin socket: connection failed");
+            }
+        });
+    }
+}
+
+async fn answer(s: UnixStream, control: Arc<Control>) -> std::io::Result<()> {
+    let (rd, mut wr) = s.into_split();
+    let mut line = Vec::new();
+    let mut rd = BufReader::new(rd).take(MAX_REQUEST as u64);
+    tokio::time::timeout(Duration::from_secs(10), rd.read_until(b'\n', &mut line))
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    let resp = match serde_json::from_slice::<Request>(&line) {
+        Ok(req) => {
+            tracing::info!(?req, "admin request");
+            // a reload opens export roots and resolves host names: off the runtime's threads
+            tokio::task::spawn_blocking(move || control.handle(req))
+                .await
+                .unwrap_or_else(|e| Response::Error {
+                    message: format!("the request failed: {e}"),
+                })
+        }
+        Err(e) => Response::Error {
+            message: format!("not a request: {e}"),
+        },
+    };
+    let mut out = serde_json::to_vec(&resp).map_err(std::io::Error::other)?;
+    out.push(b'\n');
+    wr.write_all(&out).await?;
+    wr.shutdown().await
+}
