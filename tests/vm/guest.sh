@@ -206,7 +206,9 @@ start_rnfsd() {
 	# combination would hold the new instance in its NFSv4 grace period for a lease
 	RNFSD_STATE=$(mktemp -d /run/rnfsd-state.XXXX)
 	mkdir -p /srv/rnfsd && mount -t tmpfs -o mode=0777 tmpfs /srv/rnfsd
-	echo "/srv/rnfsd $SUBNET(rw,no_root_squash,insecure)" >/run/rnfsd.exports
+	# fsid=0 as for knfsd: the export is the NFSv4 root, v4 mounts name it "/" (the nlm case's
+	# second instance keeps the pseudo file system, mounted as /srv/rnfsd)
+	echo "/srv/rnfsd $SUBNET(rw,no_root_squash,insecure,no_subtree_check,fsid=0)" >/run/rnfsd.exports
 	# descriptor limits: the kernel's defaults for a process outside systemd (soft 1024, hard
 	# 4096) unless RNFSD_NOFILE=SOFT:HARD (systemd services get 1024:524288)
 	# the launcher also restarts rnfsd after a SIGKILL (the reclaim case), with the same state
@@ -323,7 +325,7 @@ run_combo() { # server vers transport
 		sleep 1
 	fi
 	path=/srv/$s
-	[ "$s" = knfsd ] && [ "$v" != 3 ] && path=/
+	[ "$v" != 3 ] && path=/ # both export /srv/NAME with fsid=0: the NFSv4 root
 	say "mount $s vers=$v transport=$t: -o $opts $addr:$path"
 	t0=$(now)
 	if [ "$claimed" = 0 ]; then
