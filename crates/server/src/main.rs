@@ -1,6 +1,5 @@
 //! rnfsd: serves local directories over NFSv3 + MOUNT on TCP (and NFS over RPC-over-RDMA).
 
-mod config;
 mod control;
 mod metrics_http;
 mod portmap;
@@ -9,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use clap::Parser;
+use rnfs_server::{config, notify};
 use sunrpc::metrics::RpcMetrics;
 use sunrpc::tcp::{serve_tcp, serve_udp, TcpConfig};
 use sunrpc::Dispatcher;
@@ -358,27 +358,32 @@ async fn run(args: Args) -> Result<(), String> {
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     tracing::info!("rnfsd ready: {}", ready.join(" "));
-    loop {
+    notify::ready(&ready.join(" "));
+    let failed = loop {
         tokio::select! {
-            _ = &mut ctrl_c => break,
-            _ = term.recv() => break,
+            _ = &mut ctrl_c => break None,
+            _ = term.recv() => break None,
             _ = hangup.recv() => {
                 tracing::info!("SIGHUP: reloading the exports");
+                notify::reloading();
                 let c = control.clone();
                 match tokio::task::spawn_blocking(move || c.reload()).await {
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => tracing::error!("reload refused, the exports stay as they were: {e}"),
                     Err(e) => tracing::error!("reload failed: {e}"),
                 }
+                notify::reloaded();
             }
             Some(r) = tasks.join_next() => {
-                if let Ok(Err(e)) = r {
-                    tracing::error!(error = %e, "a listener failed");
-                }
-                break;
+                break Some(match r {
+                    Ok(Err(e)) => format!("a listener failed: {e}"),
+                    Ok(Ok(())) => "a listener stopped".to_string(),
+                    Err(e) => format!("a listener failed: {e}"),
+                });
             }
         }
-    }
+    };
+    notify::stopping();
     stop(&dispatchers, &vfs).await;
     tasks.abort_all();
     if registered {
@@ -388,7 +393,8 @@ async fn run(args: Args) -> Result<(), String> {
         let _ = std::fs::remove_file(path);
     }
     tracing::info!("stopped");
-    Ok(())
+    // a listener that failed is a failure of the service (systemd restarts it on one)
+    failed.map_or(Ok(()), Err)
 }
 
 /// Stops serving: calls that arrive are dropped (their clients send them again to the next
