@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod cli;
 pub mod table;
 
 /// Where rnfsd listens by default.

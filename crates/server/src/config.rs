@@ -7,9 +7,21 @@ use clap::Parser;
 use sunrpc::tcp::SpliceReads;
 use vfs::exports::{load_exports, ClientMatch, ClientRule, ExportEntry, ExportOptions};
 
-/// rnfsd: a user-space NFS server for local directories.
+/// A user-space NFS server for local directories.
+///
+/// rnfsd serves the directories named by --export and --exports over NFSv3 (with MOUNT, and
+/// NLM and NSM for byte-range locks) and NFSv4.0, 4.1 and 4.2, over TCP and, where RDMA devices
+/// exist, RPC-over-RDMA. It runs as root and applies each caller's uid, gid and groups per
+/// call; file handles are sealed with a key kept in --state-dir and survive restarts.
+///
+/// Once it serves, rnfsd logs one line starting with "rnfsd ready:" that names every address
+/// it listens on and, when started by systemd with Type=notify, sends READY=1.
 #[derive(Debug, Clone, Parser)]
-#[command(version, about)]
+#[command(
+    name = "rnfsd",
+    version,
+    override_usage = "rnfsd [--export DIR]... [--exports FILE] [OPTIONS]"
+)]
 pub struct Args {
     /// Export DIR read-write to localhost clients (127.0.0.0/8 and ::1), root_squash, insecure
     /// ports allowed. Repeatable.
