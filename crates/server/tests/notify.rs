@@ -1,5 +1,6 @@
 //! rnfsd speaks systemd's notification protocol: with NOTIFY_SOCKET set it sends READY=1 (and
-//! the listener summary as STATUS=) once it serves, and STOPPING=1 when SIGTERM arrives.
+//! the listener summary as STATUS=) once it serves, RELOADING=1 and READY=1 around a reload
+//! (SIGHUP), and STOPPING=1 when SIGTERM arrives.
 //!
 //! The test stands in for systemd: it binds the datagram socket itself and starts rnfsd with
 //! the variable pointing at it.
@@ -33,7 +34,7 @@ impl Rnfsd {
         std::fs::create_dir(&export).unwrap();
         let log = tmp.join("rnfsd.log");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rnfsd"));
-        cmd.args(["--listen", "127.0.0.1:0", "--no-portmap", "--no-rdma"])
+        cmd.args(["--listen", "127.0.0.1:0", "--no-portmap", "--no-rdma", "--no-admin"])
             .arg("--state-dir")
             .arg(tmp.join("state"))
             .arg("--export")
@@ -64,7 +65,7 @@ impl Drop for Rnfsd {
 }
 
 #[test]
-fn ready_on_start_and_stopping_on_sigterm() {
+fn ready_on_start_reloading_on_sighup_and_stopping_on_sigterm() {
     let tmp = tempfile::tempdir().unwrap();
     let sock_path = tmp.path().join("notify.sock");
     let sock = UnixDatagram::bind(&sock_path).unwrap();
@@ -85,6 +86,18 @@ fn ready_on_start_and_stopping_on_sigterm() {
         text.contains(&format!("rnfsd ready: {status}")),
         "STATUS= differs from the ready line; log:\n{text}"
     );
+
+    let st = Command::new("kill")
+        .args(["-HUP", &rnfsd.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -HUP failed");
+    let reloading = recv(&sock, &rnfsd.log);
+    let usec = reloading
+        .strip_prefix("RELOADING=1\nMONOTONIC_USEC=")
+        .unwrap_or_else(|| panic!("not RELOADING=1 + MONOTONIC_USEC=: {reloading:?}"));
+    assert!(usec.parse::<u64>().is_ok_and(|u| u > 0), "{reloading:?}");
+    assert_eq!(recv(&sock, &rnfsd.log), "READY=1");
 
     let st = Command::new("kill")
         .args(["-TERM", &rnfsd.child.id().to_string()])
