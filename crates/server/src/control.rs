@@ -111,7 +111,31 @@ impl Control {
                 delegations: c.delegations as u64,
             })
             .collect();
+        // one entry per NLM host (a client machine may lock under several names), its
+        // address's mounts on the first; addresses that only mounted after them
         let mut nfs3: Vec<Nfs3Client> = Vec::new();
+        for h in self.nlm.as_ref().map(|n| n.hosts()).unwrap_or_default() {
+            nfs3.push(Nfs3Client {
+                address: h.addr.to_string(),
+                mounts: Vec::new(),
+                nlm_name: Some(printable(&h.name)),
+                locks: h
+                    .locks
+                    .iter()
+                    .map(|(f, l)| LockInfo {
+                        file: format!("{:x}:{}", f.fsid, f.fileid),
+                        offset: l.start,
+                        length: if l.end == u64::MAX {
+                            0
+                        } else {
+                            l.end - l.start
+                        },
+                        exclusive: l.write,
+                    })
+                    .collect(),
+                shares: h.shares as u64,
+            });
+        }
         for (host, path) in self.mount.mounts() {
             match nfs3.iter_mut().find(|c| c.address == host) {
                 Some(c) => c.mounts.push(path),
@@ -123,35 +147,6 @@ impl Control {
                     shares: 0,
                 }),
             }
-        }
-        for h in self.nlm.as_ref().map(|n| n.hosts()).unwrap_or_default() {
-            let address = h.addr.to_string();
-            let i = match nfs3.iter().position(|c| c.address == address) {
-                Some(i) => i,
-                None => {
-                    nfs3.push(Nfs3Client {
-                        address,
-                        mounts: Vec::new(),
-                        nlm_name: None,
-                        locks: Vec::new(),
-                        shares: 0,
-                    });
-                    nfs3.len() - 1
-                }
-            };
-            let c = &mut nfs3[i];
-            c.nlm_name = Some(printable(&h.name));
-            c.shares += h.shares as u64;
-            c.locks.extend(h.locks.iter().map(|(f, l)| LockInfo {
-                file: format!("{:x}:{}", f.fsid, f.fileid),
-                offset: l.start,
-                length: if l.end == u64::MAX {
-                    0
-                } else {
-                    l.end - l.start
-                },
-                exclusive: l.write,
-            }));
         }
         Response::Clients { nfs3, nfs4 }
     }

@@ -923,3 +923,43 @@ fn res_of(stat: Nlm4Stats) -> Nlm4Res {
         stat: Nlm4Stat { stat },
     }
 }
+
+#[test]
+fn evicting_an_nfsv3_host_through_the_admin_socket_frees_its_locks() {
+    let fx = Fixture::new();
+    let fh = user_file(&fx, "evicted");
+    let mut a = fx.server.client();
+    let mut b = fx.server.client();
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 3, &fh, 0, 10), false),
+        Nlm4Stats::nlm4_granted
+    );
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 1, &fh, 5, 1), false),
+        Nlm4Stats::nlm4_denied
+    );
+    // the listing shows host-a's lock: its range and type
+    match fx.server.admin(admin::Request::Clients) {
+        admin::Response::Clients { nfs3, .. } => {
+            let h = nfs3
+                .iter()
+                .find(|h| h.nlm_name.as_deref() == Some("host-a"))
+                .expect("host-a listed");
+            assert_eq!(h.address, "127.0.0.1");
+            assert_eq!(h.locks.len(), 1);
+            let l = &h.locks[0];
+            assert_eq!((l.offset, l.length, l.exclusive), (0, 10, true));
+        }
+        other => panic!("{other:?}"),
+    }
+    match fx.server.admin(admin::Request::Evict {
+        client: "host-a".into(),
+    }) {
+        admin::Response::Evicted { released, .. } => assert_eq!(released, 1),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        lock(&mut b, nlm_lock("host-b", 1, &fh, 5, 1), false),
+        Nlm4Stats::nlm4_granted
+    );
+}

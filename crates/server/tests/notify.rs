@@ -34,16 +34,22 @@ impl Rnfsd {
         std::fs::create_dir(&export).unwrap();
         let log = tmp.join("rnfsd.log");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rnfsd"));
-        cmd.args(["--listen", "127.0.0.1:0", "--no-portmap", "--no-rdma", "--no-admin"])
-            .arg("--state-dir")
-            .arg(tmp.join("state"))
-            .arg("--export")
-            .arg(&export)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap());
+        cmd.args([
+            "--listen",
+            "127.0.0.1:0",
+            "--no-portmap",
+            "--no-rdma",
+            "--no-admin",
+        ])
+        .arg("--state-dir")
+        .arg(tmp.join("state"))
+        .arg("--export")
+        .arg(&export)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
         match notify_socket {
             Some(p) => cmd.env("NOTIFY_SOCKET", p),
             None => cmd.env_remove("NOTIFY_SOCKET"),
