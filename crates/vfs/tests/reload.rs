@@ -183,3 +183,42 @@ fn fsid_0_marks_the_nfsv4_root() {
     assert_eq!(v[0], (true, 0));
     assert!(!v[1].0);
 }
+
+#[test]
+fn export_counters_count_calls_and_bytes_and_survive_a_rule_change() {
+    let s = setup();
+    let root = mount(&s.vfs, s.a.path()).unwrap();
+    let (c, r) = s.vfs.authorize(&root, &client(700)).unwrap();
+    let (f, _) = s.vfs.lookup(&c, &r, b"f").unwrap();
+    let (c, n) = s.vfs.authorize(&f, &client(700)).unwrap();
+    s.vfs
+        .write(&c, &n, 0, b"0123456789", Stability::Unstable)
+        .unwrap();
+    let (data, _, _) = s.vfs.read_to(&c, &n, 0, 4, &NoBuffer).unwrap();
+    assert_eq!(data.len(), 4);
+    let before = s.vfs.export_counters();
+    assert_eq!(before.len(), 1);
+    assert_eq!(
+        (before[0].calls, before[0].read_bytes, before[0].write_bytes),
+        (2, 4, 10)
+    );
+    s.vfs
+        .reload(exports(&[format!(
+            "{} 127.0.0.1(ro)",
+            s.a.path().display()
+        )]))
+        .unwrap();
+    assert_eq!(s.vfs.export_counters(), before);
+}
+
+/// A transport that offers neither pages nor a buffer (the READ reads into memory of its own).
+struct NoBuffer;
+
+impl payload::PayloadTarget for NoBuffer {
+    fn takes_pages(&self) -> bool {
+        false
+    }
+    fn fill(&self, _len: usize, _read: &mut dyn FnMut(&mut [u8]) -> usize) -> Option<bytes::Bytes> {
+        None
+    }
+}

@@ -8,6 +8,17 @@ impl Vfs {
         self.admit_as(export, client, true)
     }
 
+    /// As [`Vfs::admit`] for a call, counted on the export.
+    fn admit_counted(&self, export: usize, client: &Client) -> VfsResult<Caller> {
+        let c = self.admit(export, client)?;
+        if let Ok(e) = self.table().get(export) {
+            e.stats
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(c)
+    }
+
     /// As [`Vfs::admit`]; `check_flavor` false for MOUNT, which answers with the flavors the
     /// export takes whatever flavor it was called with.
     fn admit_as(&self, export: usize, client: &Client, check_flavor: bool) -> VfsResult<Caller> {
@@ -89,7 +100,7 @@ impl Vfs {
     /// Checks a handle, admits the client to its export and resolves the object.
     pub fn authorize(&self, fh: &[u8], client: &Client) -> VfsResult<(Caller, Node)> {
         let node = self.resolve(fh)?;
-        let caller = self.admit(node.export, client)?;
+        let caller = self.admit_counted(node.export, client)?;
         Ok((caller, node))
     }
 

@@ -79,6 +79,22 @@ impl Vfs {
         count: u32,
         to: &dyn payload::PayloadTarget,
     ) -> VfsResult<(payload::Payload, bool, Attr)> {
+        let r = self.read_to_any(caller, node, offset, count, to);
+        if let Ok((data, _, _)) = &r {
+            self.count_io(node, data.len(), false);
+        }
+        r
+    }
+
+    /// [`Vfs::read_to`], uncounted.
+    fn read_to_any(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+        to: &dyn payload::PayloadTarget,
+    ) -> VfsResult<(payload::Payload, bool, Attr)> {
         if to.takes_pages() {
             if let Some((pages, eof, attr)) = self.read_pages(caller, node, offset, count)? {
                 return Ok((payload::Payload::Pages(pages), eof, attr));
@@ -369,6 +385,7 @@ impl Vfs {
         // CAP_FSETID, which a thread has only while its fsuid is 0 (see [`Vfs::as_writer`]).
         Self::as_writer(caller, || sys::pwrite_all(fd.as_fd(), data, offset, flags))?;
         drop(turn);
+        self.count_io(node, data.len(), true);
         Ok((stable, self.attr(fd.as_fd())?))
     }
 

@@ -22,7 +22,7 @@ mod perm;
 mod sparse;
 mod table;
 
-pub use table::{ExportChanges, ExportView};
+pub use table::{ExportChanges, ExportCounters, ExportView};
 use table::{ExportTable, NowaitReads};
 
 use io::dense;

@@ -44,6 +44,29 @@ impl Vfs {
         count: u32,
         to: &dyn payload::PayloadTarget,
     ) -> VfsResult<(Vec<SentExtent>, bool, Attr)> {
+        let r = self.read_extents_to_any(caller, node, offset, count, to);
+        if let Ok((extents, _, _)) = &r {
+            let bytes = extents
+                .iter()
+                .map(|x| match x {
+                    SentExtent::Data { data, .. } => data.len(),
+                    SentExtent::Hole { .. } => 0,
+                })
+                .sum();
+            self.count_io(node, bytes, false);
+        }
+        r
+    }
+
+    /// [`Vfs::read_extents_to`], uncounted.
+    fn read_extents_to_any(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+        to: &dyn payload::PayloadTarget,
+    ) -> VfsResult<(Vec<SentExtent>, bool, Attr)> {
         if to.takes_pages() {
             if let Some((pages, eof, attr)) = self.read_extent_pages(caller, node, offset, count)? {
                 let data = payload::Payload::Pages(pages);

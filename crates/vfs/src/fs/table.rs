@@ -31,6 +31,29 @@ pub(super) struct Export {
     pub(super) nowait_reads: NowaitReads,
     /// The file system splices file pages into pipes (until a splice says it does not).
     pub(super) splice_reads: AtomicBool,
+    /// What clients did with it (kept while its rules change).
+    pub(super) stats: Arc<ExportStats>,
+}
+
+/// Per-export counters for metrics: calls admitted and data bytes moved.
+#[derive(Debug, Default)]
+pub(super) struct ExportStats {
+    pub(super) calls: std::sync::atomic::AtomicU64,
+    pub(super) read_bytes: std::sync::atomic::AtomicU64,
+    pub(super) write_bytes: std::sync::atomic::AtomicU64,
+}
+
+/// What clients did with one export since it was exported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportCounters {
+    /// The exported directory.
+    pub path: PathBuf,
+    /// Calls admitted to it (each call on one of its handles).
+    pub calls: u64,
+    /// READ and READ_PLUS data bytes sent.
+    pub read_bytes: u64,
+    /// WRITE data bytes written.
+    pub write_bytes: u64,
 }
 
 impl Export {
@@ -120,6 +143,7 @@ impl Export {
             by_inode,
             nowait_reads,
             splice_reads: AtomicBool::new(true),
+            stats: Arc::default(),
         })
     }
 
@@ -144,6 +168,7 @@ impl Export {
             by_inode: self.by_inode,
             nowait_reads,
             splice_reads: AtomicBool::new(self.splice_reads.load(Ordering::Relaxed)),
+            stats: self.stats.clone(),
         })
     }
 }
@@ -394,6 +419,30 @@ impl Vfs {
             }
         }
         failed
+    }
+
+    /// Each export's counters, in configuration order.
+    pub fn export_counters(&self) -> Vec<ExportCounters> {
+        self.table()
+            .live()
+            .map(|(_, e)| ExportCounters {
+                path: e.entry.path.clone(),
+                calls: e.stats.calls.load(Ordering::Relaxed),
+                read_bytes: e.stats.read_bytes.load(Ordering::Relaxed),
+                write_bytes: e.stats.write_bytes.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+
+    /// Counts `bytes` of data moved on `node`'s export.
+    pub(super) fn count_io(&self, node: &Node, bytes: usize, write: bool) {
+        if let Ok(e) = self.table().get(node.export) {
+            let c = match write {
+                true => &e.stats.write_bytes,
+                false => &e.stats.read_bytes,
+            };
+            c.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
     }
 
     /// The exports being served, in configuration order.
