@@ -4,14 +4,11 @@
 use super::*;
 
 impl Vfs {
-    pub(super) fn admit(&self, export: usize, client: &Client) -> VfsResult<Caller> {
-        self.admit_as(export, client, true)
-    }
-
-    /// As [`Vfs::admit`] for a call, counted on the export.
-    fn admit_counted(&self, export: usize, client: &Client) -> VfsResult<Caller> {
-        let c = self.admit(export, client)?;
-        if let Ok(e) = self.table().get(export) {
+    /// Admits `client` to the export in slot `export` for a call, counted on the export.
+    fn admit(&self, export: usize, client: &Client) -> VfsResult<Caller> {
+        let t = self.table();
+        let c = Self::admit_in(&t, export, client, true)?;
+        if let Ok(e) = t.get(export) {
             e.stats
                 .calls
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -22,7 +19,16 @@ impl Vfs {
     /// As [`Vfs::admit`]; `check_flavor` false for MOUNT, which answers with the flavors the
     /// export takes whatever flavor it was called with.
     fn admit_as(&self, export: usize, client: &Client, check_flavor: bool) -> VfsResult<Caller> {
-        let t = self.table();
+        Self::admit_in(&self.table(), export, client, check_flavor)
+    }
+
+    /// As [`Vfs::admit_as`], in the table `t`.
+    fn admit_in(
+        t: &table::ExportTable,
+        export: usize,
+        client: &Client,
+        check_flavor: bool,
+    ) -> VfsResult<Caller> {
         let opts = t
             .get(export)?
             .entry
@@ -100,7 +106,7 @@ impl Vfs {
     /// Checks a handle, admits the client to its export and resolves the object.
     pub fn authorize(&self, fh: &[u8], client: &Client) -> VfsResult<(Caller, Node)> {
         let node = self.resolve(fh)?;
-        let caller = self.admit_counted(node.export, client)?;
+        let caller = self.admit(node.export, client)?;
         Ok((caller, node))
     }
 

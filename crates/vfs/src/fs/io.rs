@@ -412,11 +412,22 @@ impl Vfs {
         self.attr(fd.as_fd())
     }
 
+    /// Whether a change to `node` must be flushed before the reply: on a `sync` export whose
+    /// file system has stable storage (a memory file system such as tmpfs has none: its fsync
+    /// does nothing, and the open and the identity switch around it would be all it cost).
+    fn must_commit(&self, caller: &Caller, node: &Node) -> bool {
+        caller.sync
+            && !self
+                .table()
+                .get(node.export)
+                .is_ok_and(|e| matches!(e.nowait_reads, NowaitReads::Memory))
+    }
+
     /// Makes a change to directory `dir` (a name made, removed or renamed) durable before the
     /// reply, on `sync` exports: NFS promises that every change but an unstable WRITE survives
     /// a server crash once acknowledged (RFC 1813 section 3.3; knfsd's commit_metadata).
     pub(super) fn commit_dir(&self, caller: &Caller, dir: &Node) -> VfsResult<()> {
-        if !caller.sync {
+        if !self.must_commit(caller, dir) {
             return Ok(());
         }
         // the cached descriptor is O_PATH, which fsync refuses
@@ -430,7 +441,7 @@ impl Vfs {
     /// have; symbolic links and special files have no descriptor to sync through, and their
     /// inodes go with the file system's next commit.
     pub(super) fn commit_attrs(&self, caller: &Caller, node: &Node) -> VfsResult<()> {
-        if !caller.sync {
+        if !self.must_commit(caller, node) {
             return Ok(());
         }
         match node.attr.ftype {
