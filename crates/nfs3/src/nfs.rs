@@ -1,8 +1,9 @@
 //! The NFSv3 program (RFC 1813 section 3): decode arguments, call the backend, encode results.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use sunrpc::metrics::{NfsMetrics, RpcMetrics};
 use sunrpc::{CallContext, Credential, ProcError, Program};
 use vfs::{Attr, Caller, Client, CreateMode, Creds, Node, SpecialFile, Stability, Vfs, VfsError};
 use xdr::{Decode, Decoder, Encode, Encoder};
@@ -20,12 +21,18 @@ const MAX_DIR_REPLY: usize = 1 << 20;
 pub struct Nfs3 {
     vfs: Arc<Vfs>,
     guard: Option<Arc<dyn vfs::ChangeGuard>>,
+    /// Errors by status and I/O bytes, once a dispatcher has registered the program.
+    metrics: OnceLock<NfsMetrics>,
 }
 
 impl Nfs3 {
     /// The NFSv3 program over a backend.
     pub fn new(vfs: Arc<Vfs>) -> Self {
-        Self { vfs, guard: None }
+        Self {
+            vfs,
+            guard: None,
+            metrics: OnceLock::new(),
+        }
     }
 
     /// Asks `guard` (NFSv4's delegations) before a READ, WRITE, SETATTR, REMOVE, RENAME or
@@ -657,14 +664,152 @@ fn finish_dir(
     }
 }
 
-fn run<A: Decode, R: Encode>(
+/// What a procedure's result tells the metrics.
+#[derive(Debug, Clone, Copy)]
+struct Done {
+    status: Nfsstat3,
+    /// READ payload bytes sent.
+    read: u32,
+    /// WRITE payload bytes written.
+    written: u32,
+}
+
+/// A procedure's result: every NFSv3 result is a union on its status.
+trait Res3: Encode {
+    fn done(&self) -> Done;
+}
+
+macro_rules! res3 {
+    ($($t:ty),*) => {$(
+        impl Res3 for $t {
+            fn done(&self) -> Done {
+                Done { status: self.discriminant(), read: 0, written: 0 }
+            }
+        }
+    )*};
+}
+
+res3!(
+    Getattr3res,
+    Setattr3res,
+    Lookup3res,
+    Access3res,
+    Readlink3res,
+    Create3res,
+    Mkdir3res,
+    Symlink3res,
+    Mknod3res,
+    Remove3res,
+    Rmdir3res,
+    Rename3res,
+    Link3res,
+    Readdir3res,
+    Readdirplus3res,
+    Fsstat3res,
+    Fsinfo3res,
+    Pathconf3res,
+    Commit3res
+);
+
+impl Res3 for Read3res {
+    fn done(&self) -> Done {
+        let read = match self {
+            Read3res::Ok(ok) => ok.count,
+            Read3res::Fail(..) => 0,
+        };
+        Done {
+            status: self.discriminant(),
+            read,
+            written: 0,
+        }
+    }
+}
+
+impl Res3 for Write3res {
+    fn done(&self) -> Done {
+        let written = match self {
+            Write3res::Ok(ok) => ok.count,
+            Write3res::Fail(..) => 0,
+        };
+        Done {
+            status: self.discriminant(),
+            read: 0,
+            written,
+        }
+    }
+}
+
+fn run<A: Decode, R: Res3>(
     args: Decoder,
     reply: &mut Encoder,
     f: impl FnOnce(A) -> R,
-) -> Result<(), ProcError> {
+) -> Result<Done, ProcError> {
     let a = decode::<A>(args)?;
-    f(a).encode(reply);
-    Ok(())
+    let r = f(a);
+    r.encode(reply);
+    Ok(r.done())
+}
+
+impl Nfs3 {
+    /// Runs procedure `ctx.proc_`, appending its result.
+    fn serve(&self, ctx: &CallContext, args: Decoder, r: &mut Encoder) -> Result<Done, ProcError> {
+        match ctx.proc_ {
+            NFSPROC3_NULL => Ok(Done {
+                status: Nfsstat3::NFS3_OK,
+                read: 0,
+                written: 0,
+            }),
+            NFSPROC3_GETATTR => run(args, r, |a| self.getattr(ctx, a)),
+            NFSPROC3_SETATTR => run(args, r, |a| self.setattr(ctx, a)),
+            NFSPROC3_LOOKUP => run(args, r, |a| self.lookup(ctx, a)),
+            NFSPROC3_ACCESS => run(args, r, |a| self.access(ctx, a)),
+            NFSPROC3_READLINK => run(args, r, |a| self.readlink(ctx, a)),
+            NFSPROC3_READ => run(args, r, |a| self.read(ctx, a)),
+            NFSPROC3_WRITE => run(args, r, |a| self.write(ctx, a)),
+            NFSPROC3_CREATE => run(args, r, |a| self.create(ctx, a)),
+            NFSPROC3_MKDIR => run(args, r, |a| self.mkdir(ctx, a)),
+            NFSPROC3_SYMLINK => run(args, r, |a| self.symlink(ctx, a)),
+            NFSPROC3_MKNOD => run(args, r, |a| self.mknod(ctx, a)),
+            NFSPROC3_REMOVE => run(args, r, |a: Remove3args| {
+                match self.remove(ctx, &a.object, false) {
+                    Ok(dir_wcc) => Remove3res::Ok(Remove3resok { dir_wcc }),
+                    Err((s, dir_wcc)) => Remove3res::Fail(s, Remove3resfail { dir_wcc }),
+                }
+            }),
+            NFSPROC3_RMDIR => run(args, r, |a: Rmdir3args| {
+                match self.remove(ctx, &a.object, true) {
+                    Ok(dir_wcc) => Rmdir3res::Ok(Rmdir3resok { dir_wcc }),
+                    Err((s, dir_wcc)) => Rmdir3res::Fail(s, Rmdir3resfail { dir_wcc }),
+                }
+            }),
+            NFSPROC3_RENAME => run(args, r, |a| self.rename(ctx, a)),
+            NFSPROC3_LINK => run(args, r, |a| self.link(ctx, a)),
+            NFSPROC3_READDIR => run(args, r, |a| self.readdir(ctx, a)),
+            NFSPROC3_READDIRPLUS => run(args, r, |a| self.readdirplus(ctx, a)),
+            NFSPROC3_FSSTAT => run(args, r, |a| self.fsstat(ctx, a)),
+            NFSPROC3_FSINFO => run(args, r, |a| self.fsinfo(ctx, a)),
+            NFSPROC3_PATHCONF => run(args, r, |a| self.pathconf(ctx, a)),
+            NFSPROC3_COMMIT => run(args, r, |a| self.commit(ctx, a)),
+            _ => Err(ProcError::ProcUnavail),
+        }
+    }
+
+    /// Counts what a procedure that answered did, once a dispatcher registered the program.
+    fn count(&self, proc_: u32, d: Done) {
+        let Some(m) = self.metrics.get() else {
+            return;
+        };
+        if d.status != Nfsstat3::NFS3_OK {
+            let op = self.proc_name(NFS_V3, proc_).unwrap_or("unknown");
+            m.error(op, d.status.name().unwrap_or("unknown"));
+        }
+        if d.read > 0 {
+            m.read(d.read as u64);
+        }
+        if d.written > 0 {
+            m.written(d.written as u64);
+        }
+    }
 }
 
 impl Program for Nfs3 {
@@ -721,41 +866,12 @@ impl Program for Nfs3 {
     }
 
     fn call(&self, ctx: &CallContext, args: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
-        match ctx.proc_ {
-            NFSPROC3_NULL => Ok(()),
-            NFSPROC3_GETATTR => run(args, r, |a| self.getattr(ctx, a)),
-            NFSPROC3_SETATTR => run(args, r, |a| self.setattr(ctx, a)),
-            NFSPROC3_LOOKUP => run(args, r, |a| self.lookup(ctx, a)),
-            NFSPROC3_ACCESS => run(args, r, |a| self.access(ctx, a)),
-            NFSPROC3_READLINK => run(args, r, |a| self.readlink(ctx, a)),
-            NFSPROC3_READ => run(args, r, |a| self.read(ctx, a)),
-            NFSPROC3_WRITE => run(args, r, |a| self.write(ctx, a)),
-            NFSPROC3_CREATE => run(args, r, |a| self.create(ctx, a)),
-            NFSPROC3_MKDIR => run(args, r, |a| self.mkdir(ctx, a)),
-            NFSPROC3_SYMLINK => run(args, r, |a| self.symlink(ctx, a)),
-            NFSPROC3_MKNOD => run(args, r, |a| self.mknod(ctx, a)),
-            NFSPROC3_REMOVE => run(args, r, |a: Remove3args| {
-                match self.remove(ctx, &a.object, false) {
-                    Ok(dir_wcc) => Remove3res::Ok(Remove3resok { dir_wcc }),
-                    Err((s, dir_wcc)) => Remove3res::Fail(s, Remove3resfail { dir_wcc }),
-                }
-            }),
-            NFSPROC3_RMDIR => run(args, r, |a: Rmdir3args| {
-                match self.remove(ctx, &a.object, true) {
-                    Ok(dir_wcc) => Rmdir3res::Ok(Rmdir3resok { dir_wcc }),
-                    Err((s, dir_wcc)) => Rmdir3res::Fail(s, Rmdir3resfail { dir_wcc }),
-                }
-            }),
-            NFSPROC3_RENAME => run(args, r, |a| self.rename(ctx, a)),
-            NFSPROC3_LINK => run(args, r, |a| self.link(ctx, a)),
-            NFSPROC3_READDIR => run(args, r, |a| self.readdir(ctx, a)),
-            NFSPROC3_READDIRPLUS => run(args, r, |a| self.readdirplus(ctx, a)),
-            NFSPROC3_FSSTAT => run(args, r, |a| self.fsstat(ctx, a)),
-            NFSPROC3_FSINFO => run(args, r, |a| self.fsinfo(ctx, a)),
-            NFSPROC3_PATHCONF => run(args, r, |a| self.pathconf(ctx, a)),
-            NFSPROC3_COMMIT => run(args, r, |a| self.commit(ctx, a)),
-            _ => Err(ProcError::ProcUnavail),
+        let done = self.serve(ctx, args, r)?;
+        // a try that gave up is run again, and counted then
+        if !vfs::nowait::given_up() {
+            self.count(ctx.proc_, done);
         }
+        Ok(())
     }
 
     /// NULL, GETATTR, ACCESS and READs up to [`vfs::nowait::READ_MAX`]: what they need is
@@ -778,5 +894,9 @@ impl Program for Nfs3 {
             _ => return None,
         }
         vfs::nowait::without_blocking(|| self.call(ctx, args, r))
+    }
+
+    fn register_metrics(&self, metrics: &RpcMetrics) {
+        let _ = self.metrics.set(metrics.nfs("3"));
     }
 }

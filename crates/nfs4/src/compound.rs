@@ -1,10 +1,11 @@
 //! The NFSv4 program: COMPOUND decoding, the per-request context (current and saved file
 //! handles, session slot), and dispatch of each operation to its handler.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use sunrpc::metrics::{NfsMetrics, RpcMetrics};
 use sunrpc::{CallContext, Credential, ProcError, Program};
 use vfs::{Caller, Client, Creds, Node, Vfs, VfsError};
 use xdr::{Decode, Decoder, Encoder, Reply};
@@ -154,6 +155,11 @@ pub struct Ctx<'a> {
     /// The slot's sequence id and cached reply before SEQUENCE, to put back when a COMPOUND
     /// tried without blocking gives up ([`vfs::nowait`]).
     pub slot_undo: Option<(u32, Option<xdr::Reply>)>,
+    /// READ and READ_PLUS payload bytes sent, counted once the COMPOUND is answered (not by a
+    /// try that gives up).
+    pub read_bytes: u64,
+    /// WRITE payload bytes written, counted likewise.
+    pub written_bytes: u64,
 }
 
 impl Ctx<'_> {
@@ -193,6 +199,8 @@ pub struct Nfs4 {
     pub write_delegations: Arc<std::sync::atomic::AtomicUsize>,
     /// Write delegations also go to opens for reading and writing that do not ask for one.
     pub unasked_write_delegations: bool,
+    /// Errors by status and I/O bytes, once a dispatcher has registered the program.
+    metrics: OnceLock<NfsMetrics>,
 }
 
 /// Counters that show what the data path did (holes sent as holes, reclaims admitted).
@@ -272,6 +280,7 @@ impl Nfs4 {
             unasked_write_delegations: false,
             state: Mutex::new(state),
             counters: Counters::default(),
+            metrics: OnceLock::new(),
             lease_secs: crate::proto::LEASE_SECONDS,
             idmap: crate::idmap::IdMap::default(),
         }
@@ -352,6 +361,9 @@ impl Nfs4 {
         let minor = d.u32().map_err(|_| ProcError::GarbageArgs)?;
         let nops = d.u32().map_err(|_| ProcError::GarbageArgs)? as usize;
         if minor > MAX_MINOR {
+            if let Some(m) = self.metrics.get() {
+                m.error("COMPOUND", "NFS4ERR_MINOR_VERS_MISMATCH");
+            }
             out.encode(&Nfsstat4::NFS4ERR_MINOR_VERS_MISMATCH);
             out.opaque(&tag);
             out.u32(0);
@@ -382,9 +394,13 @@ impl Nfs4 {
             request_len: d.remaining() + 40,
             reply_limits: None,
             slot_undo: None,
+            read_bytes: 0,
+            written_bytes: 0,
         };
         let mut body = Encoder::with_capacity(512);
         let mut status = Nfsstat4::NFS4_OK;
+        // the operation that failed (the COMPOUND stops there), for the metrics
+        let mut failed = None;
         let mut count = 0u32;
         if nops > MAX_OPS {
             // Answer the first operation's slot with the error, as the RFCs describe.
@@ -397,6 +413,10 @@ impl Nfs4 {
                 body.u32(opnum);
                 body.encode(&status);
                 count = 1;
+                failed = Some((
+                    optable::def(NfsOpnum4(opnum)).map_or("ILLEGAL", |d| d.name),
+                    status,
+                ));
             }
         }
         for i in 0..nops.min(MAX_OPS) {
@@ -410,6 +430,7 @@ impl Nfs4 {
                     body.encode(&Nfsstat4::NFS4ERR_BADXDR);
                     count += 1;
                     status = Nfsstat4::NFS4ERR_BADXDR;
+                    failed = Some(("ILLEGAL", status));
                     break;
                 }
             };
@@ -482,12 +503,17 @@ impl Nfs4 {
                 }
                 Err(f) => {
                     status = f.status;
+                    failed = Some((def.map_or("ILLEGAL", |d| d.name), status));
                     body.encode(&f.status);
                     if let Some(b) = f.body {
                         body.append(b);
                     }
                 }
             }
+        }
+        // a try that gave up runs again, and is counted then
+        if !vfs::nowait::given_up() {
+            self.count(&ctx, failed);
         }
         let mut head = Encoder::with_capacity(64);
         head.encode(&status);
@@ -514,6 +540,22 @@ impl Nfs4 {
         }
         out.append(reply);
         Ok(())
+    }
+
+    /// Counts what an answered COMPOUND did: the operation that failed, and I/O bytes.
+    fn count(&self, ctx: &Ctx<'_>, failed: Option<(&'static str, Nfsstat4)>) {
+        let Some(m) = self.metrics.get() else {
+            return;
+        };
+        if let Some((op, status)) = failed {
+            m.error(op, status.name().unwrap_or("unknown"));
+        }
+        if ctx.read_bytes > 0 {
+            m.read(ctx.read_bytes);
+        }
+        if ctx.written_bytes > 0 {
+            m.written(ctx.written_bytes);
+        }
     }
 
     /// Runs one operation (after SEQUENCE and the session checks) as the table says.
@@ -588,5 +630,9 @@ impl Program for Nfs4 {
             0 | 1 => vfs::nowait::without_blocking(|| self.call(ctx, args, reply)),
             _ => None,
         }
+    }
+
+    fn register_metrics(&self, metrics: &RpcMetrics) {
+        let _ = self.metrics.set(metrics.nfs("4"));
     }
 }

@@ -1,10 +1,14 @@
-//! The NFSv4 state and data-path counters in the Prometheus text format.
+//! The NFSv4 state and data-path counters, a source of the RPC metrics registry.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sunrpc::metrics::{MetricsOut, MetricsSource};
 
 use crate::compound::Nfs4;
 
-impl sunrpc::metrics::MetricsSource for Nfs4 {
-    fn render(&self, out: &mut String) {
-        use std::fmt::Write as _;
+impl MetricsSource for Nfs4 {
+    fn encode(&self, out: &mut MetricsOut<'_>) -> fmt::Result {
         let (clients, sessions, opens, locks, delegs) = {
             let s = self.state.lock();
             let (mut o, mut l, mut d) = (0, 0, 0);
@@ -17,18 +21,20 @@ impl sunrpc::metrics::MetricsSource for Nfs4 {
             }
             (s.clients.len(), s.sessions.len(), o, l, d)
         };
-        let _ = writeln!(out, "# TYPE rnfs_nfs4_state gauge");
-        for (k, v) in [
-            ("clients", clients),
-            ("sessions", sessions),
-            ("opens", opens),
-            ("lock_stateids", locks),
-            ("delegations", delegs),
-        ] {
-            let _ = writeln!(out, "rnfs_nfs4_state{{kind=\"{k}\"}} {v}");
-        }
+        out.gauges(
+            "rnfs_nfs4_state",
+            "NFSv4 state held now, by kind.",
+            [
+                ("clients", clients),
+                ("sessions", sessions),
+                ("opens", opens),
+                ("lock_stateids", locks),
+                ("delegations", delegs),
+            ]
+            .map(|(k, v)| ([("kind", k)], v as u64)),
+        )?;
         let c = &self.counters;
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         for (name, help, v) in [
             (
                 "rnfs_nfs4_read_plus_data_bytes_total",
@@ -46,30 +52,18 @@ impl sunrpc::metrics::MetricsSource for Nfs4 {
                 load(&c.read_bytes),
             ),
         ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {v}");
+            out.counter(name, help, v)?;
         }
-        let _ = writeln!(
-            out,
-            "# HELP rnfs_nfs4_reclaims_total Reclaiming OPENs and LOCKs admitted during grace, \
-             and delegations granted again with a reclaimed OPEN."
-        );
-        let _ = writeln!(out, "# TYPE rnfs_nfs4_reclaims_total counter");
-        let _ = writeln!(
-            out,
-            "rnfs_nfs4_reclaims_total{{kind=\"open\"}} {}",
-            load(&c.reclaimed_opens)
-        );
-        let _ = writeln!(
-            out,
-            "rnfs_nfs4_reclaims_total{{kind=\"lock\"}} {}",
-            load(&c.reclaimed_locks)
-        );
-        let _ = writeln!(
-            out,
-            "rnfs_nfs4_reclaims_total{{kind=\"delegation\"}} {}",
-            load(&c.reclaimed_delegations)
-        );
+        out.counters(
+            "rnfs_nfs4_reclaims_total",
+            "Reclaiming OPENs and LOCKs admitted during grace, and delegations granted again \
+             with a reclaimed OPEN.",
+            [
+                ("open", load(&c.reclaimed_opens)),
+                ("lock", load(&c.reclaimed_locks)),
+                ("delegation", load(&c.reclaimed_delegations)),
+            ]
+            .map(|(k, v)| ([("kind", k)], v)),
+        )
     }
 }

@@ -398,6 +398,7 @@ impl Nfs4 {
         self.counters
             .read_bytes
             .fetch_add(data.len() as u64, Ordering::Relaxed);
+        ctx.read_bytes += data.len() as u64;
         Ok(Read4resok { eof, data })
     }
 
@@ -423,6 +424,7 @@ impl Nfs4 {
             StableHow4::FileSync4 => Stability::FileSync,
         };
         let (done, _) = self.vfs.write(&c, &n, offset, &data, how)?;
+        ctx.written_bytes += data.len() as u64;
         Ok(Write4resok {
             count: data.len() as u32,
             committed: stable_how(done),
@@ -449,10 +451,12 @@ impl Nfs4 {
         let (c, n) = self.io_node(ctx)?;
         self.check_io_stateid(ctx, &sid, &n, false, offset, count as u64)?;
         let (extents, eof, _) = self.vfs.read_extents_to(&c, &n, offset, count, ctx.rpc)?;
+        let mut sent = 0;
         let contents = extents
             .into_iter()
             .map(|x| match x {
                 SentExtent::Data { offset, data } => {
+                    sent += data.len() as u64;
                     self.counters
                         .read_plus_data_bytes
                         .fetch_add(data.len() as u64, Ordering::Relaxed);
@@ -472,6 +476,7 @@ impl Nfs4 {
                 }
             })
             .collect();
+        ctx.read_bytes += sent;
         Ok(ReadPlusRes4 {
             rpr_eof: eof,
             rpr_contents: contents,

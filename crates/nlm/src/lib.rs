@@ -218,39 +218,58 @@ impl LockService {
     }
 }
 
-/// Renders the NLM metrics.
+/// The NLM metrics, a source of the RPC metrics registry.
 impl sunrpc::metrics::MetricsSource for LockService {
-    fn render(&self, out: &mut String) {
-        use std::fmt::Write as _;
+    fn encode(&self, out: &mut sunrpc::metrics::MetricsOut<'_>) -> std::fmt::Result {
         let t = self.locks.totals();
-        let _ = writeln!(
-            out,
-            "# HELP rnfs_locks_held Byte-range locks held, by protocol."
-        );
-        let _ = writeln!(out, "# TYPE rnfs_locks_held gauge");
-        let _ = writeln!(out, "rnfs_locks_held{{proto=\"nfs4\"}} {}", t.nfs4_locks);
-        let _ = writeln!(out, "rnfs_locks_held{{proto=\"nlm\"}} {}", t.nlm_locks);
-        let _ = writeln!(
-            out,
-            "# HELP rnfs_lock_waiters Blocked NLM lock requests waiting."
-        );
-        let _ = writeln!(out, "# TYPE rnfs_lock_waiters gauge");
-        let _ = writeln!(out, "rnfs_lock_waiters {}", t.waiters);
-        let _ = writeln!(out, "# TYPE rnfs_nlm_hosts gauge");
-        let _ = writeln!(out, "rnfs_nlm_hosts {}", self.hosts.lock().len());
+        out.gauges(
+            "rnfs_locks_held",
+            "Byte-range locks held, by protocol.",
+            [
+                ([("proto", "nfs4")], t.nfs4_locks as u64),
+                ([("proto", "nlm")], t.nlm_locks as u64),
+            ],
+        )?;
+        out.gauge(
+            "rnfs_lock_waiters",
+            "Blocked NLM lock requests waiting.",
+            t.waiters as u64,
+        )?;
+        out.gauge(
+            "rnfs_nlm_hosts",
+            "NLM client hosts known.",
+            self.hosts.lock().len() as u64,
+        )?;
         let c = &self.counters;
-        for (name, v) in [
-            ("rnfs_nlm_grants_sent_total", &c.grants_sent),
-            ("rnfs_nlm_grants_failed_total", &c.grants_failed),
-            ("rnfs_nsm_notifications_sent_total", &c.notifications_sent),
+        for (name, help, v) in [
+            (
+                "rnfs_nlm_grants_sent_total",
+                "NLM4_GRANTED calls the host accepted.",
+                &c.grants_sent,
+            ),
+            (
+                "rnfs_nlm_grants_failed_total",
+                "Grants released because the host refused them or never answered.",
+                &c.grants_failed,
+            ),
+            (
+                "rnfs_nsm_notifications_sent_total",
+                "SM_NOTIFY calls answered by a recorded host after a restart.",
+                &c.notifications_sent,
+            ),
             (
                 "rnfs_nsm_notifications_failed_total",
+                "SM_NOTIFY calls that no host answered in time.",
                 &c.notifications_failed,
             ),
-            ("rnfs_nsm_hosts_rebooted_total", &c.hosts_rebooted),
+            (
+                "rnfs_nsm_hosts_rebooted_total",
+                "Hosts whose status monitor said they restarted.",
+                &c.hosts_rebooted,
+            ),
         ] {
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {}", v.load(Ordering::Relaxed));
+            out.counter(name, help, v.load(Ordering::Relaxed))?;
         }
+        Ok(())
     }
 }

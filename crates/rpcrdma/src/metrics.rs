@@ -1,11 +1,11 @@
-//! Counters of the RPC-over-RDMA transport, rendered with the RPC metrics (Prometheus text).
+//! Counters of the RPC-over-RDMA transport, a source of the RPC metrics registry.
 
-use std::fmt::Write as _;
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use sunrpc::metrics::MetricsSource;
+use sunrpc::metrics::{MetricsOut, MetricsSource};
 use verbs::{Class, Device};
 
 /// Transport counters; gauges are marked as such in the rendering.
@@ -76,81 +76,170 @@ impl RdmaMetrics {
 }
 
 impl MetricsSource for RdmaMetrics {
-    fn render(&self, out: &mut String) {
+    fn encode(&self, out: &mut MetricsOut<'_>) -> fmt::Result {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let _ = writeln!(out, "# TYPE rnfs_rdma_connections gauge");
-        let _ = writeln!(out, "rnfs_rdma_connections {}", g(&self.connections));
-        let counters: [(&str, &AtomicU64); 18] = [
-            ("connections_accepted", &self.connections_accepted),
-            ("connections_refused", &self.connections_refused),
-            ("fatal_closes", &self.fatal_closes),
-            ("calls_inline", &self.calls_inline),
-            ("calls_read_chunk", &self.calls_read_chunk),
-            ("calls_long", &self.calls_long),
-            ("replies_inline", &self.replies_inline),
-            ("replies_write_chunk", &self.replies_write_chunk),
-            ("replies_reply_chunk", &self.replies_reply_chunk),
-            ("errors_sent", &self.errors_sent),
-            ("dropped", &self.dropped),
-            ("read_bytes", &self.read_bytes),
-            ("write_bytes", &self.write_bytes),
-            ("staged_bytes", &self.staged_bytes),
-            ("call_copied_bytes", &self.call_copied_bytes),
-            ("send_with_invalidate", &self.send_with_invalidate),
-            ("backward_calls", &self.backward_calls),
-            ("backward_replies", &self.backward_replies),
+        out.gauge(
+            "rnfs_rdma_connections",
+            "RPC-over-RDMA connections open now.",
+            g(&self.connections),
+        )?;
+        let counters: [(&str, &str, &AtomicU64); 18] = [
+            (
+                "rnfs_rdma_connections_accepted_total",
+                "Connections accepted.",
+                &self.connections_accepted,
+            ),
+            (
+                "rnfs_rdma_connections_refused_total",
+                "Connection requests refused (no device, limit reached, setup failure).",
+                &self.connections_refused,
+            ),
+            (
+                "rnfs_rdma_fatal_closes_total",
+                "Connections closed for a fatal error (credit overrun, completion error).",
+                &self.fatal_closes,
+            ),
+            (
+                "rnfs_rdma_calls_inline_total",
+                "Calls that arrived wholly inline.",
+                &self.calls_inline,
+            ),
+            (
+                "rnfs_rdma_calls_read_chunk_total",
+                "Calls with Read chunks (data pulled with RDMA Read).",
+                &self.calls_read_chunk,
+            ),
+            (
+                "rnfs_rdma_calls_long_total",
+                "Calls carried wholly in a Position-Zero Read chunk (RDMA_NOMSG).",
+                &self.calls_long,
+            ),
+            (
+                "rnfs_rdma_replies_inline_total",
+                "Replies sent wholly inline.",
+                &self.replies_inline,
+            ),
+            (
+                "rnfs_rdma_replies_write_chunk_total",
+                "Replies whose payload went into a Write chunk.",
+                &self.replies_write_chunk,
+            ),
+            (
+                "rnfs_rdma_replies_reply_chunk_total",
+                "Replies written into the Reply chunk (RDMA_NOMSG).",
+                &self.replies_reply_chunk,
+            ),
+            (
+                "rnfs_rdma_errors_sent_total",
+                "RDMA_ERROR messages sent.",
+                &self.errors_sent,
+            ),
+            (
+                "rnfs_rdma_dropped_total",
+                "Messages dropped without an answer.",
+                &self.dropped,
+            ),
+            (
+                "rnfs_rdma_read_bytes_total",
+                "Bytes pulled with RDMA Read.",
+                &self.read_bytes,
+            ),
+            (
+                "rnfs_rdma_write_bytes_total",
+                "Bytes placed with RDMA Write.",
+                &self.write_bytes,
+            ),
+            (
+                "rnfs_rdma_staged_bytes_total",
+                "Bytes copied into registered staging buffers before an RDMA Write.",
+                &self.staged_bytes,
+            ),
+            (
+                "rnfs_rdma_call_copied_bytes_total",
+                "Inline bytes copied into the buffer a call with Read chunks is rebuilt in.",
+                &self.call_copied_bytes,
+            ),
+            (
+                "rnfs_rdma_send_with_invalidate_total",
+                "Replies sent with Send With Invalidate.",
+                &self.send_with_invalidate,
+            ),
+            (
+                "rnfs_rdma_backward_calls_total",
+                "Calls sent to the client over the back channel (RFC 8167).",
+                &self.backward_calls,
+            ),
+            (
+                "rnfs_rdma_backward_replies_total",
+                "The client's replies to back-channel calls.",
+                &self.backward_replies,
+            ),
         ];
-        for (name, c) in &counters {
-            let _ = writeln!(out, "# TYPE rnfs_rdma_{name}_total counter");
-            let _ = writeln!(out, "rnfs_rdma_{name}_total {}", g(c));
+        for (name, help, c) in counters {
+            out.counter(name, help, g(c))?;
         }
-        let _ = writeln!(out, "# HELP rnfs_rdma_registrations Memory registrations since start (constant after start-up).");
-        let _ = writeln!(out, "# TYPE rnfs_rdma_registrations gauge");
-        let _ = writeln!(out, "rnfs_rdma_registrations {}", verbs::registrations());
+        out.gauge(
+            "rnfs_rdma_registrations",
+            "Memory registrations since start (constant after start-up).",
+            verbs::registrations(),
+        )?;
         let devices = self.devices.lock();
         if devices.is_empty() {
-            return;
+            return Ok(());
         }
-        let per_device = |out: &mut String, name: &str, kind: &str, v: &dyn Fn(&Device) -> u64| {
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            for d in devices.iter() {
-                let _ = writeln!(out, "{name}{{device=\"{}\"}} {}", d.name(), v(d));
-            }
+        let per_device = |v: &dyn Fn(&Device) -> u64| {
+            devices
+                .iter()
+                .map(|d| ([("device", d.name().to_string())], v(d)))
+                .collect::<Vec<_>>()
         };
-        per_device(out, "rnfs_rdma_srq_reposts_total", "counter", &|d| {
-            d.srq().reposted()
-        });
-        per_device(out, "rnfs_rdma_srq_repost_batches_total", "counter", &|d| {
-            d.srq().repost_batches()
-        });
-        per_device(out, "rnfs_rdma_srq_posted", "gauge", &|d| {
-            d.srq().posted() as u64
-        });
-        let per_class = |out: &mut String, name: &str, v: &dyn Fn(&Device, Class) -> usize| {
-            let _ = writeln!(out, "# TYPE {name} gauge");
+        out.counters(
+            "rnfs_rdma_srq_reposts_total",
+            "Receive buffers posted again to the shared receive queue.",
+            per_device(&|d| d.srq().reposted()),
+        )?;
+        out.counters(
+            "rnfs_rdma_srq_repost_batches_total",
+            "Batches the receive buffers were posted again in.",
+            per_device(&|d| d.srq().repost_batches()),
+        )?;
+        out.gauges(
+            "rnfs_rdma_srq_posted",
+            "Receive buffers posted to the shared receive queue now.",
+            per_device(&|d| d.srq().posted() as u64),
+        )?;
+        let per_class = |v: &dyn Fn(&Device, Class) -> usize| {
+            let mut series = Vec::new();
             for d in devices.iter() {
                 for c in Class::ALL {
-                    let _ = writeln!(
-                        out,
-                        "{name}{{device=\"{}\",class=\"{}\"}} {}",
-                        d.name(),
-                        c.name(),
-                        v(d, c)
-                    );
+                    let labels = [
+                        ("device", d.name().to_string()),
+                        ("class", c.name().to_string()),
+                    ];
+                    series.push((labels, v(d, c) as u64));
                 }
             }
+            series
         };
-        let _ = writeln!(out, "# HELP rnfs_rdma_pool_bytes Registered pool memory per class, fixed at start-up (class recv: the shared receive queue's buffers, whatever the number of connections).");
-        per_class(out, "rnfs_rdma_pool_bytes", &|d, c| {
-            let cfg = d.pool().config();
-            cfg.count(c) * cfg.size(c)
-        });
-        per_class(out, "rnfs_rdma_pool_buffers_in_use", &|d, c| {
-            d.pool().in_use(c)
-        });
-        per_class(out, "rnfs_rdma_pool_buffers_high_water", &|d, c| {
-            d.pool().high_water(c)
-        });
+        out.gauges(
+            "rnfs_rdma_pool_bytes",
+            "Registered pool memory per class, fixed at start-up (class recv: the shared \
+             receive queue's buffers, whatever the number of connections).",
+            per_class(&|d, c| {
+                let cfg = d.pool().config();
+                cfg.count(c) * cfg.size(c)
+            }),
+        )?;
+        out.gauges(
+            "rnfs_rdma_pool_buffers_in_use",
+            "Pool buffers in use now, per class.",
+            per_class(&|d, c| d.pool().in_use(c)),
+        )?;
+        out.gauges(
+            "rnfs_rdma_pool_buffers_high_water",
+            "Most pool buffers in use at once since start, per class.",
+            per_class(&|d, c| d.pool().high_water(c)),
+        )
     }
 }
 
@@ -164,8 +253,9 @@ mod tests {
         RdmaMetrics::inc(&m.calls_inline);
         RdmaMetrics::add(&m.write_bytes, 4096);
         m.connections.store(2, Ordering::Relaxed);
-        let mut s = String::new();
-        m.render(&mut s);
+        let reg = sunrpc::metrics::RpcMetrics::default();
+        reg.add_source(Arc::new(m));
+        let s = reg.render();
         assert!(s.contains("rnfs_rdma_connections 2\n"));
         assert!(s.contains("rnfs_rdma_calls_inline_total 1\n"));
         assert!(s.contains("rnfs_rdma_write_bytes_total 4096\n"));

@@ -205,9 +205,7 @@ impl Control {
             ("nfs4_stateids", stateids as u64),
             (
                 "tcp_connections",
-                self.metrics
-                    .gauge("tcp_connections")
-                    .load(std::sync::atomic::Ordering::Relaxed),
+                self.metrics.gauge("tcp_connections").get() as u64,
             ),
         ];
         let t = self.v4.lock_manager().totals();

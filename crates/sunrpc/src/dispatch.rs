@@ -11,7 +11,7 @@ use bytes::Bytes;
 use xdr::{Decoder, Encoder, Reply};
 
 use crate::drc::{DrcKey, DrcLookup, DuplicateCache};
-use crate::metrics::{ProcStats, RpcMetrics};
+use crate::metrics::{ClientStats, ProcStats, RpcMetrics};
 use crate::msg::{self, AcceptStat, AuthStat, CallHeader, Credential, HeaderError};
 
 /// Which transport carried a call; programs may behave differently (e.g. size limits).
@@ -81,6 +81,9 @@ pub struct Origin {
     pub bulk: Option<Arc<dyn BulkAlloc>>,
     /// The transport sends file pages ([`xdr::Segment::Pages`]) to this caller without copying.
     pub pages: bool,
+    /// The caller's traffic counters, which a connection finds once
+    /// ([`RpcMetrics::client`]); None: the dispatcher finds them for each call (UDP).
+    pub client: Option<Arc<ClientStats>>,
 }
 
 /// Everything a procedure knows about its caller.
@@ -175,6 +178,9 @@ pub trait Program: Send + Sync + 'static {
     ) -> Option<Result<(), ProcError>> {
         None
     }
+    /// Takes the handles of the counters the program feeds itself (NFS errors by status, I/O
+    /// bytes: [`RpcMetrics::nfs`]); called once, when a dispatcher registers the program.
+    fn register_metrics(&self, _metrics: &RpcMetrics) {}
 }
 
 /// Procedures whose counters are found by index (every program's procedures are below it).
@@ -187,7 +193,7 @@ struct Registered {
     number: u32,
     versions: (u32, u32),
     /// By version (from the lowest), then procedure, below [`PROC_TABLE`].
-    stats: Vec<Vec<Option<Arc<ProcStats>>>>,
+    stats: Vec<Vec<Option<ProcStats>>>,
 }
 
 impl Registered {
@@ -283,6 +289,7 @@ impl Dispatcher {
 
     /// Serves `p` under its program number, beside other versions already registered.
     pub fn register(&mut self, p: Arc<dyn Program>) {
+        p.register_metrics(&self.metrics);
         let (number, (lo, hi)) = (p.program(), p.versions());
         let stats = (lo..=hi)
             .map(|v| {
@@ -348,13 +355,29 @@ impl Dispatcher {
             back,
             bulk: None,
             pages: false,
+            client: None,
         };
         self.dispatch_from(msg, origin)
     }
 
     /// [`Dispatcher::dispatch`] with everything the transport offers.
-    pub fn dispatch_from(&self, msg: Bytes, origin: Origin) -> Option<Reply> {
+    pub fn dispatch_from(&self, msg: Bytes, mut origin: Origin) -> Option<Reply> {
         let _running = self.running.enter()?;
+        let client = origin
+            .client
+            .take()
+            .unwrap_or_else(|| self.metrics.client(origin.peer));
+        let received = msg.len();
+        self.metrics.in_flight.inc();
+        let reply = self.execute(msg, origin);
+        self.metrics.in_flight.dec();
+        client.record(received, reply.as_ref().map_or(0, Reply::wire_len));
+        reply
+    }
+
+    /// Decodes, routes and runs one call: [`Dispatcher::dispatch_from`] less the counting of
+    /// the caller's traffic.
+    fn execute(&self, msg: Bytes, origin: Origin) -> Option<Reply> {
         let peer = origin.peer;
         let args_len = msg.len();
         let (hdr, args) = match msg::decode_call(msg) {
@@ -432,10 +455,23 @@ impl Dispatcher {
         let start = Instant::now();
         let (xid, peer) = (hdr.xid, origin.peer);
         let (vers, proc_) = (hdr.vers, hdr.proc_);
-        let ctx = call_context(hdr, origin.clone());
+        let ctx = CallContext {
+            xid,
+            vers,
+            proc_,
+            cred: hdr.cred,
+            peer,
+            local: origin.local,
+            transport: origin.transport,
+            back: origin.back.clone(),
+            bulk: origin.bulk.clone(),
+            pages: origin.pages,
+        };
         let mut e = reply_encoder(xid);
-        let r = prog.call_nonblocking(&ctx, args, &mut e)?;
-        let reply = self.finish(xid, peer, r, e);
+        self.metrics.in_flight.inc();
+        let r = prog.call_nonblocking(&ctx, args, &mut e);
+        self.metrics.in_flight.dec();
+        let reply = self.finish(xid, peer, r?, e);
         reg.observe(
             &self.metrics,
             vers,
@@ -443,6 +479,11 @@ impl Dispatcher {
             name,
             start.elapsed().as_secs_f64(),
         );
+        let sent = reply.wire_len();
+        match &origin.client {
+            Some(c) => c.record(msg.len(), sent),
+            None => self.metrics.client(peer).record(msg.len(), sent),
+        }
         Some(Some(reply))
     }
 
@@ -730,6 +771,7 @@ mod tests {
             back: None,
             bulk: None,
             pages: false,
+            client: None,
         };
         let null = call(400_000, 3, 0, &[]);
         let reply = d
@@ -791,6 +833,40 @@ mod tests {
             bulk,
             pages: false,
         }
+    }
+
+    #[test]
+    fn each_call_counts_for_its_client() {
+        let (d, _) = disp();
+        let peer: SocketAddr = PEER.parse().unwrap();
+        let kept = d.metrics().client(peer);
+        let origin = Origin {
+            peer,
+            local: None,
+            transport: TransportKind::Tcp,
+            back: None,
+            bulk: None,
+            pages: false,
+            client: Some(kept.clone()),
+        };
+        let null = call(400_000, 3, 0, &[]);
+        let echo = call(400_000, 3, 1, &[41]);
+        // here, on a thread, and without the connection's handle (looked up by address)
+        assert!(d.dispatch_nonblocking(&null, &origin).is_some());
+        assert!(d.dispatch_from(echo.clone(), origin.clone()).is_some());
+        assert!(run(&d, call(400_000, 3, 2, &[])).is_some());
+        assert_eq!(kept.calls(), 3);
+        let t = d.metrics().render();
+        let received = null.len() + echo.len() + call(400_000, 3, 2, &[]).len();
+        let want = format!("rnfs_client_received_bytes_total{{client=\"127.0.0.1\"}} {received}\n");
+        assert!(t.contains(&want), "{t}");
+        // NULL: 24 bytes of reply header; echo: and a word; fail: SYSTEM_ERR's header
+        let sent = format!(
+            "rnfs_client_sent_bytes_total{{client=\"127.0.0.1\"}} {}\n",
+            24 + 28 + 24
+        );
+        assert!(t.contains(&sent), "{t}");
+        assert!(t.contains("rnfs_rpc_calls_in_flight 0\n"));
     }
 
     #[test]

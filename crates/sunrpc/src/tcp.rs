@@ -497,13 +497,13 @@ pub async fn serve_tcp(
         let total = total.clone();
         let bulk = bulk.clone();
         let recv_pool = recv_pool.clone();
-        gauge.fetch_add(1, Ordering::Relaxed);
+        gauge.inc();
         tokio::spawn(async move {
             let pools = (bulk, recv_pool);
             if let Err(e) = serve_connection(sock, peer, disp, cfg, total, pools).await {
                 tracing::debug!(%peer, error = %e, "connection closed");
             }
-            gauge.fetch_sub(1, Ordering::Relaxed);
+            gauge.dec();
             drop(permit);
         });
     }
@@ -518,6 +518,7 @@ async fn serve_connection(
     (bulk, recv_pool): (Arc<dyn BulkAlloc>, BufPool),
 ) -> io::Result<()> {
     let local = sock.local_addr().ok();
+    let client = disp.metrics().client(peer);
     let (mut rd, wr) = sock.into_split();
     let out = Arc::new(ReplyOut::new(wr));
     let writer = tokio::spawn(write_queued(out.clone(), cfg.write_timeout));
@@ -638,6 +639,7 @@ async fn serve_connection(
             back: Some(back.clone()),
             bulk: Some(bulk.clone()),
             pages: cfg.splice_reads.applies_to(peer),
+            client: Some(client.clone()),
         };
         // A call that needs nothing but memory (a cached file's attributes, data in the page
         // cache) runs here: handing it to a thread costs as much as the call.

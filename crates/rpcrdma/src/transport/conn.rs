@@ -45,6 +45,8 @@ pub(super) struct Conn {
     pub(super) back: Arc<dyn BackChannel>,
     /// Backward calls the client allows and has not answered.
     pub(super) bc: BackCredits,
+    /// The client's traffic counters, found once for all its calls.
+    pub(super) client: Arc<sunrpc::metrics::ClientStats>,
 }
 
 /// Calls to the client over its RDMA connection (see [`crate::backchannel`]). It holds the
@@ -462,6 +464,7 @@ impl Conn {
             bulk,
             // RDMA Writes and Sends go from registered memory: pages would be copied into it
             pages: false,
+            client: Some(self.client.clone()),
         }
     }
 

@@ -340,6 +340,7 @@ impl Shared {
             closing: AtomicBool::new(false),
             outbox: Mutex::new(Vec::new()),
             wake: Notify::new(),
+            client: self.disp.metrics().client(peer),
             srv: self.clone(),
             peer,
             nego,

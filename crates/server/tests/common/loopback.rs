@@ -165,6 +165,7 @@ impl Loopback {
             back: None,
             bulk: Some(self.bulk.clone()),
             pages: false,
+            client: None,
         };
         let reply = self.disp.dispatch_from(msg, origin);
         let bytes = reply.as_ref().map(xdr::Reply::to_bytes);
