@@ -45,6 +45,25 @@ pub const MAX_CLIENTS: usize = 1024;
 /// The `client` label of the addresses past the limit.
 pub const OTHER_CLIENT: &str = "other";
 
+/// The kinds of `rnfs_rpc_events_total` the dispatcher and the TCP transport count, exposed
+/// from the start (at 0) so that a rate over them has a series before the first event.
+pub const EVENT_KINDS: [&str; 14] = [
+    "prog_unavail",
+    "prog_mismatch",
+    "proc_unavail",
+    "garbage_args",
+    "system_err",
+    "auth_error",
+    "garbage_message",
+    "rpc_mismatch",
+    "drc_hit",
+    "drc_in_progress",
+    "tcp_connection_refused",
+    "tcp_record_timeout",
+    "tcp_bad_record",
+    "backchannel_reply",
+];
+
 /// The HTTP content type of [`RpcMetrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -517,6 +536,9 @@ impl Default for RpcMetrics {
                 "WRITE payload bytes received, by NFS version",
                 m.nfs_written.clone(),
             );
+        }
+        for kind in EVENT_KINDS {
+            m.counter(kind);
         }
         m
     }
