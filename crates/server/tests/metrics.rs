@@ -226,3 +226,36 @@ fn other_paths_and_methods_are_refused() {
     s.read_to_string(&mut out).unwrap();
     assert!(out.starts_with("HTTP/1.1 405"), "{out}");
 }
+
+#[test]
+fn idle_connections_are_bounded_and_closed() {
+    let fx = Fixture::with_metrics();
+    let addr = fx.server.metrics.expect("metrics endpoint");
+    // as many connections as the endpoint serves at once, none sending a request
+    let idle: Vec<std::net::TcpStream> = (0..16)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // one more is closed unanswered (or reset)
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let _ = write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+    // the idle ones are closed for not sending their request's head in time
+    for mut s in idle {
+        s.set_read_timeout(Some(std::time::Duration::from_secs(40)))
+            .unwrap();
+        let mut buf = Vec::new();
+        if let Err(e) = s.read_to_end(&mut buf) {
+            use std::io::ErrorKind::{TimedOut, WouldBlock};
+            assert!(
+                !matches!(e.kind(), TimedOut | WouldBlock),
+                "an idle connection was not closed"
+            );
+        }
+    }
+    assert!(http_get(addr, "/metrics").starts_with("HTTP/1.1 200"));
+}

@@ -179,7 +179,8 @@ pub trait Program: Send + Sync + 'static {
         None
     }
     /// Takes the handles of the counters the program feeds itself (NFS errors by status, I/O
-    /// bytes: [`RpcMetrics::nfs`]); called once, when a dispatcher registers the program.
+    /// bytes: [`RpcMetrics::nfs`]); called by each dispatcher that registers the program, all
+    /// of which share one registry in rnfsd.
     fn register_metrics(&self, _metrics: &RpcMetrics) {}
 }
 
