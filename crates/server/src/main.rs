@@ -120,6 +120,7 @@ async fn run(args: Args) -> Result<(), String> {
     };
     metrics.add_source(v4.clone());
     metrics.add_source(Arc::new(metrics_http::ProcessMetrics));
+    metrics.add_source(Arc::new(metrics_http::ExportMetrics(vfs.clone())));
     disp.register(v4.clone());
     let disp = Arc::new(disp);
     let control = Arc::new(control::Control {

@@ -132,6 +132,36 @@ impl MetricsSource for ProcessMetrics {
     }
 }
 
+/// What clients did with each export (`vfs::Vfs::export_counters`), read at each scrape: the
+/// exports in force then, so a reload's changes show from the next scrape.
+pub struct ExportMetrics(pub std::sync::Arc<vfs::Vfs>);
+
+impl MetricsSource for ExportMetrics {
+    fn encode(&self, out: &mut MetricsOut<'_>) -> fmt::Result {
+        let c = self.0.export_counters();
+        let series = |f: fn(&vfs::fs::ExportCounters) -> u64| {
+            c.iter()
+                .map(move |e| ([("export", e.path.display().to_string())], f(e)))
+                .collect::<Vec<_>>()
+        };
+        out.counters(
+            "rnfs_export_calls_total",
+            "NFS calls and NFSv4 operations on objects of an export, by export path.",
+            series(|e| e.calls),
+        )?;
+        out.counters(
+            "rnfs_export_read_bytes_total",
+            "READ and READ_PLUS payload bytes sent from an export, by export path.",
+            series(|e| e.read_bytes),
+        )?;
+        out.counters(
+            "rnfs_export_write_bytes_total",
+            "WRITE payload bytes written into an export, by export path.",
+            series(|e| e.write_bytes),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -149,6 +149,16 @@ fn clients_errors_and_bytes_count_real_calls() {
     assert!(metric(&t, sent).expect("sent") > 1300, "{t}");
     let other = r#"rnfs_client_calls_total{client="other"}"#;
     assert_eq!(metric(&t, other), None, "{t}");
+    // the export's own counters: both versions' data, and every call on its objects
+    let export = |f: &str| {
+        format!(
+            "rnfs_export_{f}_total{{export=\"{}\"}}",
+            fx.export.display()
+        )
+    };
+    assert_eq!(metric(&t, &export("write_bytes")), Some(1300), "{t}");
+    assert_eq!(metric(&t, &export("read_bytes")), Some(1300), "{t}");
+    assert!(metric(&t, &export("calls")).is_some_and(|n| n >= 10), "{t}");
     assert_eq!(metric(&t, "rnfs_rpc_calls_in_flight "), Some(0));
 }
 

@@ -696,6 +696,7 @@ mod tests {
             back: None,
             bulk: None,
             pages: false,
+            client: None,
         };
         assert!(matches!(
             d.dispatch_nonblocking(&call(400_000, 3, 0, &[]), &origin),

@@ -200,61 +200,6 @@ impl NfsMetrics {
     }
 }
 
-/// The counters of one export (see [`RpcMetrics::exports`]); each field is a handle to keep
-/// and update without the family's lock.
-#[derive(Debug, Clone)]
-pub struct ExportStats {
-    /// Calls (NFSv3) or operations (NFSv4) on objects of the export.
-    pub calls: Counter,
-    /// READ payload bytes.
-    pub read_bytes: Counter,
-    /// WRITE payload bytes.
-    pub write_bytes: Counter,
-    /// Failed calls or operations.
-    pub errors: Counter,
-}
-
-/// Per-export counter families keyed by the export's path, for the backend to feed once it
-/// knows which export a call touched. Exports are configured, so the label set is bounded by
-/// the configuration; [`ExportMetrics::forget`] drops an export that a reload removed.
-#[derive(Debug, Clone, Default)]
-pub struct ExportMetrics {
-    calls: Family<ExportLabel, Counter>,
-    read_bytes: Family<ExportLabel, Counter>,
-    write_bytes: Family<ExportLabel, Counter>,
-    errors: Family<ExportLabel, Counter>,
-}
-
-impl ExportMetrics {
-    /// The counters of the export at `path`, created on first use.
-    pub fn export(&self, path: &str) -> ExportStats {
-        let l = ExportLabel {
-            export: path.to_string(),
-        };
-        ExportStats {
-            calls: self.calls.get_or_create_owned(&l),
-            read_bytes: self.read_bytes.get_or_create_owned(&l),
-            write_bytes: self.write_bytes.get_or_create_owned(&l),
-            errors: self.errors.get_or_create_owned(&l),
-        }
-    }
-
-    /// Stops exposing the export at `path` (it is no longer exported).
-    pub fn forget(&self, path: &str) {
-        let l = ExportLabel {
-            export: path.to_string(),
-        };
-        for f in [
-            &self.calls,
-            &self.read_bytes,
-            &self.write_bytes,
-            &self.errors,
-        ] {
-            f.remove(&l);
-        }
-    }
-}
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ProcLabels {
     program: &'static str,
@@ -281,11 +226,6 @@ struct NfsErrorLabels {
     version: &'static str,
     op: &'static str,
     status: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ExportLabel {
-    export: String,
 }
 
 /// Calls and bytes per client address, bounded.
@@ -437,7 +377,6 @@ pub struct RpcMetrics {
     nfs_errors: Family<NfsErrorLabels, Counter>,
     nfs_read: Family<VersionLabel, Counter>,
     nfs_written: Family<VersionLabel, Counter>,
-    exports: OnceLock<ExportMetrics>,
 }
 
 impl std::fmt::Debug for RpcMetrics {
@@ -480,7 +419,6 @@ impl Default for RpcMetrics {
             nfs_errors: Family::default(),
             nfs_read: Family::default(),
             nfs_written: Family::default(),
-            exports: OnceLock::new(),
         };
         {
             let mut r = m.registry.write();
@@ -611,38 +549,6 @@ impl RpcMetrics {
         }
     }
 
-    /// The per-export families (`rnfs_export_calls_total{export}`, `..._read_bytes_total`,
-    /// `..._write_bytes_total`, `..._errors_total`), registered on first use: the backend,
-    /// which knows which export a call touched, keeps an [`ExportStats`] per export.
-    pub fn exports(&self) -> &ExportMetrics {
-        self.exports.get_or_init(|| {
-            let e = ExportMetrics::default();
-            let mut r = self.registry.write();
-            r.register(
-                "rnfs_export_calls",
-                "NFS calls and operations on objects of an export, by export path",
-                e.calls.clone(),
-            );
-            r.register(
-                "rnfs_export_read_bytes",
-                "READ payload bytes sent from an export, by export path",
-                e.read_bytes.clone(),
-            );
-            r.register(
-                "rnfs_export_write_bytes",
-                "WRITE payload bytes received into an export, by export path",
-                e.write_bytes.clone(),
-            );
-            r.register(
-                "rnfs_export_errors",
-                "NFS calls and operations on objects of an export that failed, by export \
-                 path",
-                e.errors.clone(),
-            );
-            e
-        })
-    }
-
     /// Registers a metric of the caller's, for figures that no family here covers: a counter
     /// registered as `foo` is exposed as `foo_total`, and the help text gets a final period.
     pub fn register(&self, name: &str, help: &str, metric: impl Metric) {
@@ -756,25 +662,6 @@ mod tests {
         ));
         assert!(t.contains("rnfs_nfs_read_bytes_total{version=\"3\"} 4096\n"));
         assert!(t.contains("rnfs_nfs_write_bytes_total{version=\"4\"} 10\n"));
-    }
-
-    #[test]
-    fn exports_register_on_first_use_and_forget() {
-        let m = RpcMetrics::default();
-        assert!(!m.render().contains("rnfs_export_"));
-        let e = m.exports().export("/srv/a");
-        e.calls.inc();
-        e.read_bytes.inc_by(5);
-        m.exports().export("/srv/b").errors.inc();
-        let t = m.render();
-        assert!(
-            t.contains("rnfs_export_calls_total{export=\"/srv/a\"} 1\n"),
-            "{t}"
-        );
-        assert!(t.contains("rnfs_export_read_bytes_total{export=\"/srv/a\"} 5\n"));
-        assert!(t.contains("rnfs_export_errors_total{export=\"/srv/b\"} 1\n"));
-        m.exports().forget("/srv/a");
-        assert!(!m.render().contains("/srv/a"));
     }
 
     struct Fixed;
