@@ -216,10 +216,12 @@ impl Registered {
     }
 }
 
-/// Calls running, and whether the server is stopping (see [`Dispatcher::stop`]).
+/// Calls running (what [`Dispatcher::drained`] waits for, and the metrics' calls-in-flight
+/// gauge sums at a scrape: one count per call for both), and whether the server is stopping
+/// (see [`Dispatcher::stop`]).
 #[derive(Default)]
 struct Running {
-    count: std::sync::atomic::AtomicUsize,
+    count: Arc<std::sync::atomic::AtomicUsize>,
     stopping: std::sync::atomic::AtomicBool,
 }
 
@@ -258,11 +260,13 @@ pub struct Dispatcher {
 impl Dispatcher {
     /// A dispatcher whose duplicate request cache keeps `drc_entries` replies.
     pub fn new(drc_entries: usize, metrics: Arc<RpcMetrics>) -> Self {
+        let running = Running::default();
+        metrics.count_in_flight(running.count.clone());
         Self {
             programs: Vec::new(),
             drc: DuplicateCache::new(drc_entries),
             metrics,
-            running: Running::default(),
+            running,
         }
     }
 
@@ -369,9 +373,7 @@ impl Dispatcher {
             .take()
             .unwrap_or_else(|| self.metrics.client(origin.peer));
         let received = msg.len();
-        self.metrics.in_flight.inc();
         let reply = self.execute(msg, origin);
-        self.metrics.in_flight.dec();
         client.record(received, reply.as_ref().map_or(0, Reply::wire_len));
         reply
     }
@@ -469,9 +471,7 @@ impl Dispatcher {
             pages: origin.pages,
         };
         let mut e = reply_encoder(xid);
-        self.metrics.in_flight.inc();
         let r = prog.call_nonblocking(&ctx, args, &mut e);
-        self.metrics.in_flight.dec();
         let reply = self.finish(xid, peer, r?, e);
         reg.observe(
             &self.metrics,

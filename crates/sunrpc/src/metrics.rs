@@ -370,8 +370,10 @@ pub struct RpcMetrics {
     latency: Family<ProcLabels, Latency>,
     events: Family<KindLabel, Counter>,
     gauges: Mutex<HashMap<&'static str, Gauge>>,
-    /// Calls being executed (all transports).
-    pub(crate) in_flight: Gauge,
+    /// Calls being executed (all transports), set from `running` at each scrape.
+    in_flight: Gauge,
+    /// The dispatchers' counts of calls running.
+    running: RwLock<Vec<Arc<std::sync::atomic::AtomicUsize>>>,
     clients: Clients,
     max_clients: usize,
     nfs_errors: Family<NfsErrorLabels, Counter>,
@@ -414,6 +416,7 @@ impl Default for RpcMetrics {
             events: Family::default(),
             gauges: Mutex::new(HashMap::new()),
             in_flight: Gauge::default(),
+            running: RwLock::default(),
             clients: Clients::default(),
             max_clients: MAX_CLIENTS,
             nfs_errors: Family::default(),
@@ -562,8 +565,21 @@ impl RpcMetrics {
             .register_collector(Box::new(Source(s)));
     }
 
+    /// Adds a dispatcher's count of calls running to the calls-in-flight gauge (summed at each
+    /// scrape: a call pays for one count, which the dispatcher keeps anyway to drain at a stop).
+    pub fn count_in_flight(&self, running: Arc<std::sync::atomic::AtomicUsize>) {
+        self.running.write().push(running);
+    }
+
     /// Renders all metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
+        let running: usize = self
+            .running
+            .read()
+            .iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            .sum();
+        self.in_flight.set(running as i64);
         let mut out = String::with_capacity(16 << 10);
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry.read()) {
             // a String takes any text: only a source's own error gets here
