@@ -316,8 +316,8 @@ fn setup() -> Env {
         let (caller, node) = vfs.authorize(dir, &client).ok()?;
         vfs.lookup(&caller, &node, name).ok().map(|(fh, _)| fh)
     };
-    let root_fh = vfs.mount(rw.as_os_str().as_bytes(), &client).ok();
-    let ro_fh = vfs.mount(ro.as_os_str().as_bytes(), &client).ok();
+    let root_fh = vfs.mount(rw.as_os_str().as_bytes(), &client).ok().map(|(fh, _)| fh);
+    let ro_fh = vfs.mount(ro.as_os_str().as_bytes(), &client).ok().map(|(fh, _)| fh);
     let dir_fh = root_fh.as_ref().and_then(|r| lookup(r, b"dir"));
     add(b"@FH@ROOT", root_fh.clone());
     add(
