@@ -7,6 +7,7 @@ fn main() {
     let files = [
         root.join("nfs4_prot.x"),
         root.join("nfs4_xattr.x"),
+        root.join("nfs4_flexfiles.x"),
         root.join("rpc_deps.x"),
     ];
     for f in &files {
@@ -18,6 +19,11 @@ fn main() {
         .open_enum("nfsstat4")
         .open_enum("nfs_opnum4")
         .open_enum("nfs_cb_opnum4")
+        // A layout type this server does not know is NFS4ERR_UNKNOWN_LAYOUTTYPE, not BADXDR.
+        .open_enum("layouttype4")
+        // RFC 8435 section 5: the flexible files layout type, which its XDR adds to
+        // layouttype4 as prose, not as a `///` line.
+        .extend_enum("layouttype4", "LAYOUT4_FLEX_FILES = 0x4")
         // RFC 8276 XDR: the lines it asks (in comments) to add to nfsstat4, nfs_opnum4,
         // nfs_argop4 and nfs_resop4 (given there as comments in the .x text).
         .extend_enum(

@@ -396,3 +396,75 @@ fn constants_and_program_numbers() {
     assert_eq!((AUTH_NONE, AUTH_SYS, RPCSEC_GSS), (0, 1, 6));
     assert_eq!(NfsFtype4::from_i32(2), Some(NfsFtype4::Nf4dir));
 }
+
+/// RFC 8435's flexible files layout as the Linux client decodes it
+/// (fs/nfs/flexfilelayout/flexfilelayout.c:ff_layout_alloc_lseg): the stripe unit, the
+/// mirrors, each with its data servers (device id, efficiency, stateid, handles by version,
+/// user and group as decimal strings), the flags and the statistics hint.
+#[test]
+fn ff_layout4_is_laid_out_as_rfc_8435_says() {
+    let ds = FfDataServer4 {
+        ffds_deviceid: [7; 16],
+        ffds_efficiency: 1,
+        ffds_stateid: Stateid4 {
+            seqid: 0,
+            other: [0; 12],
+        },
+        ffds_fh_vers: vec![Bytes::from_static(&[0xaa; 8])],
+        ffds_user: Bytes::from_static(b"1000"),
+        ffds_group: Bytes::from_static(b"100"),
+    };
+    let layout = FfLayout4 {
+        ffl_stripe_unit: 0,
+        ffl_mirrors: vec![FfMirror4 {
+            ffm_data_servers: vec![ds],
+        }],
+        ffl_flags: FF_FLAGS_NO_LAYOUTCOMMIT,
+        ffl_stats_collect_hint: 0,
+    };
+    let mut want = words(&[0, 0, 1, 1]); // stripe unit (u64), 1 mirror, 1 data server
+    want.extend([7u8; 16]); // device id
+    want.extend(words(&[1, 0])); // efficiency, stateid seqid
+    want.extend([0u8; 12]); // stateid other
+    want.extend(words(&[1, 8])); // one handle of 8 bytes
+    want.extend([0xaa; 8]);
+    want.extend(words(&[4]));
+    want.extend(b"1000");
+    want.extend(words(&[3]));
+    want.extend(b"100\0");
+    want.extend(words(&[1, 0])); // flags, stats hint
+    let b = encode(&layout);
+    assert_eq!(&b[..], &want[..]);
+    assert_eq!(decode::<FfLayout4>(b), Ok(layout));
+}
+
+#[test]
+fn the_flexible_files_layout_type_and_unknown_ones_decode() {
+    assert_eq!(Layouttype4::LAYOUT4_FLEX_FILES, Layouttype4(4));
+    assert_eq!(
+        decode::<Layouttype4>(Bytes::from(words(&[4]))),
+        Ok(Layouttype4::LAYOUT4_FLEX_FILES)
+    );
+    // a layout type nobody defined is carried, so that the server can answer
+    // NFS4ERR_UNKNOWN_LAYOUTTYPE
+    let other = decode::<Layouttype4>(Bytes::from(words(&[99])));
+    assert_eq!(other, Ok(Layouttype4(99)));
+    assert_eq!(encode(&Layouttype4(99))[..], words(&[99])[..]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn flexfiles_types_round_trip(
+        a: FfLayout4,
+        b: FfDeviceAddr4,
+        c: FfLayoutreturn4,
+        d: FfLayouthint4,
+    ) {
+        round_trip(a)?;
+        round_trip(b)?;
+        round_trip(c)?;
+        round_trip(d)?;
+    }
+}
