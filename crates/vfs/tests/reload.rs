@@ -55,13 +55,19 @@ fn mount(vfs: &Vfs, dir: &std::path::Path) -> Result<bytes::Bytes, VfsError> {
         .map(|(fh, _)| fh)
 }
 
-#[test]
-fn changed_rules_apply_to_the_next_call_and_handles_stay_valid() {
-    let s = setup();
+/// Export a's file `f`: its handle, and the caller and node a call on it gets.
+fn file_f(s: &Setup) -> (bytes::Bytes, vfs::Caller, vfs::Node) {
     let root = mount(&s.vfs, s.a.path()).unwrap();
     let (c, r) = s.vfs.authorize(&root, &client(700)).unwrap();
     let (f, _) = s.vfs.lookup(&c, &r, b"f").unwrap();
     let (c, n) = s.vfs.authorize(&f, &client(700)).unwrap();
+    (f, c, n)
+}
+
+#[test]
+fn changed_rules_apply_to_the_next_call_and_handles_stay_valid() {
+    let s = setup();
+    let (f, c, n) = file_f(&s);
     s.vfs
         .write(&c, &n, 0, b"HELLO", Stability::Unstable)
         .unwrap();
@@ -187,10 +193,7 @@ fn fsid_0_marks_the_nfsv4_root() {
 #[test]
 fn export_counters_count_calls_and_bytes_and_survive_a_rule_change() {
     let s = setup();
-    let root = mount(&s.vfs, s.a.path()).unwrap();
-    let (c, r) = s.vfs.authorize(&root, &client(700)).unwrap();
-    let (f, _) = s.vfs.lookup(&c, &r, b"f").unwrap();
-    let (c, n) = s.vfs.authorize(&f, &client(700)).unwrap();
+    let (_, c, n) = file_f(&s);
     s.vfs
         .write(&c, &n, 0, b"0123456789", Stability::Unstable)
         .unwrap();

@@ -29,16 +29,7 @@ impl Vfs {
         client: &Client,
         check_flavor: bool,
     ) -> VfsResult<Caller> {
-        let opts = t
-            .get(export)?
-            .entry
-            .options_for(
-                client.addr,
-                t.host_names
-                    .get(&client.addr.to_canonical())
-                    .map(String::as_str),
-            )
-            .ok_or(VfsError::ExportDenied)?;
+        let opts = t.options_for(export, client)?;
         if opts.secure && client.port >= 1024 {
             return Err(VfsError::ExportDenied);
         }
@@ -55,18 +46,7 @@ impl Vfs {
 
     /// The security flavors `client` may use on `node`'s export (SECINFO, MOUNT's reply).
     pub fn flavors(&self, node: &Node, client: &Client) -> VfsResult<Vec<SecFlavor>> {
-        let t = self.table();
-        let opts = t
-            .get(node.export)?
-            .entry
-            .options_for(
-                client.addr,
-                t.host_names
-                    .get(&client.addr.to_canonical())
-                    .map(String::as_str),
-            )
-            .ok_or(VfsError::ExportDenied)?;
-        Ok(opts.flavors())
+        Ok(self.table().options_for(node.export, client)?.flavors())
     }
 
     /// MOUNT: the handle of `path` (an export or a directory below one) for `client`, and the

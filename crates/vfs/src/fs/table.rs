@@ -201,6 +201,15 @@ impl ExportTable {
             .ok_or(VfsError::Stale)
     }
 
+    /// The options of the first rule of the export in `slot` that matches `client`.
+    pub(super) fn options_for(&self, slot: usize, client: &Client) -> VfsResult<&ExportOptions> {
+        let name = self.host_names.get(&client.addr.to_canonical());
+        self.get(slot)?
+            .entry
+            .options_for(client.addr, name.map(String::as_str))
+            .ok_or(VfsError::ExportDenied)
+    }
+
     /// The exports being served, with their slots.
     pub(super) fn live(&self) -> impl Iterator<Item = (usize, &Export)> {
         self.slots
