@@ -178,13 +178,17 @@ impl Encode for GetportArgs {
 
 /// The local addresses to try for a call to `addr`: from `opts.from` (or any address of the
 /// family), a reserved port first when asked, then any port.
-fn sources(addr: SocketAddr, opts: &CallOpts) -> impl Iterator<Item = SocketAddr> {
-    let ip = match (opts.from, addr) {
+fn sources(
+    addr: SocketAddr,
+    from: Option<IpAddr>,
+    reserved_port: bool,
+) -> impl Iterator<Item = SocketAddr> {
+    let ip = match (from, addr) {
         (Some(ip), _) if ip.is_ipv4() == addr.is_ipv4() => ip,
         (_, SocketAddr::V4(_)) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         (_, SocketAddr::V6(_)) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     };
-    let reserved = if opts.reserved_port { 665..1024 } else { 0..0 };
+    let reserved = if reserved_port { 665..1024 } else { 0..0 };
     reserved
         .rev()
         .chain(std::iter::once(0))
@@ -193,13 +197,14 @@ fn sources(addr: SocketAddr, opts: &CallOpts) -> impl Iterator<Item = SocketAddr
 
 /// Binds with the first of [`sources`] that is free; a port below 1024 that needs privilege
 /// this process lacks ends the search for one.
-fn bind_first<T>(
+pub(crate) fn bind_first<T>(
     addr: SocketAddr,
-    opts: &CallOpts,
+    from: Option<IpAddr>,
+    reserved_port: bool,
     bind: impl Fn(SocketAddr) -> io::Result<T>,
 ) -> io::Result<T> {
     let mut last = io::Error::other("no local address");
-    for src in sources(addr, opts) {
+    for src in sources(addr, from, reserved_port) {
         match bind(src) {
             Ok(t) => return Ok(t),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied && src.port() != 0 => {
@@ -222,7 +227,7 @@ async fn udp_exchange(
     body: &Bytes,
     opts: &CallOpts,
 ) -> Result<Bytes, CallError> {
-    let std_sock = bind_first(addr, opts, |src| {
+    let std_sock = bind_first(addr, opts.from, opts.reserved_port, |src| {
         let s = std::net::UdpSocket::bind(src)?;
         s.set_nonblocking(true)?;
         Ok(s)
@@ -271,7 +276,7 @@ async fn tcp_once(
     body: &Bytes,
     opts: &CallOpts,
 ) -> Result<Bytes, CallError> {
-    let sock = bind_first(addr, opts, |src| {
+    let sock = bind_first(addr, opts.from, opts.reserved_port, |src| {
         let s = if src.is_ipv4() {
             tokio::net::TcpSocket::new_v4()?
         } else {

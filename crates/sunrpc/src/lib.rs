@@ -8,6 +8,7 @@
 
 pub mod bufpool;
 pub mod callback;
+pub mod channel;
 pub mod client;
 pub mod dispatch;
 pub mod drc;
@@ -15,6 +16,7 @@ pub mod metrics;
 pub mod msg;
 pub mod record;
 pub mod tcp;
+pub mod uaddr;
 
 pub use dispatch::{
     BackChannel, BulkAlloc, BulkBuf, CallContext, Dispatcher, Origin, ProcError, Program,
