@@ -264,6 +264,9 @@ fn options_text(r: &ClientRule) -> String {
             None => v.push("mountpoint".into()),
         }
     }
+    if o.pnfs {
+        v.push("pnfs".into());
+    }
     v.join(",")
 }
 

@@ -262,6 +262,30 @@ pub fn utimensat(
     cvt(unsafe { libc::utimensat(dirfd, name.as_ptr(), times.as_ptr(), flags) }).map(drop)
 }
 
+/// `ftruncate(fd, size)`.
+pub fn ftruncate(fd: BorrowedFd<'_>, size: u64) -> io::Result<()> {
+    let size = i64::try_from(size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: a plain system call on a descriptor the caller owns.
+    cvt(unsafe { libc::ftruncate64(fd.as_raw_fd(), size) }).map(drop)
+}
+
+/// `futimens(fd, {UTIME_OMIT, UTIME_NOW})`: the modify (and change) time to now, as a write
+/// leaves them.
+pub fn touch_mtime(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let times = [
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW,
+        },
+    ];
+    // SAFETY: times points to two timespecs.
+    cvt(unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) }).map(drop)
+}
+
 /// `fchmodat(AT_FDCWD, path, mode, 0)`.
 pub fn chmod_path(path: &CStr, mode: libc::mode_t) -> io::Result<()> {
     // SAFETY: path is NUL-terminated.

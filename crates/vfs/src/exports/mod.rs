@@ -82,6 +82,9 @@ pub struct ExportOptions {
     pub mountpoint: bool,
     /// The path given as `mountpoint=PATH` / `mp=PATH`, if any.
     pub mountpoint_path: Option<PathBuf>,
+    /// The client gets pNFS layouts, and the data it writes to new files goes to the data
+    /// servers (`pnfs`; `no_pnfs`, the default, clears it).
+    pub pnfs: bool,
 }
 
 impl Default for ExportOptions {
@@ -97,6 +100,7 @@ impl Default for ExportOptions {
             sec: Vec::new(),
             mountpoint: false,
             mountpoint_path: None,
+            pnfs: false,
         }
     }
 }
@@ -601,6 +605,8 @@ impl OptionsBuilder {
                 ))
             }
             ("acl", None) => return Err(unsupported(opt, "no ACLs are served (use no_acl)")),
+            ("pnfs", None) => o.pnfs = true,
+            ("no_pnfs", None) => o.pnfs = false,
             ("mountpoint" | "mp", None) => {
                 o.mountpoint = true;
                 o.mountpoint_path = None;

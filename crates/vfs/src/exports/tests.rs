@@ -114,7 +114,7 @@ fn every_option() {
 
     let all = opts(
         "rw,no_root_squash,anonuid=1,anongid=2,insecure,async,fsid=7,\
-         no_subtree_check,no_wdelay,hide,no_acl,sec=sys,mp",
+         no_subtree_check,no_wdelay,hide,no_acl,sec=sys,mp,pnfs",
     );
     assert_eq!(
         all,
@@ -129,8 +129,10 @@ fn every_option() {
             sec: vec![SecFlavor::Sys],
             mountpoint: true,
             mountpoint_path: None,
+            pnfs: true,
         }
     );
+    assert!(!opts("pnfs,no_pnfs").pnfs);
 }
 
 #[test]

@@ -85,6 +85,10 @@ impl Vfs {
                     }
                     Err(e) => return Err(e.into()),
                 }
+                // the copies after the local file, whose truncation checked the caller's right
+                if let Some(r) = self.remote(node) {
+                    r.truncate(&node.fh, size)?;
+                }
             }
             if s.atime != SetTime::DontChange || s.mtime != SetTime::DontChange {
                 let times = [timespec(s.atime), timespec(s.mtime)];

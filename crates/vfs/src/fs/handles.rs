@@ -41,6 +41,7 @@ impl Vfs {
             creds: squash(opts, client.ident.as_ref()),
             writable: opts.rw,
             sync: opts.sync,
+            pnfs: opts.pnfs,
         })
     }
 

@@ -95,6 +95,10 @@ impl Vfs {
         count: u32,
         to: &dyn payload::PayloadTarget,
     ) -> VfsResult<(payload::Payload, bool, Attr)> {
+        if let Some(r) = self.remote(node) {
+            let (data, eof, attr) = self.remote_read(r, caller, node, offset, count)?;
+            return Ok((payload::Payload::Bytes(data), eof, attr));
+        }
         if to.takes_pages() {
             if let Some((pages, eof, attr)) = self.read_pages(caller, node, offset, count)? {
                 return Ok((payload::Payload::Pages(pages), eof, attr));
@@ -125,6 +129,9 @@ impl Vfs {
         offset: u64,
         count: u32,
     ) -> VfsResult<(Bytes, bool, Attr)> {
+        if let Some(r) = self.remote(node) {
+            return self.remote_read(r, caller, node, offset, count);
+        }
         let fd = self.read_fd(caller, node)?;
         let count = count.min(MAX_IO) as usize;
         if offset >= node.attr.size {
@@ -367,6 +374,9 @@ impl Vfs {
         data: &[u8],
         stable: Stability,
     ) -> VfsResult<(Stability, Attr)> {
+        if let Some(done) = self.remote_write(caller, node, offset, data, stable)? {
+            return Ok(done);
+        }
         let fd = self.write_fd(caller, node)?;
         let flags = match stable {
             // `async` exports acknowledge stable writes unflushed, as knfsd's do
@@ -406,7 +416,9 @@ impl Vfs {
         self.same_export(caller, node)?;
         Self::check_regular(node)?;
         let fd = self.data_fd(node)?;
-        if caller.sync {
+        if let Some(r) = self.remote(node) {
+            r.commit(&node.fh)?;
+        } else if caller.sync {
             sys::fdatasync(fd.as_fd())?;
         }
         self.attr(fd.as_fd())

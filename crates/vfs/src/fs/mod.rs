@@ -19,9 +19,11 @@ mod handles;
 mod io;
 mod names;
 mod perm;
+mod remote;
 mod sparse;
 mod table;
 
+pub use remote::RemoteData;
 pub use table::{ExportChanges, ExportCounters, ExportView};
 use table::{ExportTable, NowaitReads};
 
@@ -86,6 +88,9 @@ pub struct Caller {
     /// Changes are made durable before the reply (`sync`, the default; `async` does not,
     /// as knfsd: acknowledged changes may be lost if the server crashes).
     pub sync: bool,
+    /// The client's rule says `pnfs`: data it writes first to an empty file is placed on the
+    /// data servers ([`RemoteData::place`]).
+    pub pnfs: bool,
 }
 
 /// An object reached from a handle, with its attributes at the time of resolution.
@@ -162,6 +167,8 @@ pub struct Vfs {
     pipes: Arc<PipePool>,
     /// Turns of large unstable WRITEs, one per file (by inode, striped; see [`Vfs::write`]).
     write_turns: Box<[parking_lot::Mutex<()>]>,
+    /// Where the data of files placed elsewhere lives (a pNFS metadata server's data servers).
+    remote: std::sync::OnceLock<Arc<dyn RemoteData>>,
 }
 
 impl std::fmt::Debug for Vfs {
@@ -234,6 +241,7 @@ impl Vfs {
             write_turns: (0..WRITE_TURNS)
                 .map(|_| parking_lot::Mutex::new(()))
                 .collect(),
+            remote: std::sync::OnceLock::new(),
         })
     }
 

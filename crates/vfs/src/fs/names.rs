@@ -435,6 +435,11 @@ impl Vfs {
     pub(super) fn forget(&self, fh: &Bytes) {
         self.paths.remove(fh);
         self.data.remove(fh);
+        if let Some(r) = self.remote.get() {
+            if r.holds(fh) {
+                r.released(fh);
+            }
+        }
     }
 
     /// RENAME `from_name` in `from` to `to_name` in `to` (same export only).

@@ -16,6 +16,15 @@ impl Vfs {
         self.same_export(caller, node)?;
         Self::check_regular(node)?;
         let fd = self.data_fd(node)?;
+        if self.remote(node).is_some() {
+            // the copies' holes are not known here: all data up to the size
+            let size = self.attr(fd.as_fd())?.size;
+            return Ok(match (data, offset < size) {
+                (_, false) => None,
+                (true, true) => Some(offset),
+                (false, true) => Some(size),
+            });
+        }
         match sys::lseek(
             fd.as_fd(),
             offset,
@@ -67,6 +76,17 @@ impl Vfs {
         count: u32,
         to: &dyn payload::PayloadTarget,
     ) -> VfsResult<(Vec<SentExtent>, bool, Attr)> {
+        if let Some(r) = self.remote(node) {
+            let (data, eof, attr) = self.remote_read(r, caller, node, offset, count)?;
+            let extents = match data.is_empty() {
+                true => Vec::new(),
+                false => vec![SentExtent::Data {
+                    offset,
+                    data: payload::Payload::Bytes(data),
+                }],
+            };
+            return Ok((extents, eof, attr));
+        }
         if to.takes_pages() {
             if let Some((pages, eof, attr)) = self.read_extent_pages(caller, node, offset, count)? {
                 let data = payload::Payload::Pages(pages);
@@ -259,6 +279,9 @@ impl Vfs {
         punch: bool,
     ) -> VfsResult<Attr> {
         let fd = self.write_fd(caller, node)?;
+        if self.remote(node).is_some() {
+            return Err(VfsError::NotSupported);
+        }
         let mode = if punch {
             libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
         } else {
@@ -286,6 +309,9 @@ impl Vfs {
         self.writable(caller)?;
         Self::check_regular(src)?;
         Self::check_regular(dst)?;
+        if self.remote(src).is_some() || self.remote(dst).is_some() {
+            return Err(VfsError::NotSupported);
+        }
         if !mode_allows(&caller.creds, &src.attr, 4, true)
             || !mode_allows(&caller.creds, &dst.attr, 2, true)
         {

@@ -1,0 +1,143 @@
+//! Files whose data lives elsewhere. On a pNFS metadata server the data of a file of a pNFS
+//! export is on data servers, and the local file keeps only its attributes (the size
+//! included: a sparse placeholder). Every data operation, from NFSv3 and NFSv4 alike, asks
+//! the [`RemoteData`] first, so that a client reading or writing through the metadata server
+//! sees what pNFS clients wrote to the data servers.
+
+use super::*;
+
+/// Where the data of some files is kept (see the module comment). Calls block (they go over
+/// the network); none is made while a COMPOUND is tried without blocking.
+pub trait RemoteData: Send + Sync {
+    /// Whether the data of the file with handle `fh` lives elsewhere.
+    fn holds(&self, fh: &[u8]) -> bool;
+    /// Places the data of file `fh`, which holds none here yet, elsewhere (a first write to it
+    /// by a client of a pNFS export); false when it stays here.
+    fn place(&self, fh: &Bytes) -> VfsResult<bool>;
+    /// Up to `count` bytes at `offset` (fewer where the copy ends; the caller bounds the
+    /// count by the file's size and fills what is missing with zeros).
+    fn read(&self, fh: &[u8], offset: u64, count: u32) -> VfsResult<Bytes>;
+    /// Writes `data` at `offset` with the durability asked; returns what was done.
+    fn write(&self, fh: &[u8], offset: u64, data: Bytes, stable: Stability)
+        -> VfsResult<Stability>;
+    /// Makes the written data durable.
+    fn commit(&self, fh: &[u8]) -> VfsResult<()>;
+    /// Sets the size of the data.
+    fn truncate(&self, fh: &[u8], size: u64) -> VfsResult<()>;
+    /// The file's last link is gone: its data may go too.
+    fn released(&self, fh: &Bytes);
+}
+
+impl Vfs {
+    /// Sends the data of the files `r` holds there (once, at start).
+    pub fn set_remote_data(&self, r: Arc<dyn RemoteData>) {
+        if self.remote.set(r).is_err() {
+            tracing::warn!("remote data already set; the second is ignored");
+        }
+    }
+
+    /// Where `node`'s data lives when not here.
+    pub(super) fn remote(&self, node: &Node) -> Option<&Arc<dyn RemoteData>> {
+        self.remote
+            .get()
+            .filter(|r| node.attr.ftype == FileType::Regular && r.holds(&node.fh))
+    }
+
+    /// The remote holder of `node`'s data when a write by `caller` is to go there: a file
+    /// already placed, or an empty one a client of a pNFS export writes first.
+    fn remote_for_write(
+        &self,
+        caller: &Caller,
+        node: &Node,
+    ) -> VfsResult<Option<&Arc<dyn RemoteData>>> {
+        let Some(r) = self.remote.get() else {
+            return Ok(None);
+        };
+        if node.attr.ftype != FileType::Regular {
+            return Ok(None);
+        }
+        if r.holds(&node.fh) || (caller.pnfs && node.attr.size == 0 && r.place(&node.fh)?) {
+            return Ok(Some(r));
+        }
+        Ok(None)
+    }
+
+    /// What a client that wrote to the data servers itself reports (pNFS LAYOUTCOMMIT): the
+    /// file now ends at `end` at least, and was modified now. The local file's size and times
+    /// follow; returns its attributes.
+    pub fn remote_written(&self, node: &Node, end: Option<u64>) -> VfsResult<Attr> {
+        Self::check_regular(node)?;
+        let fd = self.data_fd(node)?;
+        cred::as_root(|| -> VfsResult<()> {
+            match end {
+                Some(end) if end > self.attr(fd.as_fd())?.size => sys::ftruncate(fd.as_fd(), end)?,
+                _ => sys::touch_mtime(fd.as_fd())?,
+            }
+            Ok(())
+        })?;
+        self.attr(fd.as_fd())
+    }
+
+    /// READ of a remote file: the caller's right to read is checked against the local file,
+    /// whose size bounds the read.
+    pub(super) fn remote_read(
+        &self,
+        r: &Arc<dyn RemoteData>,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        count: u32,
+    ) -> VfsResult<(Bytes, bool, Attr)> {
+        if nowait::active() {
+            return Err(nowait::give_up());
+        }
+        let fd = self.read_fd(caller, node)?;
+        let attr = self.attr(fd.as_fd())?;
+        let want = attr
+            .size
+            .saturating_sub(offset)
+            .min(u64::from(count.min(MAX_IO)));
+        if want == 0 {
+            return Ok((Bytes::new(), true, attr));
+        }
+        let got = r.read(&node.fh, offset, want as u32)?;
+        let data = if got.len() as u64 >= want {
+            got.slice(..want as usize)
+        } else {
+            // past the end of the copy: a hole the size says is there
+            let mut b = BytesMut::with_capacity(want as usize);
+            b.extend_from_slice(&got);
+            b.resize(want as usize, 0);
+            b.freeze()
+        };
+        Ok((data, offset + want >= attr.size, attr))
+    }
+
+    /// WRITE to a remote file, then the local file's size and times as a write here would
+    /// leave them. None: the file's data is here.
+    pub(super) fn remote_write(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        offset: u64,
+        data: &[u8],
+        stable: Stability,
+    ) -> VfsResult<Option<(Stability, Attr)>> {
+        let fd = self.write_fd(caller, node)?;
+        let Some(r) = self.remote_for_write(caller, node)? else {
+            return Ok(None);
+        };
+        let done = r.write(&node.fh, offset, Bytes::copy_from_slice(data), stable)?;
+        let end = offset.saturating_add(data.len() as u64);
+        Self::as_writer(caller, || -> VfsResult<()> {
+            if end > self.attr(fd.as_fd())?.size {
+                sys::ftruncate(fd.as_fd(), end)?;
+            } else {
+                sys::touch_mtime(fd.as_fd())?;
+            }
+            Ok(())
+        })?;
+        self.count_io(node, data.len(), true);
+        Ok(Some((done, self.attr(fd.as_fd())?)))
+    }
+}
