@@ -1,0 +1,308 @@
+//! Where each file's data lives, kept durably: one row per file of a pNFS export, keyed by the
+//! file's handle on the metadata server, naming its backing file on each mirror's data
+//! server and the synthetic owner those files have. A row is written before the data
+//! servers are asked to create anything and marked ready after, so that a crash in between
+//! leaves a row the reconciler finishes or rolls back, never a DS file nobody knows of.
+//! All rows are also kept in memory: the data path asks for them on every I/O.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::RwLock;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use xdr::{Decoder, Encoder};
+
+/// file handle on the MDS -> encoded [`Mapping`]
+const FILES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
+/// names -> values: "instance" (this MDS's id in DS file names), "next_id" (synthetic ids)
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// How far a file's placement has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapState {
+    /// Recorded; the DS files may or may not exist yet.
+    Creating,
+    /// Every mirror's file exists.
+    Ready,
+}
+
+/// One copy of a file's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mirror {
+    /// The data server's name in the configuration.
+    pub ds: String,
+    /// The file's handle on that DS (empty until created).
+    pub fh: Bytes,
+    /// A copy that missed writes and must not be read or handed out until resynchronised.
+    pub stale: bool,
+}
+
+/// Where one file's data lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    /// How far placement has got.
+    pub state: MapState,
+    /// Name of the backing file on every mirror's data server.
+    pub name: Bytes,
+    /// Synthetic owner of the backing files: read-write layouts carry it as their user.
+    pub uid: u32,
+    /// Synthetic group of the backing files, in every layout (read-only layouts carry it with
+    /// a user that is not the owner).
+    pub gid: u32,
+    /// The copies, on distinct data servers.
+    pub mirrors: Vec<Mirror>,
+}
+
+/// Largest number of mirrors a row may hold (a bound for decoding).
+const MAX_MIRRORS: usize = 16;
+
+impl Mapping {
+    fn encode(&self) -> Bytes {
+        let mut e = Encoder::new();
+        e.u32(match self.state {
+            MapState::Creating => 0,
+            MapState::Ready => 1,
+        });
+        e.opaque(&self.name);
+        e.u32(self.uid);
+        e.u32(self.gid);
+        e.u32(self.mirrors.len() as u32);
+        for m in &self.mirrors {
+            e.opaque(m.ds.as_bytes());
+            e.opaque(&m.fh);
+            e.bool(m.stale);
+        }
+        e.finish().to_bytes()
+    }
+
+    fn decode(b: &[u8]) -> Option<Mapping> {
+        let mut d = Decoder::new(Bytes::copy_from_slice(b));
+        let state = match d.u32().ok()? {
+            0 => MapState::Creating,
+            1 => MapState::Ready,
+            _ => return None,
+        };
+        let name = d.opaque(255).ok()?;
+        let uid = d.u32().ok()?;
+        let gid = d.u32().ok()?;
+        let mirrors = d
+            .array(MAX_MIRRORS, 12, |d| {
+                Ok(Mirror {
+                    ds: d.string(64)?,
+                    fh: d.opaque(128)?,
+                    stale: d.bool()?,
+                })
+            })
+            .ok()?;
+        Some(Mapping {
+            state,
+            name,
+            uid,
+            gid,
+            mirrors,
+        })
+    }
+}
+
+/// A database failure, as text (the caller answers an I/O error and logs it).
+#[derive(Debug, thiserror::Error)]
+#[error("pNFS map: {0}")]
+pub struct MapError(String);
+
+fn err(e: impl std::fmt::Display) -> MapError {
+    MapError(e.to_string())
+}
+
+/// The durable map (see the module comment).
+pub struct FileMap {
+    db: Database,
+    rows: RwLock<HashMap<Bytes, Arc<Mapping>>>,
+    instance: u64,
+}
+
+impl FileMap {
+    /// Opens (or creates) the map at `path` and loads it.
+    pub fn open(path: &Path) -> Result<Self, MapError> {
+        let db = Database::create(path).map_err(err)?;
+        let w = db.begin_write().map_err(err)?;
+        let instance;
+        {
+            w.open_table(FILES).map_err(err)?;
+            let mut meta = w.open_table(META).map_err(err)?;
+            let got = meta.get("instance").map_err(err)?.map(|v| v.value());
+            instance = match got {
+                Some(i) => i,
+                None => {
+                    let i = new_instance_id();
+                    meta.insert("instance", i).map_err(err)?;
+                    i
+                }
+            };
+        }
+        w.commit().map_err(err)?;
+        let mut rows = HashMap::new();
+        {
+            let r = db.begin_read().map_err(err)?;
+            let t = r.open_table(FILES).map_err(err)?;
+            for row in t.iter().map_err(err)? {
+                let (k, v) = row.map_err(err)?;
+                match Mapping::decode(v.value()) {
+                    Some(m) => {
+                        rows.insert(Bytes::copy_from_slice(k.value()), Arc::new(m));
+                    }
+                    None => tracing::warn!("pNFS map: a row that does not decode is ignored"),
+                }
+            }
+        }
+        Ok(FileMap {
+            db,
+            rows: RwLock::new(rows),
+            instance,
+        })
+    }
+
+    /// This MDS's id, which the names of its DS files start with.
+    pub fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    /// The row of `fh`.
+    pub fn get(&self, fh: &[u8]) -> Option<Arc<Mapping>> {
+        self.rows.read().get(fh).cloned()
+    }
+
+    /// Whether the map has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.read().is_empty()
+    }
+
+    /// Every row.
+    pub fn all(&self) -> Vec<(Bytes, Arc<Mapping>)> {
+        self.rows
+            .read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Writes the row of `fh` (durable when this returns).
+    pub fn put(&self, fh: &Bytes, m: Mapping) -> Result<Arc<Mapping>, MapError> {
+        let w = self.db.begin_write().map_err(err)?;
+        {
+            let mut t = w.open_table(FILES).map_err(err)?;
+            t.insert(fh.as_ref(), m.encode().as_ref()).map_err(err)?;
+        }
+        w.commit().map_err(err)?;
+        let m = Arc::new(m);
+        self.rows.write().insert(fh.clone(), m.clone());
+        Ok(m)
+    }
+
+    /// Forgets the row of `fh`.
+    pub fn remove(&self, fh: &[u8]) -> Result<(), MapError> {
+        let w = self.db.begin_write().map_err(err)?;
+        {
+            let mut t = w.open_table(FILES).map_err(err)?;
+            t.remove(fh).map_err(err)?;
+        }
+        w.commit().map_err(err)?;
+        self.rows.write().remove(fh);
+        Ok(())
+    }
+
+    /// `n` consecutive synthetic ids, from `range`, wrapping around (durable when this
+    /// returns, so no id is handed out twice across restarts before the range wraps).
+    pub fn take_ids(&self, range: &std::ops::RangeInclusive<u32>, n: u32) -> Result<u32, MapError> {
+        let (lo, hi) = (u64::from(*range.start()), u64::from(*range.end()));
+        let w = self.db.begin_write().map_err(err)?;
+        let first;
+        {
+            let mut meta = w.open_table(META).map_err(err)?;
+            let next = meta.get("next_id").map_err(err)?.map_or(lo, |v| v.value());
+            first = if next < lo || next + u64::from(n) > hi + 1 {
+                lo
+            } else {
+                next
+            };
+            meta.insert("next_id", first + u64::from(n)).map_err(err)?;
+        }
+        w.commit().map_err(err)?;
+        Ok(first as u32)
+    }
+}
+
+/// A new MDS instance id, different across installations.
+fn new_instance_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(state: MapState) -> Mapping {
+        Mapping {
+            state,
+            name: Bytes::from_static(b"0123.abcd"),
+            uid: 0x4000_0000,
+            gid: 0x4000_0000,
+            mirrors: vec![
+                Mirror {
+                    ds: "a".into(),
+                    fh: Bytes::from_static(&[1, 2, 3]),
+                    stale: false,
+                },
+                Mirror {
+                    ds: "b".into(),
+                    fh: Bytes::new(),
+                    stale: true,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn rows_and_ids_survive_a_reopen() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("pnfs.redb");
+        let ids = 10..=15;
+        let instance;
+        {
+            let m = FileMap::open(&p).unwrap();
+            instance = m.instance();
+            m.put(&Bytes::from_static(b"fh1"), row(MapState::Ready))
+                .unwrap();
+            m.put(&Bytes::from_static(b"fh2"), row(MapState::Creating))
+                .unwrap();
+            m.remove(b"fh2").unwrap();
+            assert_eq!(m.take_ids(&ids, 2).unwrap(), 10);
+            assert_eq!(m.take_ids(&ids, 2).unwrap(), 12);
+        }
+        let m = FileMap::open(&p).unwrap();
+        assert_eq!(m.instance(), instance);
+        assert_eq!(m.get(b"fh1").as_deref(), Some(&row(MapState::Ready)));
+        assert!(m.get(b"fh2").is_none());
+        assert_eq!(m.all().len(), 1);
+        // 14, 15 fit; then the range wraps
+        assert_eq!(m.take_ids(&ids, 2).unwrap(), 14);
+        assert_eq!(m.take_ids(&ids, 2).unwrap(), 10);
+    }
+
+    #[test]
+    fn a_row_decodes_to_itself_and_garbage_does_not_decode() {
+        let r = row(MapState::Creating);
+        assert_eq!(Mapping::decode(&r.encode()), Some(r));
+        assert_eq!(Mapping::decode(&[0, 0, 0, 7]), None);
+        assert_eq!(Mapping::decode(&[]), None);
+    }
+}
