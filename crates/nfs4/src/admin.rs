@@ -47,6 +47,7 @@ impl Nfs4 {
                         StateObj::Open(_) => opens += 1,
                         StateObj::Lock(_) => locks += 1,
                         StateObj::Deleg(_) => delegations += 1,
+                        StateObj::Layout(_) => {}
                     }
                 }
                 ClientView {

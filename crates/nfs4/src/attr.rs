@@ -122,11 +122,18 @@ const COMMON: &[u32] = &[
     nfs4wire::FATTR4_MOUNTED_ON_FILEID,
 ];
 
+/// layout_blksize: the data servers' preferred I/O size (the Linux client caps it at 1 MiB).
+pub const LAYOUT_BLKSIZE: u32 = 1 << 20;
+
 /// The attributes supported in minor version `minor`.
 pub fn supported(minor: u32) -> Bitmap {
     let mut b = Bitmap::of(COMMON);
     if minor >= 1 {
         b.set(nfs4wire::FATTR4_SUPPATTR_EXCLCREAT);
+        // pNFS (RFC 8881 sections 5.12, 5.13): the types are empty where no layout is offered
+        b.set(nfs4wire::FATTR4_FS_LAYOUT_TYPES);
+        b.set(nfs4wire::FATTR4_LAYOUT_BLKSIZE);
+        b.set(nfs4wire::FATTR4_LAYOUT_ALIGNMENT);
     }
     if minor >= 2 {
         b.set(nfs4wire::FATTR4_CLONE_BLKSIZE);
@@ -197,6 +204,9 @@ pub struct Object<'a> {
     pub lease: u32,
     /// How owner and owner_group are written.
     pub idmap: &'a IdMap,
+    /// The file system offers flexible files layouts to this client (fs_layout_types lists
+    /// them; empty otherwise).
+    pub layouts: bool,
 }
 
 fn time(e: &mut Encoder, t: Time) {
@@ -325,6 +335,16 @@ pub fn fattr(req: &Bitmap, o: &Object<'_>, minor: u32) -> Fattr4 {
             nfs4wire::FATTR4_TIME_MODIFY => time(&mut v, a.mtime),
             nfs4wire::FATTR4_MOUNTED_ON_FILEID => v.u64(o.mounted_on_fileid),
             nfs4wire::FATTR4_SUPPATTR_EXCLCREAT => exclcreat().encode(&mut v),
+            nfs4wire::FATTR4_FS_LAYOUT_TYPES => match o.layouts {
+                true => {
+                    v.u32(1);
+                    v.encode(&nfs4wire::Layouttype4::LAYOUT4_FLEX_FILES);
+                }
+                false => v.u32(0),
+            },
+            // the I/O size clients should use towards the data servers
+            nfs4wire::FATTR4_LAYOUT_BLKSIZE => v.u32(LAYOUT_BLKSIZE),
+            nfs4wire::FATTR4_LAYOUT_ALIGNMENT => v.u32(4096),
             nfs4wire::FATTR4_CLONE_BLKSIZE => v.u32(4096),
             nfs4wire::FATTR4_CHANGE_ATTR_TYPE => v.u32(3), // NFS4_CHANGE_TYPE_IS_TIME_METADATA
             nfs4wire::FATTR4_XATTR_SUPPORT => v.bool(true),
@@ -413,6 +433,7 @@ mod tests {
             fsstat: &none,
             lease: 90,
             idmap: &IdMap::default(),
+            layouts: false,
         };
         let req = Bitmap::of(&[crate::proto::FATTR4_OPEN_ARGUMENTS]);
         for minor in [1, 2] {

@@ -201,6 +201,8 @@ pub struct Nfs4 {
     pub unasked_write_delegations: bool,
     /// Errors by status and I/O bytes, once a dispatcher has registered the program.
     metrics: OnceLock<NfsMetrics>,
+    /// The data servers when this is a pNFS metadata server.
+    pub pnfs: Option<Arc<pnfs::Mds>>,
 }
 
 /// Counters that show what the data path did (holes sent as holes, reclaims admitted).
@@ -283,7 +285,15 @@ impl Nfs4 {
             metrics: OnceLock::new(),
             lease_secs: crate::proto::LEASE_SECONDS,
             idmap: crate::idmap::IdMap::default(),
+            pnfs: None,
         }
+    }
+
+    /// Makes this a pNFS metadata server with the data servers of `mds` (the backend must
+    /// send the data of placed files there too: [`Vfs::set_remote_data`]).
+    pub fn with_pnfs(mut self, mds: Arc<pnfs::Mds>) -> Self {
+        self.pnfs = Some(mds);
+        self
     }
 
     /// Grants write delegations on opens for reading and writing that ask for no particular

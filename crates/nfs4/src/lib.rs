@@ -13,6 +13,7 @@ mod ops_deleg;
 mod ops_dir;
 mod ops_fh;
 mod ops_file;
+mod ops_layout;
 mod ops_lock;
 mod ops_open;
 mod ops_xattr;

@@ -9,17 +9,18 @@ use crate::compound::Nfs4;
 
 impl MetricsSource for Nfs4 {
     fn encode(&self, out: &mut MetricsOut<'_>) -> fmt::Result {
-        let (clients, sessions, opens, locks, delegs) = {
+        let (clients, sessions, opens, locks, delegs, layouts) = {
             let s = self.state.lock();
-            let (mut o, mut l, mut d) = (0, 0, 0);
+            let (mut o, mut l, mut d, mut y) = (0, 0, 0, 0);
             for v in s.states.values() {
                 match v {
                     crate::state::StateObj::Open(_) => o += 1,
                     crate::state::StateObj::Lock(_) => l += 1,
                     crate::state::StateObj::Deleg(_) => d += 1,
+                    crate::state::StateObj::Layout(_) => y += 1,
                 }
             }
-            (s.clients.len(), s.sessions.len(), o, l, d)
+            (s.clients.len(), s.sessions.len(), o, l, d, y)
         };
         out.gauges(
             "rnfs_nfs4_state",
@@ -30,6 +31,7 @@ impl MetricsSource for Nfs4 {
                 ("opens", opens),
                 ("lock_stateids", locks),
                 ("delegations", delegs),
+                ("layout_stateids", layouts),
             ]
             .map(|(k, v)| ([("kind", k)], v as u64)),
         )?;

@@ -245,7 +245,11 @@ impl Nfs4 {
             .clients
             .get(id)
             .ok_or(OpFail::from(Nfsstat4::NFS4ERR_SERVERFAULT))?;
-        let mut rflags = EXCHGID4_FLAG_USE_NON_PNFS;
+        // a metadata server says so instead of NON_PNFS: the Linux client refuses both
+        let mut rflags = match self.pnfs {
+            Some(_) => EXCHGID4_FLAG_USE_PNFS_MDS,
+            None => EXCHGID4_FLAG_USE_NON_PNFS,
+        };
         if c.confirmed {
             rflags |= EXCHGID4_FLAG_CONFIRMED_R;
         }
@@ -555,6 +559,8 @@ impl Nfs4 {
         let obj = s.check(&sid, 1)?.clone();
         match obj {
             StateObj::Open(_) | StateObj::Deleg(_) => Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into()),
+            // layouts held: returned by LAYOUTRETURN, not freed
+            StateObj::Layout(_) => Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into()),
             StateObj::Lock(l) => {
                 if s.owner_has_locks(l.file, l.client, &l.owner) {
                     return Err(Nfsstat4::NFS4ERR_LOCKS_HELD.into());

@@ -88,7 +88,7 @@ impl Nfs4 {
                 o.client != client && (write || o.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE != 0)
             }
             StateObj::Deleg(d) => !d.revoked,
-            StateObj::Lock(_) => false,
+            StateObj::Lock(_) | StateObj::Layout(_) => false,
         });
         if conflict {
             return None;
@@ -117,7 +117,7 @@ impl Nfs4 {
                 o.client != client && (write || o.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE != 0)
             }
             StateObj::Deleg(d) => d.client != client && !d.revoked,
-            StateObj::Lock(_) => false,
+            StateObj::Lock(_) | StateObj::Layout(_) => false,
         });
         let recall = conflict || s.back_session(client).is_none();
         self.counters

@@ -56,18 +56,25 @@ impl Nfs4 {
                     fsstat: &none,
                     lease: self.lease_secs,
                     idmap: &self.idmap,
+                    layouts: false,
                 };
                 attr::fattr(req, &o, ctx.minor)
             }
             Fh::Real(fhb) => {
-                let (_, n) = self.vfs.authorize(fhb, &ctx.client)?;
-                self.node_attrs(&n, req, ctx.minor)
+                let (c, n) = self.vfs.authorize(fhb, &ctx.client)?;
+                self.node_attrs(&n, req, ctx.minor, self.offers_layouts(&c))
             }
         })
     }
 
-    /// The attributes `req` asks for of a real object.
-    pub fn node_attrs(&self, n: &Node, req: &Bitmap, minor: u32) -> Fattr4 {
+    /// Whether `caller` gets pNFS layouts: this server has data servers and the client's rule
+    /// says `pnfs`.
+    pub fn offers_layouts(&self, caller: &vfs::Caller) -> bool {
+        caller.pnfs && self.pnfs.is_some()
+    }
+
+    /// The attributes `req` asks for of a real object (`layouts`: see [`Object::layouts`]).
+    pub fn node_attrs(&self, n: &Node, req: &Bitmap, minor: u32, layouts: bool) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root(n) {
             self.pseudo()
                 .junction_fileid(&n.fh)
@@ -83,6 +90,7 @@ impl Nfs4 {
             fsstat: &fsstat,
             lease: self.lease_secs,
             idmap: &self.idmap,
+            layouts,
         };
         attr::fattr(req, &o, minor)
     }
@@ -100,8 +108,8 @@ impl Nfs4 {
                 > 0
                 && attr::depends_on_data(&req)
             {
-                if let Some(n) = self.getattr_of_write_delegated(ctx)? {
-                    return Ok(self.node_attrs(&n, &req, ctx.minor));
+                if let Some((c, n)) = self.getattr_of_write_delegated(ctx)? {
+                    return Ok(self.node_attrs(&n, &req, ctx.minor, self.offers_layouts(&c)));
                 }
             }
         }
@@ -113,8 +121,11 @@ impl Nfs4 {
     /// when it reports changes, the file is shown with its size and a modify and change time
     /// just past the file's (a change attribute that moves with each change it reports), as
     /// RFC 8881 section 10.4.3 describes. None: the file as it is.
-    fn getattr_of_write_delegated(&self, ctx: &mut Ctx<'_>) -> Result<Option<Node>, OpFail> {
-        let (_, mut n) = self.real(ctx)?;
+    fn getattr_of_write_delegated(
+        &self,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Option<(vfs::Caller, Node)>, OpFail> {
+        let (c, mut n) = self.real(ctx)?;
         let file = crate::ops_file::file_key(&n);
         let client = ctx.clientid.unwrap_or(u64::MAX);
         if !self.others_write_delegated(file, client) {
@@ -132,7 +143,7 @@ impl Nfs4 {
         n.attr.size = size;
         n.attr.mtime = n.attr.mtime.max(shown);
         n.attr.ctime = n.attr.ctime.max(shown);
-        Ok(Some(n))
+        Ok(Some((c, n)))
     }
 
     pub(crate) fn getfh(&self, ctx: &mut Ctx<'_>) -> Result<Getfh4resok, OpFail> {
@@ -481,6 +492,7 @@ impl Nfs4 {
                     return Err(Nfsstat4::NFS4ERR_NOT_SAME.into());
                 }
                 let minor = ctx.minor;
+                let layouts = self.offers_layouts(&c);
                 let mut err = None;
                 let eof = self
                     .vfs
@@ -489,7 +501,9 @@ impl Nfs4 {
                             return true;
                         }
                         let a = match &ent.plus {
-                            Some((fh, attr)) => self.entry_attrs(&n, fh, attr, &req, minor),
+                            Some((fh, attr)) => {
+                                self.entry_attrs(&n, fh, attr, &req, minor, layouts)
+                            }
                             None => match rdattr_error(&req, Nfsstat4::NFS4ERR_ACCESS) {
                                 Ok(a) => a,
                                 Err(f) => {
@@ -521,7 +535,15 @@ impl Nfs4 {
     /// fattr4 of an entry of `dir` from the attributes READDIR read with its handle: the
     /// entry is resolved (an open by handle and a stat more) only when a file-system
     /// attribute such as space_avail is asked for, which the Linux client's READDIR does not.
-    fn entry_attrs(&self, dir: &Node, fh: &Bytes, attr: &Attr, req: &Bitmap, minor: u32) -> Fattr4 {
+    fn entry_attrs(
+        &self,
+        dir: &Node,
+        fh: &Bytes,
+        attr: &Attr,
+        req: &Bitmap,
+        minor: u32,
+        layouts: bool,
+    ) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root_attr(dir, attr) {
             self.pseudo().junction_fileid(fh).unwrap_or(attr.fileid)
         } else {
@@ -538,6 +560,7 @@ impl Nfs4 {
             fsstat: &fsstat,
             lease: self.lease_secs,
             idmap: &self.idmap,
+            layouts,
         };
         attr::fattr(req, &o, minor)
     }

@@ -169,6 +169,8 @@ impl Nfs4 {
             // A read delegation allows reading only, a write delegation both.
             StateObj::Deleg(d) if d.write => (d.client, nfs4wire::OPEN4_SHARE_ACCESS_BOTH),
             StateObj::Deleg(d) => (d.client, nfs4wire::OPEN4_SHARE_ACCESS_READ),
+            // a layout stateid is for the data servers' I/O, not the MDS's
+            StateObj::Layout(_) => return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into()),
         };
         if obj.file() != file {
             return Err(Nfsstat4::NFS4ERR_BAD_STATEID.into());
@@ -276,7 +278,7 @@ impl Nfs4 {
         match s.states.get(&sid.other) {
             Some(StateObj::Open(o)) => Some(OwnerKey::open(o.client, o.owner.clone())),
             Some(StateObj::Lock(l)) => Some(OwnerKey::lock(l.client, l.owner.clone())),
-            Some(StateObj::Deleg(_)) => None,
+            Some(StateObj::Deleg(_) | StateObj::Layout(_)) => None,
             None => s.owners.of_closed(&sid.other).cloned(),
         }
     }

@@ -159,6 +159,24 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub rdma_busy_poll: u64,
     // --- end RPC-over-RDMA ---
+    // --- pNFS ---
+    /// A pNFS data server (repeat for each): NAME=HOST:PORT:/EXPORT[,rdma=PORT][,mount=PORT],
+    /// an NFSv3 export that does not squash this server's root. Clients whose export rule says
+    /// `pnfs` get flexible files layouts, and new files' data goes to the data servers.
+    #[arg(long = "pnfs-ds", value_name = "NAME=HOST:PORT:/EXPORT")]
+    pub pnfs_ds: Vec<pnfs::DsSpec>,
+    /// Copies of each file's data, on distinct data servers.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub pnfs_mirrors: u32,
+    /// The uids and gids the files on the data servers are owned by (fencing changes them).
+    #[arg(long, value_name = "LOW-HIGH", value_parser = pnfs::config::parse_ids,
+          default_value = "1073741824-1342177279")]
+    pub pnfs_ids: std::ops::RangeInclusive<u32>,
+    /// Seconds between runs of the reconciler, which deletes data server files no file owns.
+    #[arg(long, value_name = "SECS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub pnfs_reconcile_secs: u64,
+    // --- end pNFS ---
     /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
     #[arg(long, default_value = "info")]
     pub log_level: String,

@@ -64,6 +64,47 @@ async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
         .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))
 }
 
+/// The pNFS metadata server's data servers, when `--pnfs-ds` names any: the backend sends
+/// placed files' data to them, and the reconciler starts.
+fn pnfs_mds(args: &Args, vfs: &Arc<Vfs>) -> Result<Option<Arc<pnfs::Mds>>, String> {
+    let any_rule = vfs
+        .exports()
+        .iter()
+        .any(|e| e.rules.iter().any(|r| r.options.pnfs));
+    if args.pnfs_ds.is_empty() {
+        if any_rule {
+            tracing::warn!("exports say pnfs but no --pnfs-ds is given: no layouts are handed out");
+        }
+        return Ok(None);
+    }
+    if !any_rule {
+        tracing::warn!(
+            "--pnfs-ds is given but no export rule says pnfs: no layouts are handed out"
+        );
+    }
+    let cfg = pnfs::PnfsConfig {
+        data_servers: args.pnfs_ds.clone(),
+        mirrors: args.pnfs_mirrors,
+        ids: args.pnfs_ids.clone(),
+    };
+    let mds = Arc::new(pnfs::Mds::open(cfg, &args.state_dir).map_err(|e| e.to_string())?);
+    vfs.set_remote_data(mds.clone());
+    let v = vfs.clone();
+    mds.start(
+        Box::new(move |fh| {
+            !matches!(
+                v.resolve(fh),
+                Err(vfs::VfsError::Stale | vfs::VfsError::BadHandle)
+            )
+        }),
+        std::time::Duration::from_secs(args.pnfs_reconcile_secs),
+    );
+    for ds in &args.pnfs_ds {
+        tracing::info!(ds = %ds.name, addr = %ds.addr, export = %ds.export, "pNFS data server");
+    }
+    Ok(Some(mds))
+}
+
 async fn run(args: Args) -> Result<(), String> {
     let exports = config::exports(&args)?;
     if !vfs::cred::can_switch() {
@@ -82,11 +123,14 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let metrics = Arc::new(RpcMetrics::default());
     let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
-    let v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
+    let mut v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
         .map_err(|e| e.to_string())?
         .with_lease(args.lease_time)
         .with_unasked_write_delegations(args.write_delegations)
         .with_idmap_domain(args.idmap_domain.clone());
+    if let Some(mds) = pnfs_mds(&args, &vfs)? {
+        v4 = v4.with_pnfs(mds);
+    }
     let v4 = Arc::new(v4);
     // NLM requests see NFSv4's opens (share reservations) and release its expired clients
     v4.share_with_lock_manager();

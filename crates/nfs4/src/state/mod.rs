@@ -28,7 +28,7 @@ use locks::Participant;
 pub use locks::{Lock, LockManager, LockOutcome, Owner};
 pub use owners::{OwnerKey, OwnerSeq, Owners};
 pub use sessions::{Session, SessionId, Sessions, Slot};
-pub use stateids::{Deleg, LockState, Open, Other, StateObj, States};
+pub use stateids::{Deleg, LayoutState, LockState, Open, Other, StateObj, States};
 
 /// A map keyed by ids the server hands out (see [`IdHasher`]).
 pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;

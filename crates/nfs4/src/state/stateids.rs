@@ -81,6 +81,22 @@ pub struct Deleg {
     pub shown: Option<(u64, vfs::Time)>,
 }
 
+/// A client's pNFS layouts of one file (RFC 8881 section 12.5.2: one layout stateid per
+/// client and file). Layouts cover the whole file.
+#[derive(Debug, Clone)]
+pub struct LayoutState {
+    /// Holder.
+    pub client: u64,
+    /// File.
+    pub file: FileKey,
+    /// Handle of the file.
+    pub fh: Bytes,
+    /// Stateid seqid: every LAYOUTGET, LAYOUTRETURN that leaves layouts, and recall moves it.
+    pub seqid: u32,
+    /// Layout iomodes held, as bits (1 << LAYOUTIOMODE4_READ, 1 << LAYOUTIOMODE4_RW).
+    pub iomodes: u32,
+}
+
 /// What a stateid designates.
 #[derive(Debug, Clone)]
 pub enum StateObj {
@@ -90,6 +106,8 @@ pub enum StateObj {
     Lock(LockState),
     /// A delegation.
     Deleg(Deleg),
+    /// Layouts.
+    Layout(LayoutState),
 }
 
 impl StateObj {
@@ -99,6 +117,7 @@ impl StateObj {
             StateObj::Open(o) => o.client,
             StateObj::Lock(l) => l.client,
             StateObj::Deleg(d) => d.client,
+            StateObj::Layout(l) => l.client,
         }
     }
     /// The file the state is about.
@@ -107,6 +126,7 @@ impl StateObj {
             StateObj::Open(o) => o.file,
             StateObj::Lock(l) => l.file,
             StateObj::Deleg(d) => d.file,
+            StateObj::Layout(l) => l.file,
         }
     }
     /// The stateid's current seqid.
@@ -115,6 +135,7 @@ impl StateObj {
             StateObj::Open(o) => o.seqid,
             StateObj::Lock(l) => l.seqid,
             StateObj::Deleg(d) => d.seqid,
+            StateObj::Layout(l) => l.seqid,
         }
     }
 }

@@ -360,6 +360,12 @@ impl Fixture {
         Self::build_with(0o777, None, true, args)
     }
 
+    /// One export of mode `mode` with `options` for 127.0.0.1, metrics, and more `rnfsd`
+    /// arguments.
+    pub fn with_options_args(mode: u32, options: &str, args: &[&str]) -> Fixture {
+        Self::build_with(mode, Some(options), true, args)
+    }
+
     fn build(mode: u32, options: Option<&str>, metrics: bool) -> Fixture {
         Self::build_with(mode, options, metrics, &[])
     }

@@ -108,6 +108,10 @@ ok_results! {
     exchange_id: OpExchangeId(ExchangeId4res) -> w::ExchangeId4resok;
     create_session: OpCreateSession(CreateSession4res) -> w::CreateSession4resok;
     setclientid: OpSetclientid(Setclientid4res) -> w::Setclientid4resok;
+    layoutget: OpLayoutget(Layoutget4res) -> w::Layoutget4resok;
+    getdeviceinfo: OpGetdeviceinfo(Getdeviceinfo4res) -> w::Getdeviceinfo4resok;
+    layoutcommit: OpLayoutcommit(Layoutcommit4res) -> w::Layoutcommit4resok;
+    layoutreturn: OpLayoutreturn(Layoutreturn4res) -> w::LayoutreturnStateid;
 }
 
 /// A decoded COMPOUND4res.
