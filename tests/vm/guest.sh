@@ -345,6 +345,12 @@ run_combo() { # server vers transport
 		return
 	fi
 	result "$s" "$v" "$t" mount PASS "$(elapsed "$t0")" "$(grep " $MNT " /proc/mounts | cut -d' ' -f4)"
+	if [ -z "$WL_CASES" ]; then # only cases that run apart (nlm, pnfs)
+		read -r st c out <<<"$(unmount)"
+		result "$s" "$v" "$t" umount "$st" "$c" "$out"
+		stop_capture
+		return
+	fi
 	wl=/tmp/wl-$s-$v-$t
 	local extra=(--vers "$v" --transport "$t" --restart-cmd "/run/$s-restart"
 		--mount-source "$addr:$path" --mount-opts "$opts")
@@ -383,7 +389,7 @@ stop_capture() {
 # ---------------------------------------------------------------------------------------------
 # The "nlm" case: NFSv3 locks through the kernel client's lockd (tests/vm/locks.py), with a v3
 # and a v4.2 mount of one export. It runs apart from the combination's mount.
-WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/^,//; s/,$//')
+WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/^,//; s/,$//')
 NLM_RC=1
 NLM_INCREMENTS=${NLM_INCREMENTS:-2000}
 nlm_result() { # server status time reason-file-or-text
@@ -499,6 +505,103 @@ nlm_case() { # server vers transport: the nlm result of a combination
 }
 
 # ---------------------------------------------------------------------------------------------
+# The "pnfs" case (docs/pnfs.md): rnfsd as pNFS metadata server (MDS) in a network namespace
+# of its own, with three NFSv3 data servers (DSes) at the guest's address on that link: two
+# rnfsd and knfsd. The kernel client mounts the MDS with vers=4.2; tests/vm/pnfs.py checks
+# where the bytes go, then the workload's cases run on the mount.
+PNFS_CASES=${PNFS_CASES-smoke,bigfile,files1000,rename,lsdir,symlink,hardlink,attrs,fsync,fsx,tar}
+pnfs_case() { # server vers transport
+	case ",$CASES," in *,pnfs,*) ;; *) return 0 ;; esac
+	[ "$1" = rnfsd ] || return 0
+	if [ "$2" != 4.2 ] || [ "$3" != tcp ]; then
+		result "$1" "$2" "$3" pnfs SKIP 0 "pNFS: run with the vers=4.2 tcp combination"
+		return 0
+	fi
+	local ns=rnfspnfs cli=10.98.0.1 mds=10.98.0.2 i t0 out rc why knfsd_mine=0 pids=""
+	local mnt=/mnt/pnfs wl=/tmp/wl-pnfs
+	t0=$(now)
+	pnfs_fail() { result rnfsd 4.2 tcp pnfs FAIL "$(elapsed "$t0")" "$1"; }
+	ip netns add $ns && ip link add vpn0 type veth peer name vpn1 &&
+		ip link set vpn1 netns $ns && ip addr add $cli/24 dev vpn0 && ip link set vpn0 up &&
+		ip netns exec $ns ip addr add $mds/24 dev vpn1 &&
+		ip netns exec $ns ip link set vpn1 up && ip netns exec $ns ip link set lo up ||
+		{ pnfs_fail "network namespace setup failed"; return; }
+	# knfsd: the third DS (its /srv/knfsd, exported to the MDS's link too)
+	if ! pgrep -x nfsd >/dev/null; then
+		start_knfsd >/dev/null || { pnfs_fail "knfsd did not start"; return; }
+		knfsd_mine=1
+	fi
+	exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 10.98.0.0/24:/srv/knfsd ||
+		{ pnfs_fail "exportfs for the MDS failed"; return; }
+	for i in 1 2; do
+		mkdir -p /srv/ds$i /run/ds$i-state && mount -t tmpfs -o mode=0700 tmpfs /srv/ds$i
+		echo "/srv/ds$i 10.98.0.0/24(rw,no_root_squash,sync)" >/run/ds$i.exports
+		setsid env $RNFSD_ENV "$RNFSD" --exports /run/ds$i.exports --listen $cli:$((2049 + i)) \
+			--no-portmap --no-nlm --no-rdma --state-dir /run/ds$i-state --metrics $cli:$((9470 + i)) \
+			--admin-socket /run/ds$i.sock >/run/ds$i.log 2>&1 </dev/null &
+		pids="$pids $!"
+	done
+	mkdir -p /srv/mds /run/mds-state && mount -t tmpfs -o mode=0777 tmpfs /srv/mds
+	echo "/srv/mds 10.98.0.0/24(rw,no_root_squash,insecure,fsid=0,pnfs)" >/run/mds.exports
+	setsid ip netns exec $ns env $RNFSD_ENV "$RNFSD" --exports /run/mds.exports \
+		--listen 0.0.0.0:2049 --no-portmap --no-nlm --no-rdma --state-dir /run/mds-state \
+		--admin-socket /run/mds.sock --metrics $mds:9464 --lease-time 15 \
+		--pnfs-ds ds1=$cli:2050:/srv/ds1 --pnfs-ds ds2=$cli:2051:/srv/ds2 \
+		--pnfs-ds ds3=$cli:2049:/srv/knfsd >/run/mds.log 2>&1 </dev/null &
+	pids="$pids $!"
+	for _ in $(seq 300); do
+		[ "$(cat /run/ds1.log /run/ds2.log /run/mds.log | grep -c 'rnfsd ready:')" = 3 ] && break
+		sleep 0.2
+	done
+	say "pnfs: $(grep -ho 'rnfsd ready:.*' /run/ds1.log /run/ds2.log /run/mds.log | tr '\n' ' ')"
+	mkdir -p $mnt
+	if ! out=$(timeout 180 mount -t nfs -o vers=4.2,proto=tcp $mds:/ $mnt 2>&1); then
+		pnfs_fail "mount failed: $(echo "$out" | tr '\n' ' ')"
+		dump "mds.log" /run/mds.log 30
+	else
+		# PNFS_DEBUG=1: the kernel client's pNFS debugging messages into dmesg (saved)
+		[ "${PNFS_DEBUG:-0}" = 1 ] && echo 0x3000 >/proc/sys/sunrpc/nfs_debug
+		out=$(timeout -k 10 900 python3 "$REPO/tests/vm/pnfs.py" --mnt $mnt --mds-export /srv/mds \
+			--ds /srv/ds1 --ds /srv/ds2 --ds /srv/knfsd --mib "${PNFS_MIB:-64}" \
+			--ds-metrics /srv/ds1=http://$cli:9471/metrics \
+			--ds-metrics /srv/ds2=http://$cli:9472/metrics \
+			--mds-metrics http://$mds:9464/metrics 2>&1)
+		rc=$?
+		echo 0 >/proc/sys/sunrpc/nfs_debug
+		echo "$out" | sed "s/^/pnfs| /"
+		why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
+		# the workload's cases on the pNFS mount (PNFS_CASES="": none)
+		: >$wl.out
+		if [ -n "$PNFS_CASES" ]; then
+			timeout -k 10 "$WORKLOAD_TIMEOUT" python3 "$REPO/tests/vm/workload.py" --dir $mnt/work \
+				--label "server=rnfsd-pnfs vers=4.2 transport=tcp" --cases "$PNFS_CASES" \
+				--seed "$SEED" --tarball "$TARBALL" --log $wl.log --vers 4.2 --transport tcp \
+				$WORKLOAD_ARGS >$wl.out 2>&1
+			sed "s/^/pnfs wl| /" $wl.out
+			why="$why$(grep "status=FAIL" $wl.out | sed 's/.*case=\([^ ]*\).*reason=/workload \1: /' | tr '\n' ';')"
+			grep -q "case=" $wl.out || why="${why}workload printed nothing;"
+		fi
+		if [ "$rc" = 0 ] && [ -z "$why" ]; then
+			result rnfsd 4.2 tcp pnfs PASS "$(elapsed "$t0")" "-"
+		else
+			pnfs_fail "${why:-pnfs.py exited $rc}"
+			dump "mds.log" /run/mds.log 40
+			dump "wl pnfs" $wl.log 40
+			dmesg_tail 30
+		fi
+		say "pnfs: DS files $(ls /srv/ds1 | wc -l) $(ls /srv/ds2 | wc -l) $(ls /srv/knfsd | wc -l)"
+		timeout 60 umount $mnt || umount -l $mnt
+	fi
+	for i in $pids; do kill "$i" 2>/dev/null; done
+	sleep 1
+	save /run/mds.log /run/ds1.log /run/ds2.log $wl.log $wl.out
+	umount /srv/mds /srv/ds1 /srv/ds2
+	exportfs -u 10.98.0.0/24:/srv/knfsd
+	[ "$knfsd_mine" = 1 ] && stop_knfsd >/dev/null 2>&1
+	ip netns del $ns
+}
+
+# ---------------------------------------------------------------------------------------------
 # knfsd runs once for all combinations; rnfsd is started afresh for each, so that one
 # combination's failure (a crash, exhausted descriptors) does not spill into the next
 for s in $SERVERS; do
@@ -523,6 +626,7 @@ for s in $SERVERS; do
 				up=0
 			fi
 			nlm_case "$s" "$v" "$t"
+			pnfs_case "$s" "$v" "$t"
 		}
 	done
 	[ "$up" = 1 ] && "stop_$s"

@@ -254,7 +254,7 @@ impl Nfs4 {
     /// cannot go now: no back channel, the slot still holds an unanswered call (one at a time;
     /// a call unanswered for [`CB_SLOT_TIMEOUT`] is taken as lost), or the connection refused
     /// it. The slot's sequence id moves only for a call that went out.
-    fn callback(
+    pub(crate) fn callback(
         &self,
         s: &mut State,
         client: u64,

@@ -313,6 +313,9 @@ impl Nfs4 {
             }
             self.check_io_stateid(ctx, &sid, &n, true, size.min(n.attr.size), u64::MAX)
                 .map_err(|f| attrsset_fail(f.status))?;
+            // pNFS clients writing to the data servers stop first
+            self.recall_layouts(ctx.clientid.unwrap_or(u64::MAX), &n)
+                .map_err(|f| attrsset_fail(f.status))?;
         }
         // Any attribute another client changes is one a delegation holder may have cached.
         self.recall_before_change(ctx, n.file_id())

@@ -195,6 +195,8 @@ impl Nfs4 {
                         fh: n.fh.clone(),
                         seqid: 0,
                         iomodes: 0,
+                        recalled: None,
+                        recall_sent: false,
                     }),
                 );
                 other
@@ -203,6 +205,10 @@ impl Nfs4 {
         let Some(StateObj::Layout(l)) = s.states.get_mut(&other) else {
             return Err(Nfsstat4::NFS4ERR_SERVERFAULT.into());
         };
+        // RFC 8881 section 12.5.5.2: no new layout while the file's is being recalled
+        if l.recalled.is_some() {
+            return Err(Nfsstat4::NFS4ERR_RECALLCONFLICT.into());
+        }
         l.seqid = l.seqid.wrapping_add(1).max(1);
         l.iomodes |= iomode_bit(a.loga_iomode);
         let seqid = l.seqid;
@@ -275,7 +281,7 @@ impl Nfs4 {
         ctx: &mut Ctx<'_>,
         a: Layoutcommit4args,
     ) -> Result<Layoutcommit4resok, OpFail> {
-        self.mds()?;
+        let mds = self.mds()?;
         let (_, n) = self.real(ctx)?;
         let sid = self.stateid(ctx, a.loca_stateid)?;
         self.held_layout(ctx, &sid, file_key(&n))?;
@@ -287,7 +293,8 @@ impl Nfs4 {
             Newoffset4::False => None,
         };
         let before = n.attr.size;
-        let attr = self.vfs.remote_written(&n, end)?;
+        let (end, data_time) = mds.committed(&n.fh, end);
+        let attr = self.vfs.remote_written(&n, end, data_time)?;
         Ok(Layoutcommit4resok {
             locr_newsize: if attr.size != before {
                 Newsize4::True(attr.size)
@@ -370,6 +377,89 @@ impl Nfs4 {
                 Ok(LayoutreturnStateid::False)
             }
         }
+    }
+
+    /// Recalls the layouts other clients than `client` hold on file `n` before a change
+    /// their writes to the data servers would undo (a truncation): Ok once none is left,
+    /// DELAY while recalls are out. A holder that keeps its layout a lease past the recall is
+    /// fenced: the DS files get new owners, so its writes there are refused, and its layout
+    /// state is dropped (RFC 8435 section 2.2).
+    pub(crate) fn recall_layouts(&self, client: u64, n: &vfs::Node) -> Result<(), OpFail> {
+        let Some(mds) = &self.pnfs else {
+            return Ok(());
+        };
+        let file = file_key(n);
+        let mut fence = false;
+        let mut waiting = false;
+        {
+            let mut s = self.state.lock();
+            let held: Vec<[u8; 12]> = s
+                .states
+                .on_file(file)
+                .filter(|(_, o)| matches!(o, StateObj::Layout(l) if l.client != client))
+                .map(|(k, _)| k)
+                .collect();
+            if held.is_empty() {
+                return Ok(());
+            }
+            // recalling waits: not on a thread that must not
+            if vfs::nowait::active() {
+                return Err(vfs::nowait::give_up().into());
+            }
+            let lease = s.lease();
+            for other in held {
+                let Some(StateObj::Layout(l)) = s.states.get_mut(&other) else {
+                    continue;
+                };
+                match l.recalled {
+                    Some(t) if t.elapsed() >= lease => {
+                        tracing::warn!(client = l.client, "a layout not returned: fencing");
+                        s.states.remove(&other);
+                        fence = true;
+                        continue;
+                    }
+                    Some(_) => {}
+                    None => {
+                        l.recalled = Some(std::time::Instant::now());
+                        // the recall carries the next seqid (RFC 8881 section 12.5.3)
+                        l.seqid = l.seqid.wrapping_add(1).max(1);
+                    }
+                }
+                waiting = true;
+                let Some(StateObj::Layout(l)) = s.states.get(&other).cloned() else {
+                    continue;
+                };
+                if !l.recall_sent {
+                    let recall = NfsCbArgop4::OpCbLayoutrecall(CbLayoutrecall4args {
+                        clora_type: Layouttype4::LAYOUT4_FLEX_FILES,
+                        clora_iomode: Layoutiomode4::Layoutiomode4Any,
+                        clora_changed: true,
+                        clora_recall: Layoutrecall4::Layoutrecall4File(LayoutrecallFile4 {
+                            lor_fh: l.fh.clone(),
+                            lor_offset: 0,
+                            lor_length: u64::MAX,
+                            lor_stateid: Stateid {
+                                seqid: l.seqid,
+                                other,
+                            }
+                            .into(),
+                        }),
+                    });
+                    let sent = self.callback(&mut s, l.client, vec![recall]).is_some();
+                    tracing::debug!(client = l.client, sent, "CB_LAYOUTRECALL");
+                    if let Some(StateObj::Layout(x)) = s.states.get_mut(&other) {
+                        x.recall_sent = sent;
+                    }
+                }
+            }
+        }
+        if fence {
+            mds.fence(&n.fh)?;
+        }
+        if waiting {
+            return Err(Nfsstat4::NFS4ERR_DELAY.into());
+        }
+        Ok(())
     }
 
     /// Records the I/O errors a client reports when returning a layout (ff_layoutreturn4).

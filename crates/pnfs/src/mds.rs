@@ -313,6 +313,52 @@ impl Mds {
         }
     }
 
+    /// What the copies of `fh` say after a client wrote to them itself (LAYOUTCOMMIT): the
+    /// end of the data the client reports written (`end`) bounded by the largest copy (a
+    /// report that comes after a truncation must not grow the file again), and the latest
+    /// modify time of the copies (when the data was last written). A DS that cannot be asked
+    /// is taken at the client's word, with no time.
+    pub fn committed(&self, fh: &[u8], end: Option<u64>) -> (Option<u64>, Option<vfs::Time>) {
+        let Ok(copies) = self.copies(fh) else {
+            return (end, None);
+        };
+        let mut found: Option<(u64, vfs::Time)> = None;
+        for (ds, dfh) in &copies {
+            match ds.getattr(dfh) {
+                Ok(a) => {
+                    let t = vfs::Time {
+                        sec: i64::from(a.mtime.seconds),
+                        nsec: a.mtime.nseconds,
+                    };
+                    let (s, m) = found.unwrap_or((0, t));
+                    found = Some((s.max(a.size), m.max(t)));
+                }
+                Err(e) => tracing::warn!(ds = %ds.spec().name, "LAYOUTCOMMIT: {e}"),
+            }
+        }
+        match found {
+            Some((size, time)) => (end.map(|e| e.min(size)), Some(time)),
+            None => (end, None),
+        }
+    }
+
+    /// Fences file `fh`: its DS files get new synthetic owners (recorded first), so that I/O
+    /// with the layouts handed out so far is refused by the DSes; clients get new layouts.
+    pub fn fence(&self, fh: &[u8]) -> VfsResult<()> {
+        let _turn = self.placing(fh);
+        let Some(m) = self.map.get(fh) else {
+            return Ok(());
+        };
+        let id = self.map.take_ids(&self.cfg.ids, 2).map_err(map_error)?;
+        let mut m = (*m).clone();
+        (m.uid, m.gid) = (id, id);
+        self.map
+            .put(&Bytes::copy_from_slice(fh), m)
+            .map_err(map_error)?;
+        drop(_turn);
+        self.each_copy(fh, "fence", |ds, dfh| ds.chown(dfh, id, id))
+    }
+
     /// Applies a change to every in-sync copy of `fh`: it fails only when no copy took it;
     /// the copies that missed it are marked stale.
     fn each_copy(

@@ -649,3 +649,307 @@ fn mirrors_and_a_data_server_down() {
     assert_eq!(mirrors(&mut c), 1);
     assert_eq!(&std::fs::read(&cl.ds_files(1)[0]).unwrap()[..7], b"changed");
 }
+
+/// Where a layout says to write: the DS's port, the file's handle there, the user and group.
+fn ds_target(c: &mut V4, lg: &Layoutget4resok) -> (u16, nfs3wire::NfsFh3, u32, u32) {
+    let ff = FfLayout4::decode(&mut xdr::Decoder::new(
+        lg.logr_layout[0].lo_content.loc_body.clone(),
+    ))
+    .unwrap();
+    let ds = &ff.ffl_mirrors[0].ffm_data_servers[0];
+    let r = c
+        .call(Ops::new().op(getdeviceinfo(&ds.ffds_deviceid, 4096)))
+        .ok("GETDEVICEINFO");
+    let addr = FfDeviceAddr4::decode(&mut xdr::Decoder::new(
+        r.get(Op::OP_GETDEVICEINFO)
+            .getdeviceinfo()
+            .gdir_device_addr
+            .da_addr_body
+            .clone(),
+    ))
+    .unwrap();
+    let uaddr = std::str::from_utf8(&addr.ffda_netaddrs[0].na_r_addr).unwrap();
+    let id = |b: &Bytes| std::str::from_utf8(b).unwrap().parse::<u32>().unwrap();
+    (
+        sunrpc::uaddr::parse(uaddr).unwrap().port(),
+        fh3(ds.ffds_fh_vers[0].clone()),
+        id(&ds.ffds_user),
+        id(&ds.ffds_group),
+    )
+}
+
+/// An NFSv3 WRITE to a DS as `uid`:`gid`; its status.
+fn ds_write(
+    port: u16,
+    fh: &nfs3wire::NfsFh3,
+    uid: u32,
+    gid: u32,
+    data: &[u8],
+) -> nfs3wire::Nfsstat3 {
+    let mut c = RpcClient::connect(port).with_user(uid, gid);
+    match c.write(
+        fh,
+        0,
+        Bytes::copy_from_slice(data),
+        nfs3wire::StableHow::FileSync,
+    ) {
+        nfs3wire::Write3res::Ok(_) => nfs3wire::Nfsstat3::NFS3_OK,
+        nfs3wire::Write3res::Fail(s, _) => s,
+    }
+}
+
+/// The next CB_COMPOUND on the holder's back channel: its XID and CB_LAYOUTRECALL.
+fn next_layoutrecall(a: &mut V4) -> (u32, CbLayoutrecall4args) {
+    assert!(
+        a.rpc.readable_within(Duration::from_secs(20)),
+        "no callback on the holder's connection"
+    );
+    let rec = a.rpc.read_record().expect("a callback");
+    let (h, mut d) = sunrpc::msg::decode_call(rec).expect("an RPC call");
+    let cb = CbCompound4args::decode(&mut d).expect("CB_COMPOUND");
+    assert_eq!(cb.argarray.len(), 2, "{cb:?}");
+    match &cb.argarray[1] {
+        NfsCbArgop4::OpCbLayoutrecall(r) => (h.xid, r.clone()),
+        other => panic!("not CB_LAYOUTRECALL: {other:?}"),
+    }
+}
+
+/// Answers CB_COMPOUND `xid` (CB_SEQUENCE, CB_LAYOUTRECALL) with NFS4_OK.
+fn answer_layoutrecall(a: &mut V4, xid: u32) {
+    let mut e = xdr::Encoder::new();
+    sunrpc::msg::encode_accepted(&mut e, xid, sunrpc::msg::AcceptStat::Success);
+    e.encode(&CbCompound4res {
+        status: Nfsstat4::NFS4_OK,
+        tag: Bytes::new(),
+        resarray: vec![
+            NfsCbResop4::OpCbSequence(CbSequence4res::Nfs4Ok(CbSequence4resok {
+                csr_sessionid: [0; 16],
+                csr_sequenceid: 1,
+                csr_slotid: 0,
+                csr_highest_slotid: 0,
+                csr_target_highest_slotid: 0,
+            })),
+            NfsCbResop4::OpCbLayoutrecall(CbLayoutrecall4res {
+                clorr_status: Nfsstat4::NFS4_OK,
+            }),
+        ],
+    });
+    a.rpc
+        .send_record(&e.finish().to_bytes())
+        .expect("send the callback reply");
+}
+
+/// A truncate by another client recalls the layout with CB_LAYOUTRECALL carrying the next
+/// seqid. A holder that returns it lets the truncate go on at once; one that ignores it is
+/// fenced a lease later: its writes to the DS are refused, while a new layout's are taken.
+#[test]
+fn a_truncate_recalls_layouts_and_fences_a_holder_that_keeps_one() {
+    let cl = Cluster::new("rw,insecure,pnfs", 1, &["--lease-time", "5"]);
+    let port = cl.mds.server.port;
+    let mut a = V4::connect(port, 2, "holder");
+    a.establish_back_channel(8);
+    let root = a.path_fh(&cl.mds.export);
+    let mut b = V4::session(port, 2, "truncater");
+    let truncate = |b: &mut V4, fh: &[u8], sid: &Stateid4| {
+        let s = Sattr {
+            size: Some(0),
+            ..Sattr::default()
+        };
+        b.call(Ops::new().putfh(fh).setattr(sid, &s))
+    };
+    let open_b = |b: &mut V4, name: &str| {
+        b.open_ok(
+            &root,
+            name,
+            "b",
+            OPEN4_SHARE_ACCESS_BOTH,
+            OPEN4_SHARE_DENY_NONE,
+            OpenHow::NoCreate,
+        )
+    };
+
+    // a holder that returns the layout
+    let (fh, asid) = create(&mut a, &root, "returned");
+    let r = a
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &asid)),
+        )
+        .ok("LAYOUTGET");
+    let lsid = r.get(Op::OP_LAYOUTGET).layoutget().logr_stateid.clone();
+    let (bfh, bsid) = open_b(&mut b, "returned");
+    let r = truncate(&mut b, &bfh, &bsid);
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
+    let (xid, recall) = next_layoutrecall(&mut a);
+    assert_eq!(recall.clora_type, Layouttype4::LAYOUT4_FLEX_FILES);
+    assert!(recall.clora_changed);
+    let Layoutrecall4::Layoutrecall4File(f) = &recall.clora_recall else {
+        panic!("not a FILE recall: {recall:?}");
+    };
+    assert_eq!(f.lor_fh, fh);
+    assert_eq!((f.lor_offset, f.lor_length), (0, u64::MAX));
+    assert_eq!(f.lor_stateid.other, lsid.other);
+    assert_eq!(
+        f.lor_stateid.seqid,
+        lsid.seqid + 1,
+        "the recall carries the next seqid"
+    );
+    // while recalled, no new layout for the holder
+    let r = a.call(
+        Ops::new()
+            .putfh(&fh)
+            .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &asid)),
+    );
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_RECALLCONFLICT,
+        "{}",
+        r.summary()
+    );
+    answer_layoutrecall(&mut a, xid);
+    a.call(Ops::new().putfh(&fh).op(layoutreturn_file(&f.lor_stateid)))
+        .ok("LAYOUTRETURN");
+    truncate(&mut b, &bfh, &bsid).ok("SETATTR after the return");
+
+    // a holder that keeps it
+    let (fh, asid) = create(&mut a, &root, "kept");
+    let r = a
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &asid)),
+        )
+        .ok("LAYOUTGET");
+    let lg = r.get(Op::OP_LAYOUTGET).layoutget().clone();
+    let (dport, dsfh, uid, gid) = ds_target(&mut a, &lg);
+    assert_eq!(
+        ds_write(dport, &dsfh, uid, gid, b"before"),
+        nfs3wire::Nfsstat3::NFS3_OK
+    );
+    let (bfh, bsid) = open_b(&mut b, "kept");
+    let t0 = Instant::now();
+    let r = truncate(&mut b, &bfh, &bsid);
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
+    let _ = next_layoutrecall(&mut a);
+    loop {
+        let r = truncate(&mut b, &bfh, &bsid);
+        if r.status == Nfsstat4::NFS4_OK {
+            break;
+        }
+        assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "still DELAY after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(
+        t0.elapsed() >= Duration::from_secs(4),
+        "fenced before a lease passed"
+    );
+    // the fenced holder's writes are refused; a new layout has other ids, whose are taken
+    assert_eq!(
+        ds_write(dport, &dsfh, uid, gid, b"after"),
+        nfs3wire::Nfsstat3::NFS3ERR_ACCES
+    );
+    let r = b
+        .call(
+            Ops::new()
+                .putfh(&bfh)
+                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &bsid)),
+        )
+        .ok("LAYOUTGET after the fence");
+    let lg2 = r.get(Op::OP_LAYOUTGET).layoutget().clone();
+    let (dport2, dsfh2, uid2, gid2) = ds_target(&mut b, &lg2);
+    assert_eq!((dport2, &dsfh2), (dport, &dsfh));
+    assert_ne!((uid2, gid2), (uid, gid));
+    assert_eq!(
+        ds_write(dport, &dsfh, uid2, gid2, b"new"),
+        nfs3wire::Nfsstat3::NFS3_OK
+    );
+    // the fenced layout is gone
+    let r = a.call(
+        Ops::new()
+            .putfh(&fh)
+            .op(layoutreturn_file(&lg.logr_stateid)),
+    );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_BAD_STATEID, "{}", r.summary());
+}
+
+/// LAYOUTCOMMIT after a truncation does not grow the file back (the size is bounded by the
+/// copies), and one that follows an explicit time change without new data leaves the time.
+#[test]
+fn layoutcommit_is_bounded_by_the_copies_and_keeps_set_times() {
+    let cl = Cluster::new("rw,insecure,pnfs", 1, &[]);
+    let mut c = V4::session(cl.mds.server.port, 2, "committer");
+    let root = c.path_fh(&cl.mds.export);
+    let (fh, sid) = create(&mut c, &root, "t");
+    let r = c
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &sid)),
+        )
+        .ok("LAYOUTGET");
+    let lg = r.get(Op::OP_LAYOUTGET).layoutget().clone();
+    let (port, dsfh, uid, gid) = ds_target(&mut c, &lg);
+    assert_eq!(
+        ds_write(port, &dsfh, uid, gid, &pattern(1, 300_000)),
+        nfs3wire::Nfsstat3::NFS3_OK
+    );
+    let commit = |c: &mut V4, last: u64| {
+        c.call(
+            Ops::new()
+                .putfh(&fh)
+                .op(A::OpLayoutcommit(Layoutcommit4args {
+                    loca_offset: 0,
+                    loca_length: u64::MAX,
+                    loca_reclaim: false,
+                    loca_stateid: lg.logr_stateid.clone(),
+                    loca_last_write_offset: Newoffset4::True(last),
+                    loca_time_modify: Newtime4::False,
+                    loca_layoutupdate: Layoutupdate4 {
+                        lou_type: Layouttype4::LAYOUT4_FLEX_FILES,
+                        lou_body: Bytes::new(),
+                    },
+                })),
+        )
+        .ok("LAYOUTCOMMIT")
+        .get(Op::OP_LAYOUTCOMMIT)
+        .layoutcommit()
+        .locr_newsize
+        .clone()
+    };
+    assert_eq!(commit(&mut c, 299_999), Newsize4::True(300_000));
+    let local = cl.mds.export.join("t");
+    // truncated by its own client (no recall), then a commit of the writes before
+    let s = Sattr {
+        size: Some(1000),
+        ..Sattr::default()
+    };
+    c.call(Ops::new().putfh(&fh).setattr(&sid, &s))
+        .ok("SETATTR size");
+    assert_eq!(commit(&mut c, 299_999), Newsize4::False);
+    assert_eq!(std::fs::metadata(&local).unwrap().len(), 1000);
+    // a time set after the data was written stays through a commit without new data
+    let s = Sattr {
+        mtime: Some(Settime4::SetToClientTime4(Nfstime4 {
+            seconds: 1_000_000_000,
+            nseconds: 0,
+        })),
+        ..Sattr::default()
+    };
+    c.call(Ops::new().putfh(&fh).setattr(&sid, &s))
+        .ok("SETATTR mtime");
+    commit(&mut c, 999);
+    assert_eq!(std::fs::metadata(&local).unwrap().mtime(), 1_000_000_000);
+    // new data moves it
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        ds_write(port, &dsfh, uid, gid, b"more"),
+        nfs3wire::Nfsstat3::NFS3_OK
+    );
+    commit(&mut c, 999);
+    assert!(std::fs::metadata(&local).unwrap().mtime() > 1_000_000_000);
+}

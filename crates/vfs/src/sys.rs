@@ -286,6 +286,22 @@ pub fn touch_mtime(fd: BorrowedFd<'_>) -> io::Result<()> {
     cvt(unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) }).map(drop)
 }
 
+/// `futimens(fd, {UTIME_OMIT, t})`: the modify time to `t` (the change time to now).
+pub fn set_mtime(fd: BorrowedFd<'_>, sec: i64, nsec: u32) -> io::Result<()> {
+    let times = [
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+        libc::timespec {
+            tv_sec: sec,
+            tv_nsec: nsec as libc::c_long,
+        },
+    ];
+    // SAFETY: times points to two timespecs.
+    cvt(unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) }).map(drop)
+}
+
 /// `fchmodat(AT_FDCWD, path, mode, 0)`.
 pub fn chmod_path(path: &CStr, mode: libc::mode_t) -> io::Result<()> {
     // SAFETY: path is NUL-terminated.

@@ -95,6 +95,11 @@ pub struct LayoutState {
     pub seqid: u32,
     /// Layout iomodes held, as bits (1 << LAYOUTIOMODE4_READ, 1 << LAYOUTIOMODE4_RW).
     pub iomodes: u32,
+    /// When a conflicting change first asked for the layouts back (the holder has one lease
+    /// from then to return them before it is fenced).
+    pub recalled: Option<Instant>,
+    /// CB_LAYOUTRECALL went out (sent again on the next conflicting change until it does).
+    pub recall_sent: bool,
 }
 
 /// What a stateid designates.

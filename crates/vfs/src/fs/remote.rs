@@ -63,16 +63,32 @@ impl Vfs {
     }
 
     /// What a client that wrote to the data servers itself reports (pNFS LAYOUTCOMMIT): the
-    /// file now ends at `end` at least, and was modified now. The local file's size and times
-    /// follow; returns its attributes.
-    pub fn remote_written(&self, node: &Node, end: Option<u64>) -> VfsResult<Attr> {
+    /// file now ends at `end` at least, and its data was last written at `data_time` (the
+    /// copies' modify time). The local file's size follows; its modify time becomes
+    /// `data_time` when that is later than the file's last change here, and stays otherwise:
+    /// a client that sets the time after writing (tar, cp -p) may commit its writes after
+    /// that, and the time it set must stay. Returns the attributes.
+    pub fn remote_written(
+        &self,
+        node: &Node,
+        end: Option<u64>,
+        data_time: Option<Time>,
+    ) -> VfsResult<Attr> {
         Self::check_regular(node)?;
         let fd = self.data_fd(node)?;
+        let before = self.attr(fd.as_fd())?;
+        let newer = data_time.filter(|t| *t > before.ctime);
+        let grow = end.filter(|e| *e > before.size);
+        if newer.is_none() && grow.is_none() {
+            return Ok(before);
+        }
         cred::as_root(|| -> VfsResult<()> {
-            match end {
-                Some(end) if end > self.attr(fd.as_fd())?.size => sys::ftruncate(fd.as_fd(), end)?,
-                _ => sys::touch_mtime(fd.as_fd())?,
+            if let Some(e) = grow {
+                sys::ftruncate(fd.as_fd(), e)?;
             }
+            // ftruncate moved the time to now: to the data's time, or back
+            let t = newer.unwrap_or(before.mtime).max(before.mtime);
+            sys::set_mtime(fd.as_fd(), t.sec, t.nsec)?;
             Ok(())
         })?;
         self.attr(fd.as_fd())

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""pNFS cases for the guest (the "pnfs" case of tests/vm/run): the kernel client mounts an
+rnfsd metadata server (MDS) with vers=4.2 whose data servers (DSes) are local NFSv3 exports
+(two rnfsd, one knfsd), and writes and reads files; this checks where the bytes went.
+
+  layouts   the mount uses the flexible files layout driver (mountstats: pnfs=LAYOUT_FLEX_FILES)
+  spread    --files files of --mib MiB written with large writes: their bytes are on the DSes,
+            spread as round-robin placement says, none on the MDS (its files are holes of the
+            right size); GETDEVICEINFO and LAYOUTCOMMIT were sent; the MDS wrote no file data
+            (its metrics) and the rnfsd DSes took the bytes of their files
+  readback  after dropping the client's caches the files read back identical, from the DSes
+            (the MDS read no file data)
+  remove    removing the files removes their DS files
+
+Prints one "sub=NAME status=PASS|FAIL time=SECS reason=TEXT" line per case; exit status 1 when
+any failed.
+"""
+import argparse
+import hashlib
+import os
+import sys
+import time
+
+
+def mountstats(mnt):
+    """The mountstats block of the mount at `mnt`: its text and per-operation counts."""
+    with open("/proc/self/mountstats") as f:
+        text = f.read()
+    blocks = text.split("device ")
+    for b in blocks:
+        if f" mounted on {mnt} with fstype nfs4" in b.split("\n", 1)[0]:
+            ops = {}
+            in_ops = False
+            for line in b.splitlines():
+                s = line.strip()
+                if s.startswith("per-op statistics"):
+                    in_ops = True
+                    continue
+                if in_ops and ":" in s:
+                    name, rest = s.split(":", 1)
+                    fields = rest.split()
+                    if fields and fields[0].isdigit():
+                        ops[name] = int(fields[0])
+            return b, ops
+    raise RuntimeError(f"{mnt} is not in /proc/self/mountstats")
+
+
+def metric(url, name):
+    """The value of the sample `name` (with its labels) at `url`; 0 when absent."""
+    import urllib.request
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def io_bytes(url, what, version):
+    return metric(url, f'rnfs_nfs_{what}_bytes_total{{version="{version}"}}')
+
+
+def pattern(seed, n):
+    h = hashlib.sha256(str(seed).encode()).digest()
+    block = (h * (4096 // len(h) + 1))[:4096]
+    return (block * (n // 4096 + 1))[:n]
+
+
+def drop_caches():
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def ds_files(dirs):
+    """{ds dir: [(name, size, blocks)]} of the files in each DS export."""
+    out = {}
+    for d in dirs:
+        out[d] = []
+        for n in sorted(os.listdir(d)):
+            st = os.stat(os.path.join(d, n))
+            out[d].append((n, st.st_size, st.st_blocks))
+    return out
+
+
+class Fail(Exception):
+    pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--mnt", required=True, help="the vers=4.2 mount of the MDS")
+    ap.add_argument("--mds-export", required=True, help="the MDS's exported directory")
+    ap.add_argument("--ds", action="append", required=True,
+                    help="a DS's exported directory, in --pnfs-ds order")
+    ap.add_argument("--files", type=int, default=4)
+    ap.add_argument("--mib", type=int, default=64)
+    ap.add_argument("--mds-metrics", required=True, help="the MDS's metrics URL")
+    ap.add_argument("--ds-metrics", action="append", default=[],
+                    help="DIR=URL: the metrics of the rnfsd DS exporting DIR")
+    a = ap.parse_args()
+    work = os.path.join(a.mnt, "pnfs")
+    local = os.path.join(a.mds_export, "pnfs")
+    size = a.mib << 20
+    names = [f"f{i}" for i in range(a.files)]
+    state = {}
+    failed = 0
+    dsm = dict(x.split("=", 1) for x in a.ds_metrics)
+
+    def case(name, fn):
+        nonlocal failed
+        t0 = time.monotonic()
+        status, reason = "PASS", "-"
+        try:
+            fn()
+        except Fail as e:
+            status, reason = "FAIL", str(e)
+        except Exception as e:  # an errno is a failure of the case too
+            status, reason = "FAIL", f"{type(e).__name__}: {e}"
+        failed += status == "FAIL"
+        reason = " ".join(reason.split())[:400]
+        print(f"sub={name} status={status} time={time.monotonic() - t0:.2f} reason={reason}",
+              flush=True)
+
+    def layouts():
+        text, _ = mountstats(a.mnt)
+        if "pnfs=LAYOUT_FLEX_FILES" not in text:
+            line = [x for x in text.splitlines() if "nfsv4:" in x]
+            raise Fail(f"no flexfiles layout driver: {line}")
+
+    def spread():
+        os.makedirs(work, exist_ok=True)
+        before = {d: {n for n, _, _ in v} for d, v in ds_files(a.ds).items()}
+        _, ops0 = mountstats(a.mnt)
+        mds0 = io_bytes(a.mds_metrics, "write", 4)
+        ds0 = {d: io_bytes(u, "write", 3) for d, u in dsm.items()}
+        for i, n in enumerate(names):
+            data = pattern(i, size)
+            fd = os.open(os.path.join(work, n), os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)
+            try:
+                for off in range(0, size, 1 << 20):
+                    os.write(fd, data[off:off + (1 << 20)])
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            state[n] = hashlib.sha256(data).hexdigest()
+        _, ops1 = mountstats(a.mnt)
+        # (the mount's per-operation counts include the I/O to the DSes)
+        d = {k: ops1.get(k, 0) - ops0.get(k, 0) for k in ops1}
+        print(f"# ops during the writes: { {k: v for k, v in d.items() if v} }", flush=True)
+        for n in names:
+            st = os.stat(os.path.join(local, n))
+            if st.st_size != size:
+                raise Fail(f"the MDS's {n} is {st.st_size} bytes, not {size}")
+            if st.st_blocks != 0:
+                raise Fail(f"the MDS holds {st.st_blocks * 512} bytes of {n}")
+        new = {dd: [(n, s) for n, s, _ in v if n not in before[dd]]
+               for dd, v in ds_files(a.ds).items()}
+        counts = [len(new[dd]) for dd in a.ds]
+        print(f"# files per DS: {dict(zip(a.ds, counts))}", flush=True)
+        sizes = [s for v in new.values() for _, s in v]
+        if sorted(sizes) != [size] * len(names):
+            raise Fail(f"DS files of sizes {sorted(sizes)}, not {len(names)} of {size}")
+        # round-robin over the DSes, one copy each
+        want = sorted([len(names) // len(a.ds) + (1 if i < len(names) % len(a.ds) else 0)
+                       for i in range(len(a.ds))])
+        if sorted(counts) != want:
+            raise Fail(f"files per DS {counts}, round-robin gives {want}")
+        mds_bytes = io_bytes(a.mds_metrics, "write", 4) - mds0
+        print(f"# bytes written: MDS {mds_bytes:.0f}, DSes "
+              f"{ {d: io_bytes(u, 'write', 3) - ds0[d] for d, u in dsm.items()} }", flush=True)
+        if mds_bytes > 0:
+            raise Fail(f"{mds_bytes:.0f} bytes were written through the MDS")
+        for dd, u in dsm.items():
+            got = io_bytes(u, "write", 3) - ds0[dd]
+            if got < len(new[dd]) * size:
+                raise Fail(f"{dd} took {got:.0f} bytes for {len(new[dd])} files of {size}")
+        # (LAYOUTGET goes in the OPEN COMPOUND, counted as OPEN)
+        for op in ("GETDEVICEINFO", "LAYOUTCOMMIT"):
+            if d.get(op, 0) == 0:
+                raise Fail(f"no {op}: {d}")
+
+    def readback():
+        if not state:
+            raise Fail("nothing written")
+        drop_caches()
+        mds0 = io_bytes(a.mds_metrics, "read", 4)
+        ds0 = sum(io_bytes(u, "read", 3) for u in dsm.values())
+        for n in names:
+            h = hashlib.sha256()
+            with open(os.path.join(work, n), "rb") as f:
+                while True:
+                    b = f.read(1 << 20)
+                    if not b:
+                        break
+                    h.update(b)
+            if h.hexdigest() != state[n]:
+                raise Fail(f"{n} reads back different")
+        mds_bytes = io_bytes(a.mds_metrics, "read", 4) - mds0
+        ds_bytes = sum(io_bytes(u, "read", 3) for u in dsm.values()) - ds0
+        print(f"# bytes read: MDS {mds_bytes:.0f}, rnfsd DSes {ds_bytes:.0f}", flush=True)
+        if mds_bytes > 0:
+            raise Fail(f"{mds_bytes:.0f} bytes were read through the MDS")
+        if dsm and ds_bytes == 0:
+            raise Fail("nothing was read from the rnfsd DSes")
+
+    def remove():
+        on_ds = sum(len(v) for v in ds_files(a.ds).values())
+        for n in names:
+            os.unlink(os.path.join(work, n))
+        os.rmdir(work)
+        deadline = time.monotonic() + 30
+        while True:
+            left = sum(len(v) for v in ds_files(a.ds).values())
+            if left == on_ds - len(names):
+                return
+            if time.monotonic() > deadline:
+                raise Fail(f"{left} DS files left of {on_ds} after removing {len(names)}")
+            time.sleep(0.5)
+
+    case("layouts", layouts)
+    case("spread", spread)
+    case("readback", readback)
+    case("remove", remove)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
