@@ -533,13 +533,28 @@ pnfs_case() { # server vers transport
 	fi
 	exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 10.98.0.0/24:/srv/knfsd ||
 		{ pnfs_fail "exportfs for the MDS failed"; return; }
+	# the rnfsd DSes: /run/dsN-start (re)starts one and waits until it is ready,
+	# /run/dsN-kill kills it with SIGKILL (the mirror check)
 	for i in 1 2; do
 		mkdir -p /srv/ds$i /run/ds$i-state && mount -t tmpfs -o mode=0700 tmpfs /srv/ds$i
 		echo "/srv/ds$i 10.98.0.0/24(rw,no_root_squash,sync)" >/run/ds$i.exports
-		setsid env $RNFSD_ENV "$RNFSD" --exports /run/ds$i.exports --listen $cli:$((2049 + i)) \
-			--no-portmap --no-nlm --no-rdma --state-dir /run/ds$i-state --metrics $cli:$((9470 + i)) \
-			--admin-socket /run/ds$i.sock >/run/ds$i.log 2>&1 </dev/null &
-		pids="$pids $!"
+		cat >/run/ds$i-start <<-EOF
+			#!/bin/bash
+			n=\$(grep -c "rnfsd ready:" /run/ds$i.log 2>/dev/null)
+			setsid env $RNFSD_ENV "$RNFSD" --exports /run/ds$i.exports --listen $cli:$((2049 + i)) \\
+				--no-portmap --no-nlm --no-rdma --state-dir /run/ds$i-state \\
+				--metrics $cli:$((9470 + i)) --admin-socket /run/ds$i.sock >>/run/ds$i.log 2>&1 </dev/null &
+			echo \$! >/run/ds$i.pid
+			for _ in \$(seq 300); do
+				[ "\$(grep -c "rnfsd ready:" /run/ds$i.log)" -gt "\${n:-0}" ] && exit 0
+				sleep 0.1
+			done
+			echo "DS $i did not get ready"; exit 1
+		EOF
+		printf '#!/bin/bash\nkill -9 "$(cat /run/ds%s.pid)"\n' $i >/run/ds$i-kill
+		chmod 755 /run/ds$i-start /run/ds$i-kill
+		: >/run/ds$i.log
+		/run/ds$i-start >/dev/null &
 	done
 	mkdir -p /srv/mds /run/mds-state && mount -t tmpfs -o mode=0777 tmpfs /srv/mds
 	echo "/srv/mds 10.98.0.0/24(rw,no_root_squash,insecure,fsid=0,pnfs)" >/run/mds.exports
@@ -549,13 +564,26 @@ pnfs_case() { # server vers transport
 		--pnfs-ds ds1=$cli:2050:/srv/ds1 --pnfs-ds ds2=$cli:2051:/srv/ds2 \
 		--pnfs-ds ds3=$cli:2049:/srv/knfsd >/run/mds.log 2>&1 </dev/null &
 	pids="$pids $!"
+	# a second MDS with two mirrors of each file on the rnfsd DSes (its DS files have a
+	# name prefix of their own: the two MDSes leave each other's files alone)
+	mkdir -p /srv/mds2 /run/mds2-state && mount -t tmpfs -o mode=0777 tmpfs /srv/mds2
+	echo "/srv/mds2 10.98.0.0/24(rw,no_root_squash,insecure,fsid=0,pnfs)" >/run/mds2.exports
+	setsid ip netns exec $ns env $RNFSD_ENV "$RNFSD" --exports /run/mds2.exports \
+		--listen 0.0.0.0:2050 --no-portmap --no-nlm --no-rdma --state-dir /run/mds2-state \
+		--admin-socket /run/mds2.sock --metrics $mds:9465 --lease-time 15 --pnfs-mirrors 2 \
+		--pnfs-ds ds1=$cli:2050:/srv/ds1 --pnfs-ds ds2=$cli:2051:/srv/ds2 \
+		>/run/mds2.log 2>&1 </dev/null &
+	pids="$pids $!"
 	for _ in $(seq 300); do
-		[ "$(cat /run/ds1.log /run/ds2.log /run/mds.log | grep -c 'rnfsd ready:')" = 3 ] && break
+		[ "$(cat /run/ds1.log /run/ds2.log /run/mds.log /run/mds2.log | grep -c 'rnfsd ready:')" = 4 ] && break
 		sleep 0.2
 	done
-	say "pnfs: $(grep -ho 'rnfsd ready:.*' /run/ds1.log /run/ds2.log /run/mds.log | tr '\n' ' ')"
-	mkdir -p $mnt
-	if ! out=$(timeout 180 mount -t nfs -o vers=4.2,proto=tcp $mds:/ $mnt 2>&1); then
+	say "pnfs: $(grep -ho 'rnfsd ready:.*' /run/ds1.log /run/ds2.log /run/mds.log /run/mds2.log | tr '\n' ' ')"
+	mkdir -p $mnt $mnt-mirrors $mnt-v3
+	if ! out=$(timeout 180 mount -t nfs -o vers=4.2,proto=tcp $mds:/ $mnt 2>&1) ||
+		! out=$(timeout 180 mount -t nfs -o vers=4.2,proto=tcp,port=2050 $mds:/ $mnt-mirrors 2>&1) ||
+		! out=$(timeout 180 mount -t nfs -o vers=3,proto=tcp,port=2049,mountport=2049,nolock \
+			$mds:/srv/mds $mnt-v3 2>&1); then
 		pnfs_fail "mount failed: $(echo "$out" | tr '\n' ' ')"
 		dump "mds.log" /run/mds.log 30
 	else
@@ -563,6 +591,8 @@ pnfs_case() { # server vers transport
 		[ "${PNFS_DEBUG:-0}" = 1 ] && echo 0x3000 >/proc/sys/sunrpc/nfs_debug
 		out=$(timeout -k 10 900 python3 "$REPO/tests/vm/pnfs.py" --mnt $mnt --mds-export /srv/mds \
 			--ds /srv/ds1 --ds /srv/ds2 --ds /srv/knfsd --mib "${PNFS_MIB:-64}" \
+			--v3-mnt $mnt-v3 --mirror-mnt $mnt-mirrors --mirror-ds /srv/ds1 --mirror-ds /srv/ds2 \
+			--kill-ds-cmd /run/ds1-kill --start-ds-cmd /run/ds1-start \
 			--ds-metrics /srv/ds1=http://$cli:9471/metrics \
 			--ds-metrics /srv/ds2=http://$cli:9472/metrics \
 			--mds-metrics http://$mds:9464/metrics 2>&1)
@@ -590,12 +620,14 @@ pnfs_case() { # server vers transport
 			dmesg_tail 30
 		fi
 		say "pnfs: DS files $(ls /srv/ds1 | wc -l) $(ls /srv/ds2 | wc -l) $(ls /srv/knfsd | wc -l)"
-		timeout 60 umount $mnt || umount -l $mnt
 	fi
-	for i in $pids; do kill "$i" 2>/dev/null; done
+	for m in $mnt-v3 $mnt-mirrors $mnt; do
+		mountpoint -q $m && { timeout 60 umount $m || umount -l $m; }
+	done
+	for i in $pids $(cat /run/ds1.pid /run/ds2.pid 2>/dev/null); do kill "$i" 2>/dev/null; done
 	sleep 1
-	save /run/mds.log /run/ds1.log /run/ds2.log $wl.log $wl.out
-	umount /srv/mds /srv/ds1 /srv/ds2
+	save /run/mds.log /run/mds2.log /run/ds1.log /run/ds2.log $wl.log $wl.out
+	umount /srv/mds /srv/mds2 /srv/ds1 /srv/ds2
 	exportfs -u 10.98.0.0/24:/srv/knfsd
 	[ "$knfsd_mine" = 1 ] && stop_knfsd >/dev/null 2>&1
 	ip netns del $ns

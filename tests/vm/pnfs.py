@@ -11,6 +11,13 @@ rnfsd metadata server (MDS) with vers=4.2 whose data servers (DSes) are local NF
   readback  after dropping the client's caches the files read back identical, from the DSes
             (the MDS read no file data)
   remove    removing the files removes their DS files
+  truncate  a file the pNFS client has open for writing (a read-write layout out) is truncated
+            by an NFSv3 client (another client to the MDS): the layout is recalled
+            (CB_LAYOUTRECALL), the truncation goes on, and the pNFS client sees the new size
+  mirror    on a second MDS keeping two mirrors of each file, one DS is killed (SIGKILL)
+            during a --mib MiB write: the write completes without an error and reads back
+            identical; once the DS is started again its copy is resynchronised (both DS
+            files equal the data)
 
 Prints one "sub=NAME status=PASS|FAIL time=SECS reason=TEXT" line per case; exit status 1 when
 any failed.
@@ -18,6 +25,7 @@ any failed.
 import argparse
 import hashlib
 import os
+import subprocess
 import sys
 import time
 
@@ -94,6 +102,12 @@ def main():
     ap.add_argument("--files", type=int, default=4)
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--mds-metrics", required=True, help="the MDS's metrics URL")
+    ap.add_argument("--v3-mnt", help="a vers=3 mount of the MDS's export (the truncate case)")
+    ap.add_argument("--mirror-mnt", help="a vers=4.2 mount of an MDS with two mirrors per file")
+    ap.add_argument("--mirror-ds", action="append", default=[],
+                    help="the exported directories of that MDS's two DSes")
+    ap.add_argument("--kill-ds-cmd", help="kills the first of them with SIGKILL")
+    ap.add_argument("--start-ds-cmd", help="starts it again (returns once it is ready)")
     ap.add_argument("--ds-metrics", action="append", default=[],
                     help="DIR=URL: the metrics of the rnfsd DS exporting DIR")
     a = ap.parse_args()
@@ -216,10 +230,91 @@ def main():
                 raise Fail(f"{left} DS files left of {on_ds} after removing {len(names)}")
             time.sleep(0.5)
 
+    def sha_of(path):
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    return h.hexdigest()
+                h.update(b)
+
+    def truncate():
+        if not a.v3_mnt:
+            raise Fail("no --v3-mnt")
+        p4 = os.path.join(a.mnt, "trunc")
+        fd = os.open(p4, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, pattern(8, 4 << 20))
+            os.fsync(fd)
+            r0 = metric(a.mds_metrics, "rnfs_pnfs_recalls_total")
+            t0 = time.monotonic()
+            os.truncate(os.path.join(a.v3_mnt, "trunc"), 1000)
+            took = time.monotonic() - t0
+            r1 = metric(a.mds_metrics, "rnfs_pnfs_recalls_total")
+            print(f"# the NFSv3 truncation took {took:.1f} s; recalls {r0:.0f} -> {r1:.0f}",
+                  flush=True)
+            if r1 <= r0:
+                raise Fail("the truncation recalled no layout")
+            os.write(fd, b"x")  # through a new layout: at the offset it had, past the end
+        finally:
+            os.close(fd)
+        drop_caches()
+        st = os.stat(p4)
+        if st.st_size != (4 << 20) + 1:
+            raise Fail(f"size {st.st_size} after truncating to 1000 and writing at 4 MiB")
+        with open(p4, "rb") as f:
+            head = f.read(1000)
+            f.seek(1000)
+            gap = f.read(4096)
+        if head != pattern(8, 1000) or gap != bytes(4096):
+            raise Fail("the data after the truncation is not what it should be")
+        os.unlink(p4)
+
+    def mirror():
+        if not (a.mirror_mnt and len(a.mirror_ds) == 2 and a.kill_ds_cmd and a.start_ds_cmd):
+            raise Fail("needs --mirror-mnt, two --mirror-ds, --kill-ds-cmd, --start-ds-cmd")
+        before = {d: set(os.listdir(d)) for d in a.mirror_ds}
+        data = pattern(77, size)
+        want = hashlib.sha256(data).hexdigest()
+        p = os.path.join(a.mirror_mnt, "mirrored")
+        fd = os.open(p, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)
+        killed = False
+        try:
+            for off in range(0, size, 1 << 20):
+                if not killed and off >= size // 3:
+                    os.fsync(fd)
+                    subprocess.run(a.kill_ds_cmd, shell=True, check=True)
+                    killed = True
+                os.write(fd, data[off:off + (1 << 20)])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        drop_caches()
+        if sha_of(p) != want:
+            raise Fail("the file reads back different after a DS was killed")
+        new = {d: sorted(set(os.listdir(d)) - before[d]) for d in a.mirror_ds}
+        if any(len(v) != 1 for v in new.values()):
+            raise Fail(f"not one copy on each DS: {new}")
+        subprocess.run(a.start_ds_cmd, shell=True, check=True)
+        copies = [os.path.join(d, new[d][0]) for d in a.mirror_ds]
+        deadline = time.monotonic() + 120
+        while True:
+            got = [sha_of(c) for c in copies]
+            if got == [want, want]:
+                break
+            if time.monotonic() > deadline:
+                raise Fail(f"the copies were not resynchronised: {[g == want for g in got]}")
+            time.sleep(1)
+        print(f"# resynchronised after {time.monotonic() - deadline + 120:.1f} s", flush=True)
+        os.unlink(p)
+
     case("layouts", layouts)
     case("spread", spread)
     case("readback", readback)
     case("remove", remove)
+    case("truncate", truncate)
+    case("mirror", mirror)
     return 1 if failed else 0
 
 

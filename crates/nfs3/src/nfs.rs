@@ -149,10 +149,18 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return Setattr3res::Fail(nfsstat(e), Setattr3resfail { obj_wcc: no_wcc() }),
         };
-        match self.before_change(&n).and_then(|()| {
-            self.vfs
-                .setattr(&c, &n, &set_attrs(&a.new_attributes), guard(&a.guard))
-        }) {
+        let truncates = a.new_attributes.size.0.is_some();
+        let before_truncate = || match (&self.guard, truncates) {
+            (Some(g), true) => g.before_truncate(&n),
+            _ => Ok(()),
+        };
+        match self
+            .before_change(&n)
+            .and_then(|()| before_truncate())
+            .and_then(|()| {
+                self.vfs
+                    .setattr(&c, &n, &set_attrs(&a.new_attributes), guard(&a.guard))
+            }) {
             Ok(after) => Setattr3res::Ok(Setattr3resok {
                 obj_wcc: wcc(&n.attr, Some(&after)),
             }),

@@ -221,6 +221,8 @@ pub struct Counters {
     /// Delegations granted again to reclaiming OPENs (the holder's locks under them stayed
     /// with the client).
     pub reclaimed_delegations: std::sync::atomic::AtomicU64,
+    /// CB_LAYOUTRECALLs sent.
+    pub layout_recalls: std::sync::atomic::AtomicU64,
 }
 
 /// The pseudo file system over `vfs`'s exports.

@@ -66,6 +66,94 @@ impl MetricsSource for Nfs4 {
                 ("delegation", load(&c.reclaimed_delegations)),
             ]
             .map(|(k, v)| ([("kind", k)], v)),
-        )
+        )?;
+        if let Some(m) = &self.pnfs {
+            self.encode_pnfs(m, out)?;
+        }
+        Ok(())
+    }
+}
+
+impl Nfs4 {
+    /// The pNFS metadata server's figures: per data server, placements, recalls, fences,
+    /// stale copies and their repair.
+    fn encode_pnfs(&self, m: &pnfs::Mds, out: &mut MetricsOut<'_>) -> fmt::Result {
+        let dss = m.data_servers();
+        let per_ds = |f: fn(&pnfs::ds::DsCounters) -> &AtomicU64| {
+            dss.iter().map(move |d| {
+                (
+                    [("ds", d.spec().name.as_str())],
+                    f(d.counters()).load(Ordering::Relaxed),
+                )
+            })
+        };
+        out.counters(
+            "rnfs_pnfs_ds_calls_total",
+            "NFSv3 calls the MDS made to each data server (placement, I/O through the MDS, repair).",
+            per_ds(|c| &c.calls),
+        )?;
+        out.counters(
+            "rnfs_pnfs_ds_errors_total",
+            "Those calls that failed.",
+            per_ds(|c| &c.errors),
+        )?;
+        out.counters(
+            "rnfs_pnfs_ds_read_bytes_total",
+            "File data the MDS read from each data server.",
+            per_ds(|c| &c.read_bytes),
+        )?;
+        out.counters(
+            "rnfs_pnfs_ds_written_bytes_total",
+            "File data the MDS wrote to each data server.",
+            per_ds(|c| &c.written_bytes),
+        )?;
+        out.gauges(
+            "rnfs_pnfs_ds_connected",
+            "Whether the MDS's connection to each data server is up.",
+            dss.iter()
+                .map(|d| ([("ds", d.spec().name.as_str())], u64::from(d.connected()))),
+        )?;
+        out.gauge(
+            "rnfs_pnfs_files",
+            "Files whose data is placed on the data servers.",
+            m.placed_files() as u64,
+        )?;
+        out.gauge(
+            "rnfs_pnfs_stale_files",
+            "Placed files with a stale copy (left out of layouts until resynchronised).",
+            m.stale_files() as u64,
+        )?;
+        let c = m.counters();
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for (name, help, v) in [
+            (
+                "rnfs_pnfs_recalls_total",
+                "CB_LAYOUTRECALLs sent.",
+                load(&self.counters.layout_recalls),
+            ),
+            (
+                "rnfs_pnfs_fences_total",
+                "Files fenced: their data server files given new owners.",
+                load(&c.fences),
+            ),
+            (
+                "rnfs_pnfs_stale_copies_total",
+                "Copies marked stale.",
+                load(&c.stale_marks),
+            ),
+            (
+                "rnfs_pnfs_resyncs_total",
+                "Stale copies resynchronised.",
+                load(&c.resyncs),
+            ),
+            (
+                "rnfs_pnfs_client_errors_total",
+                "Data server I/O errors clients reported (LAYOUTERROR, LAYOUTRETURN).",
+                load(&c.client_errors),
+            ),
+        ] {
+            out.counter(name, help, v)?;
+        }
+        Ok(())
     }
 }

@@ -465,6 +465,15 @@ impl vfs::ChangeGuard for Nfs4 {
     fn guards_anything(&self) -> bool {
         self.state.lock().states.any_delegation()
     }
+
+    fn before_truncate(&self, node: &vfs::Node) -> vfs::VfsResult<()> {
+        // an NFSv3 client is nobody's layout holder; it retries after JUKEBOX
+        self.recall_layouts(u64::MAX, node)
+            .map_err(|f| match f.status {
+                Nfsstat4::NFS4ERR_DELAY => vfs::VfsError::Delay,
+                _ => vfs::VfsError::Errno(libc::EIO),
+            })
+    }
 }
 
 impl Nfs4 {

@@ -183,6 +183,11 @@ impl Nfs4 {
             return Err(Nfsstat4::NFS4ERR_TOOSMALL.into());
         }
         let mut s = self.state.lock();
+        // a file whose copies are being repaired gets its writes through the MDS; checked
+        // under the state lock, which the repair takes to see whether layouts are out
+        if rw && mds.resyncing(&n.fh) {
+            return Err(Nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE.into());
+        }
         let other = match layout_stateid(&s, &sid, client, file, ctx.minor)? {
             Some(other) => other,
             None => {
@@ -447,6 +452,11 @@ impl Nfs4 {
                     });
                     let sent = self.callback(&mut s, l.client, vec![recall]).is_some();
                     tracing::debug!(client = l.client, sent, "CB_LAYOUTRECALL");
+                    if sent {
+                        self.counters
+                            .layout_recalls
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     if let Some(StateObj::Layout(x)) = s.states.get_mut(&other) {
                         x.recall_sent = sent;
                     }
@@ -477,12 +487,23 @@ impl Nfs4 {
         }
     }
 
-    /// A client could not do I/O to a data server.
-    fn data_server_error(&self, _fh: &[u8], e: &DeviceError4) {
+    /// A client could not do I/O to a data server: when it was writing (a WRITE or COMMIT,
+    /// or no connection at all), the copy there may miss data and is marked stale.
+    fn data_server_error(&self, fh: &[u8], e: &DeviceError4) {
+        let write = matches!(
+            e.de_opnum,
+            NfsOpnum4::OP_WRITE | NfsOpnum4::OP_COMMIT | NfsOpnum4::OP_ILLEGAL
+        );
+        let marked = write
+            && self
+                .pnfs
+                .as_ref()
+                .is_some_and(|m| m.report_error(fh, &DeviceId(e.de_deviceid)));
         tracing::warn!(
             device = %e.de_deviceid.iter().map(|b| format!("{b:02x}")).collect::<String>(),
             status = e.de_status.0,
             op = e.de_opnum.0,
+            stale = marked,
             "a client reports a data server error"
         );
     }
@@ -509,6 +530,21 @@ impl Nfs4 {
             "LAYOUTSTATS"
         );
         Ok(())
+    }
+}
+
+/// The repair of stale copies asks whether read-write layouts of a file are out.
+impl pnfs::mds::LayoutHolders for Nfs4 {
+    fn rw_layouts_out(&self, fh: &[u8]) -> bool {
+        let Ok(n) = self.vfs.resolve(fh) else {
+            return false;
+        };
+        let rw = iomode_bit(Layoutiomode4::Layoutiomode4Rw);
+        self.state
+            .lock()
+            .states
+            .on_file(file_key(&n))
+            .any(|(_, o)| matches!(o, StateObj::Layout(l) if l.iomodes & rw != 0))
     }
 }
 

@@ -5,6 +5,7 @@
 //! remove, and list the directory (the reconciler).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -56,12 +57,26 @@ struct Root {
     sizes: IoSizes,
 }
 
+/// What the MDS did with one data server, for the metrics.
+#[derive(Debug, Default)]
+pub struct DsCounters {
+    /// Calls made.
+    pub calls: AtomicU64,
+    /// Calls that failed (no reply, or an NFS error other than an expected one).
+    pub errors: AtomicU64,
+    /// File data read (I/O through the MDS, resynchronisation).
+    pub read_bytes: AtomicU64,
+    /// File data written.
+    pub written_bytes: AtomicU64,
+}
+
 /// A data server (see the module comment).
 pub struct DataServer {
     spec: DsSpec,
     chan: Channel,
     root: OnceLock<Root>,
     cred: Credential,
+    counters: DsCounters,
 }
 
 /// A sattr3 that sets nothing.
@@ -93,6 +108,7 @@ impl DataServer {
             spec,
             chan,
             root: OnceLock::new(),
+            counters: DsCounters::default(),
             cred: Credential::Sys(AuthSys {
                 stamp: 0,
                 machine: Bytes::from(machine),
@@ -108,11 +124,27 @@ impl DataServer {
         &self.spec
     }
 
+    /// What the MDS did with this DS.
+    pub fn counters(&self) -> &DsCounters {
+        &self.counters
+    }
+
+    /// Whether a connection to the DS is up now.
+    pub fn connected(&self) -> bool {
+        self.chan.connected()
+    }
+
     fn nfs<R: Decode>(&self, proc_: u32, args: &dyn Encode) -> Result<R, DsError> {
-        let mut d = self
+        self.counters.calls.fetch_add(1, Ordering::Relaxed);
+        let r = self
             .chan
-            .call(NFS3_PROGRAM, NFS_V3, proc_, &self.cred, args)?;
-        Ok(R::decode(&mut d)?)
+            .call(NFS3_PROGRAM, NFS_V3, proc_, &self.cred, args)
+            .map_err(DsError::from)
+            .and_then(|mut d| Ok(R::decode(&mut d)?));
+        if r.is_err() {
+            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        r
     }
 
     /// NULL: whether the DS answers.
@@ -301,6 +333,9 @@ impl DataServer {
                     xdr::Payload::Bytes(b) => b,
                     xdr::Payload::Pages(p) => p.to_bytes().map_err(|_| DsError::Garbage)?,
                 };
+                self.counters
+                    .read_bytes
+                    .fetch_add(data.len() as u64, Ordering::Relaxed);
                 Ok((data, ok.eof))
             }
             Read3res::Fail(s, _) => Err(DsError::Nfs(s)),
@@ -335,6 +370,9 @@ impl DataServer {
                         return Err(DsError::Nfs(Nfsstat3::NFS3ERR_IO));
                     }
                     done += ok.count as usize;
+                    self.counters
+                        .written_bytes
+                        .fetch_add(u64::from(ok.count), Ordering::Relaxed);
                     if (ok.committed as u32) < (committed as u32) {
                         committed = ok.committed;
                     }

@@ -173,6 +173,11 @@ impl FileMap {
         self.rows.read().get(fh).cloned()
     }
 
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.read().len()
+    }
+
     /// Whether the map has no rows.
     pub fn is_empty(&self) -> bool {
         self.rows.read().is_empty()

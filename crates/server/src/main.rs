@@ -123,15 +123,20 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let metrics = Arc::new(RpcMetrics::default());
     let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
+    let mds = pnfs_mds(&args, &vfs)?;
     let mut v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
         .map_err(|e| e.to_string())?
         .with_lease(args.lease_time)
         .with_unasked_write_delegations(args.write_delegations)
         .with_idmap_domain(args.idmap_domain.clone());
-    if let Some(mds) = pnfs_mds(&args, &vfs)? {
-        v4 = v4.with_pnfs(mds);
+    if let Some(mds) = &mds {
+        v4 = v4.with_pnfs(mds.clone());
     }
     let v4 = Arc::new(v4);
+    if let Some(mds) = &mds {
+        let holders: Arc<dyn pnfs::mds::LayoutHolders> = v4.clone();
+        mds.set_layout_holders(Arc::downgrade(&holders));
+    }
     // NLM requests see NFSv4's opens (share reservations) and release its expired clients
     v4.share_with_lock_manager();
     // NFSv3 changes recall NFSv4 delegations first

@@ -25,6 +25,8 @@ pub struct ServerConfig {
     pub metrics: bool,
     /// More command-line arguments (limits, timeouts).
     pub args: Vec<String>,
+    /// The port to listen on (127.0.0.1); None: any free one.
+    pub port: Option<u16>,
 }
 
 /// A running `rnfsd`; killed on drop.
@@ -113,7 +115,7 @@ impl Server {
     fn spawn(&mut self) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rnfsd"));
         cmd.arg("--listen")
-            .arg("127.0.0.1:0")
+            .arg(format!("127.0.0.1:{}", self.cfg.port.unwrap_or(0)))
             .arg("--no-portmap")
             .arg("--state-dir")
             .arg(&self.cfg.state_dir);
@@ -273,6 +275,13 @@ impl Server {
             "rnfsd exited with {st:?} on SIGTERM; log:\n{}",
             self.log_text()
         );
+        self.spawn();
+    }
+
+    /// Starts a stopped server again, with configuration `cfg`.
+    pub fn start_again(&mut self, cfg: ServerConfig) {
+        assert!(self.child.is_none(), "server still running");
+        self.cfg = cfg;
         self.spawn();
     }
 

@@ -152,6 +152,12 @@ pub trait ChangeGuard: Send + Sync {
     /// Whether any state that could conflict exists at all: when none does, a change by name
     /// need not look the name up first.
     fn guards_anything(&self) -> bool;
+
+    /// As [`ChangeGuard::before_change`] before the size of `node` is set: clients writing
+    /// its data elsewhere themselves (pNFS layouts) stop first.
+    fn before_truncate(&self, _node: &Node) -> VfsResult<()> {
+        Ok(())
+    }
 }
 
 /// The backend serving all exports.

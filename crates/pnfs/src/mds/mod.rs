@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::hash::Hasher;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,10 @@ use bytes::Bytes;
 use nfs3wire::{NfsFh3, Nfsstat3, StableHow};
 use parking_lot::Mutex;
 use vfs::{Stability, VfsError, VfsResult};
+
+mod resync;
+
+pub use resync::LayoutHolders;
 
 use crate::config::{DsSpec, PnfsConfig};
 use crate::ds::{DataServer, DsError, IoSizes};
@@ -77,11 +81,28 @@ pub struct DeviceInfo {
 /// Whether a handle on the MDS still names a file (the reconciler asks).
 pub type FileExists = Box<dyn Fn(&[u8]) -> bool + Send>;
 
+/// How often stale copies whose data server answers again are resynchronised.
+pub const RESYNC_PERIOD: Duration = Duration::from_secs(2);
+
 /// Stripes of the placement locks (one file places at a time per stripe).
 const PLACE_STRIPES: usize = 64;
 
+/// What the MDS did with its placements, for the metrics.
+#[derive(Debug, Default)]
+pub struct MdsCounters {
+    /// Files fenced (their DS files given new owners).
+    pub fences: AtomicU64,
+    /// Copies marked stale.
+    pub stale_marks: AtomicU64,
+    /// Stale copies resynchronised.
+    pub resyncs: AtomicU64,
+    /// I/O errors clients reported for data servers.
+    pub client_errors: AtomicU64,
+}
+
 /// The MDS's data servers and placements (see the module comment).
 pub struct Mds {
+    counters: MdsCounters,
     cfg: PnfsConfig,
     dss: Vec<DataServer>,
     by_name: HashMap<String, usize>,
@@ -91,6 +112,14 @@ pub struct Mds {
     placing: Box<[Mutex<()>]>,
     /// Released files for the background thread, once started ([`Mds::start`]).
     releases: Mutex<Option<mpsc::Sender<Bytes>>>,
+    /// Per stripe of files: I/O through the MDS holds it shared, a resynchronisation's copy
+    /// of a chunk exclusively (so that no write to the file falls between its read and write).
+    io_locks: Box<[parking_lot::RwLock<()>]>,
+    /// Files whose stale copies are being resynchronised: their writes go to those too, and
+    /// no read-write layout is handed out.
+    resyncing: Mutex<std::collections::HashSet<Bytes>>,
+    /// Who says whether read-write layouts of a file are out (the NFSv4 state).
+    holders: Mutex<Option<std::sync::Weak<dyn LayoutHolders>>>,
 }
 
 /// A DS error as the file system reports it to NFS: an unreachable DS is "try again later".
@@ -137,6 +166,7 @@ impl Mds {
             .map(|(i, s)| (DeviceId::of(&s.name), i))
             .collect();
         Ok(Mds {
+            counters: MdsCounters::default(),
             cfg,
             dss,
             by_name,
@@ -145,12 +175,18 @@ impl Mds {
             next: AtomicUsize::new(0),
             placing: (0..PLACE_STRIPES).map(|_| Mutex::new(())).collect(),
             releases: Mutex::new(None),
+            io_locks: (0..PLACE_STRIPES)
+                .map(|_| parking_lot::RwLock::new(()))
+                .collect(),
+            resyncing: Mutex::new(std::collections::HashSet::new()),
+            holders: Mutex::new(None),
         })
     }
 
     /// Starts the background thread: the DS files of released files are deleted there (a
-    /// REMOVE does not wait for the data servers), and the reconciler runs a second after
-    /// start, then every `period`. `exists` says whether a handle still names a file.
+    /// REMOVE does not wait for the data servers), the reconciler runs a second after start,
+    /// then every `period`, and stale copies are resynchronised every [`RESYNC_PERIOD`].
+    /// `exists` says whether a handle still names a file.
     pub fn start(self: &Arc<Self>, exists: FileExists, period: Duration) {
         let (tx, rx) = mpsc::channel::<Bytes>();
         *self.releases.lock() = Some(tx);
@@ -159,6 +195,7 @@ impl Mds {
             .name("pnfs-reconcile".into())
             .spawn(move || {
                 let mut next = Instant::now() + Duration::from_secs(1);
+                let mut next_reconcile = next;
                 loop {
                     let wait = next.saturating_duration_since(Instant::now());
                     let got = rx.recv_timeout(wait);
@@ -168,11 +205,15 @@ impl Mds {
                     match got {
                         Ok(fh) => mds.release(&fh),
                         Err(mpsc::RecvTimeoutError::Timeout) => {
-                            let n = mds.reconcile(&*exists);
-                            if n > 0 {
-                                tracing::info!(removed = n, "pNFS reconcile");
+                            if Instant::now() >= next_reconcile {
+                                let n = mds.reconcile(&*exists);
+                                if n > 0 {
+                                    tracing::info!(removed = n, "pNFS reconcile");
+                                }
+                                next_reconcile = Instant::now() + period;
                             }
-                            next = Instant::now() + period;
+                            mds.resync_stale();
+                            next = (Instant::now() + RESYNC_PERIOD).min(next_reconcile);
                         }
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
@@ -356,6 +397,7 @@ impl Mds {
             .put(&Bytes::copy_from_slice(fh), m)
             .map_err(map_error)?;
         drop(_turn);
+        self.counters.fences.fetch_add(1, Ordering::Relaxed);
         self.each_copy(fh, "fence", |ds, dfh| ds.chown(dfh, id, id))
     }
 
@@ -367,17 +409,27 @@ impl Mds {
         what: &str,
         change: impl Fn(&DataServer, &NfsFh3) -> Result<(), DsError>,
     ) -> VfsResult<()> {
-        let copies = self.copies(fh)?;
+        let _io = self.io_locks[Self::stripe(fh)].read();
+        let in_sync: Vec<String> = self
+            .copies(fh)?
+            .iter()
+            .map(|(ds, _)| ds.spec().name.clone())
+            .collect();
         let mut failed = Vec::new();
+        let mut took = 0;
         let mut last = VfsError::Delay;
-        for (ds, dfh) in &copies {
-            if let Err(e) = change(ds, dfh) {
-                tracing::warn!(ds = %ds.spec().name, "{what} through the MDS: {e}");
-                last = vfs_error(&e);
-                failed.push(ds.spec().name.clone());
+        for (ds, dfh) in &self.copies_to_change(fh)? {
+            match change(ds, dfh) {
+                Ok(()) if in_sync.contains(&ds.spec().name) => took += 1,
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::warn!(ds = %ds.spec().name, "{what} through the MDS: {e}");
+                    last = vfs_error(&e);
+                    failed.push(ds.spec().name.clone());
+                }
             }
         }
-        if failed.len() == copies.len() {
+        if took == 0 {
             return Err(last);
         }
         if !failed.is_empty() {
@@ -402,6 +454,9 @@ impl Mds {
         self.map
             .put(&Bytes::copy_from_slice(fh), m)
             .map_err(map_error)?;
+        self.counters
+            .stale_marks
+            .fetch_add(names.len() as u64, Ordering::Relaxed);
         tracing::warn!(ds = ?names, "copies marked stale");
         Ok(())
     }
@@ -412,10 +467,25 @@ impl Mds {
 
     /// The in-sync copies of `fh`, with their DSes.
     fn copies(&self, fh: &[u8]) -> VfsResult<Vec<(&DataServer, NfsFh3)>> {
+        self.copies_where(fh, |x| !x.stale)
+    }
+
+    /// The copies a change goes to: the in-sync ones, and while the file is resynchronised
+    /// the stale ones too.
+    fn copies_to_change(&self, fh: &[u8]) -> VfsResult<Vec<(&DataServer, NfsFh3)>> {
+        let all = self.resyncing.lock().contains(fh);
+        self.copies_where(fh, |x| all || !x.stale)
+    }
+
+    fn copies_where(
+        &self,
+        fh: &[u8],
+        which: impl Fn(&Mirror) -> bool,
+    ) -> VfsResult<Vec<(&DataServer, NfsFh3)>> {
         let m = self.map.get(fh).ok_or(VfsError::Stale)?;
         Ok(m.mirrors
             .iter()
-            .filter(|x| !x.stale)
+            .filter(|x| which(x) && !x.fh.is_empty())
             .filter_map(|x| Some((self.ds(&x.ds)?, NfsFh3 { data: x.fh.clone() })))
             .collect())
     }
@@ -442,11 +512,16 @@ impl Mds {
         }
     }
 
-    /// The placement lock of `fh`'s stripe.
-    fn placing(&self, fh: &[u8]) -> parking_lot::MutexGuard<'_, ()> {
+    /// The stripe of `fh` (its placement and I/O locks).
+    fn stripe(fh: &[u8]) -> usize {
         let mut h = siphasher::sip::SipHasher13::new();
         h.write(fh);
-        self.placing[h.finish() as usize % self.placing.len()].lock()
+        h.finish() as usize % PLACE_STRIPES
+    }
+
+    /// The placement lock of `fh`'s stripe.
+    fn placing(&self, fh: &[u8]) -> parking_lot::MutexGuard<'_, ()> {
+        self.placing[Self::stripe(fh)].lock()
     }
 
     /// Brings the DSes in line with the map: rows of files that no longer exist on the MDS
@@ -504,7 +579,21 @@ impl Mds {
 
     /// Files placed on the DSes.
     pub fn placed_files(&self) -> usize {
-        self.map.all().len()
+        self.map.len()
+    }
+
+    /// Files with a stale copy.
+    pub fn stale_files(&self) -> usize {
+        self.map
+            .all()
+            .iter()
+            .filter(|(_, m)| m.mirrors.iter().any(|x| x.stale))
+            .count()
+    }
+
+    /// What the MDS did with its placements.
+    pub fn counters(&self) -> &MdsCounters {
+        &self.counters
     }
 }
 
