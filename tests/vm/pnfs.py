@@ -14,6 +14,9 @@ rnfsd metadata server (MDS) with vers=4.2 whose data servers (DSes) are local NF
   truncate  a file the pNFS client has open for writing (a read-write layout out) is truncated
             by an NFSv3 client (another client to the MDS): the layout is recalled
             (CB_LAYOUTRECALL), the truncation goes on, and the pNFS client sees the new size
+  rdma      (with --rdma-ds-metrics) the spread and readback I/O to the DS advertised with an
+            RDMA address first arrived over RDMA: WRITE data in Read chunks, READ data in
+            Write chunks
   mirror    on a second MDS keeping two mirrors of each file, one DS is killed (SIGKILL)
             during a --mib MiB write: the write completes without an error and reads back
             identical; once the DS is started again its copy is resynchronised (both DS
@@ -106,6 +109,9 @@ def main():
     ap.add_argument("--mirror-mnt", help="a vers=4.2 mount of an MDS with two mirrors per file")
     ap.add_argument("--mirror-ds", action="append", default=[],
                     help="the exported directories of that MDS's two DSes")
+    ap.add_argument("--rdma-ds-metrics",
+                    help="the metrics of a DS advertised with RDMA first: the client's I/O to it "
+                         "must arrive over RDMA (the rdma case; without it, SKIP)")
     ap.add_argument("--kill-ds-cmd", help="kills the first of them with SIGKILL")
     ap.add_argument("--start-ds-cmd", help="starts it again (returns once it is ready)")
     ap.add_argument("--ds-metrics", action="append", default=[],
@@ -309,9 +315,25 @@ def main():
         print(f"# resynchronised after {time.monotonic() - deadline + 120:.1f} s", flush=True)
         os.unlink(p)
 
+    def rdma():
+        if not a.rdma_ds_metrics:
+            print("sub=rdma status=SKIP time=0 reason=no RDMA data server (PNFS_RDMA=1 and "
+                  "soft-RoCE)", flush=True)
+            return
+        reads = metric(a.rdma_ds_metrics, "rnfs_rdma_calls_read_chunk_total")
+        writes = metric(a.rdma_ds_metrics, "rnfs_rdma_replies_write_chunk_total")
+        print(f"# the RDMA DS: {reads:.0f} calls with Read chunks, {writes:.0f} replies with "
+              f"Write chunks", flush=True)
+        if reads == 0 or writes == 0:
+            raise Fail("the client's I/O to the RDMA data server did not go over RDMA")
+
     case("layouts", layouts)
     case("spread", spread)
     case("readback", readback)
+    if a.rdma_ds_metrics:
+        case("rdma", rdma)
+    else:
+        rdma()
     case("remove", remove)
     case("truncate", truncate)
     case("mirror", mirror)

@@ -91,6 +91,28 @@ impl std::str::FromStr for DsSpec {
     }
 }
 
+/// How a new file's data servers are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// In turn, in configuration order.
+    #[default]
+    RoundRobin,
+    /// The ones with the most space available (FSSTAT), round-robin among equals.
+    LeastUsed,
+}
+
+impl std::str::FromStr for Placement {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "round-robin" => Ok(Placement::RoundRobin),
+            "least-used" => Ok(Placement::LeastUsed),
+            _ => Err(format!("{s:?}: expected round-robin or least-used")),
+        }
+    }
+}
+
 /// The data servers of a metadata server and how files are laid out on them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PnfsConfig {
@@ -100,6 +122,8 @@ pub struct PnfsConfig {
     pub mirrors: u32,
     /// The synthetic uids and gids given to files on the data servers (fencing changes them).
     pub ids: RangeInclusive<u32>,
+    /// How a new file's data servers are chosen.
+    pub placement: Placement,
 }
 
 /// The synthetic ids used when none are given: far from real users and groups.
@@ -184,6 +208,7 @@ mod tests {
             data_servers: dss.iter().map(|s| s.parse().unwrap()).collect(),
             mirrors,
             ids: DEFAULT_IDS,
+            placement: Placement::default(),
         };
         let two = ["a=127.0.0.1:1:/a", "b=127.0.0.1:2:/b"];
         assert_eq!(cfg(&two, 2).validate(), Ok(()));
@@ -198,6 +223,9 @@ mod tests {
             Err(ConfigError::DuplicateDs("a".into(), "b".into()))
         );
         assert_eq!(parse_ids("1000-2000"), Ok(1000..=2000));
+        assert_eq!("least-used".parse(), Ok(Placement::LeastUsed));
+        assert_eq!("round-robin".parse(), Ok(Placement::RoundRobin));
+        assert!("random".parse::<Placement>().is_err());
         for bad in ["0-5", "5-5", "9-1", "x-2", "12"] {
             assert!(parse_ids(bad).is_err(), "{bad}");
         }

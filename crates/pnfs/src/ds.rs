@@ -219,6 +219,15 @@ impl DataServer {
         }
     }
 
+    /// The bytes available on the DS's export (FSSTAT).
+    pub fn available(&self) -> Result<u64, DsError> {
+        let fh = self.root()?.fh.clone();
+        match self.nfs::<Fsstat3res>(NFSPROC3_FSSTAT, &Fsstat3args { fsroot: fh })? {
+            Fsstat3res::Ok(ok) => Ok(ok.abytes),
+            Fsstat3res::Fail(s, _) => Err(DsError::Nfs(s)),
+        }
+    }
+
     /// The DS's largest READ and WRITE.
     pub fn io_sizes(&self) -> Result<IoSizes, DsError> {
         Ok(self.root()?.sizes)

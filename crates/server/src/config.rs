@@ -168,6 +168,10 @@ pub struct Args {
     /// Copies of each file's data, on distinct data servers.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub pnfs_mirrors: u32,
+    /// How a new file's data servers are chosen: round-robin, or least-used (most space
+    /// available first).
+    #[arg(long, value_name = "POLICY", default_value = "round-robin")]
+    pub pnfs_placement: pnfs::config::Placement,
     /// The uids and gids the files on the data servers are owned by (fencing changes them).
     #[arg(long, value_name = "LOW-HIGH", value_parser = pnfs::config::parse_ids,
           default_value = "1073741824-1342177279")]

@@ -86,6 +86,7 @@ fn pnfs_mds(args: &Args, vfs: &Arc<Vfs>) -> Result<Option<Arc<pnfs::Mds>>, Strin
         data_servers: args.pnfs_ds.clone(),
         mirrors: args.pnfs_mirrors,
         ids: args.pnfs_ids.clone(),
+        placement: args.pnfs_placement,
     };
     let mds = Arc::new(pnfs::Mds::open(cfg, &args.state_dir).map_err(|e| e.to_string())?);
     vfs.set_remote_data(mds.clone());

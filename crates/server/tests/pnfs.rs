@@ -1121,3 +1121,20 @@ fn stale_copies_are_resynchronised() {
     );
     assert_eq!(m(r#"rnfs_pnfs_ds_connected{ds="ds1"}"#), 1);
 }
+
+/// Least-used placement asks the data servers for their space (FSSTAT); DSes with equal space
+/// (both exports on one file system here) take files in turn.
+#[test]
+fn least_used_placement() {
+    let cl = Cluster::new("rw,insecure,pnfs", 1, &["--pnfs-placement", "least-used"]);
+    let mut c = V4::session(cl.mds.server.port, 1, "least-used");
+    let root = c.path_fh(&cl.mds.export);
+    for i in 0..4 {
+        let (fh, sid) = create(&mut c, &root, &format!("f{i}"));
+        c.write_all(&fh, &sid, 0, b"data");
+        c.close_ok(&fh, &sid);
+    }
+    assert_eq!((cl.ds_files(0).len(), cl.ds_files(1).len()), (2, 2));
+    let text = http_get(cl.mds.server.metrics.unwrap(), "/metrics");
+    assert_eq!(metric(&text, "rnfs_pnfs_files"), Some(4));
+}

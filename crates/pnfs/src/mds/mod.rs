@@ -20,7 +20,7 @@ mod resync;
 
 pub use resync::LayoutHolders;
 
-use crate::config::{DsSpec, PnfsConfig};
+use crate::config::{DsSpec, Placement, PnfsConfig};
 use crate::ds::{DataServer, DsError, IoSizes};
 use crate::map::{FileMap, MapError, MapState, Mapping, Mirror};
 
@@ -84,6 +84,19 @@ pub type FileExists = Box<dyn Fn(&[u8]) -> bool + Send>;
 /// How often stale copies whose data server answers again are resynchronised.
 pub const RESYNC_PERIOD: Duration = Duration::from_secs(2);
 
+/// How long the data servers' free space is taken as known (least-used placement).
+const FREE_SPACE_AGE: Duration = Duration::from_secs(5);
+
+/// The order in which the data servers are tried for a new file: by most space available
+/// (`free`, one per DS; all equal for round-robin), ties in turn from `start`.
+fn placement_order(start: usize, free: &[u64]) -> Vec<usize> {
+    let n = free.len();
+    let mut order: Vec<usize> = (0..n).map(|i| (start + i) % n.max(1)).collect();
+    // a stable sort keeps the round-robin order among equals
+    order.sort_by(|a, b| free[*b].cmp(&free[*a]));
+    order
+}
+
 /// Stripes of the placement locks (one file places at a time per stripe).
 const PLACE_STRIPES: usize = 64;
 
@@ -120,6 +133,8 @@ pub struct Mds {
     resyncing: Mutex<std::collections::HashSet<Bytes>>,
     /// Who says whether read-write layouts of a file are out (the NFSv4 state).
     holders: Mutex<Option<std::sync::Weak<dyn LayoutHolders>>>,
+    /// When the DSes' free space was last asked, and their answers (least-used placement).
+    free: Mutex<(Option<Instant>, Vec<u64>)>,
 }
 
 /// A DS error as the file system reports it to NFS: an unreachable DS is "try again later".
@@ -180,6 +195,7 @@ impl Mds {
                 .collect(),
             resyncing: Mutex::new(std::collections::HashSet::new()),
             holders: Mutex::new(None),
+            free: Mutex::new((None, Vec::new())),
         })
     }
 
@@ -296,9 +312,12 @@ impl Mds {
                 return Ok(m);
             }
         }
-        let n = self.dss.len();
         let want = self.cfg.mirrors as usize;
         let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let order = match self.cfg.placement {
+            Placement::RoundRobin => placement_order(start, &vec![0; self.dss.len()]),
+            Placement::LeastUsed => placement_order(start, &self.free_space()),
+        };
         let id = self.map.take_ids(&self.cfg.ids, 2).map_err(map_error)?;
         let name = self.ds_name(fh);
         let mut row = Mapping {
@@ -310,11 +329,11 @@ impl Mds {
         };
         // candidates in round-robin order; a DS that cannot create is passed over
         let mut tried = Vec::new();
-        for i in 0..n {
+        for i in order {
             if row.mirrors.len() == want {
                 break;
             }
-            let ds = &self.dss[(start + i) % n];
+            let ds = &self.dss[i];
             row.mirrors.push(Mirror {
                 ds: ds.spec().name.clone(),
                 fh: Bytes::new(),
@@ -340,6 +359,21 @@ impl Mds {
         }
         row.state = MapState::Ready;
         self.map.put(fh, row).map_err(map_error)
+    }
+
+    /// Each DS's available bytes, asked at most every few seconds (0 for one that does not
+    /// answer: it comes last).
+    fn free_space(&self) -> Vec<u64> {
+        let mut cache = self.free.lock();
+        if !matches!(cache.0, Some(t) if t.elapsed() < FREE_SPACE_AGE) {
+            let v = self
+                .dss
+                .iter()
+                .map(|d| d.available().unwrap_or(0))
+                .collect();
+            *cache = (Some(Instant::now()), v);
+        }
+        cache.1.clone()
     }
 
     /// Removes what a placement that did not finish created, and its row.
@@ -673,5 +707,29 @@ impl vfs::RemoteData for Mds {
         if !queued {
             self.release(fh);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_orders() {
+        // round-robin: in turn from the start
+        assert_eq!(placement_order(0, &[0, 0, 0]), vec![0, 1, 2]);
+        assert_eq!(placement_order(4, &[0, 0, 0]), vec![1, 2, 0]);
+        // least-used: the most space first, in turn among equals
+        assert_eq!(placement_order(0, &[10, 30, 20]), vec![1, 2, 0]);
+        assert_eq!(placement_order(1, &[30, 10, 30]), vec![2, 0, 1]);
+        assert_eq!(placement_order(2, &[30, 10, 30]), vec![2, 0, 1]);
+        assert_eq!(placement_order(3, &[30, 10, 30]), vec![0, 2, 1]);
+        assert!(placement_order(0, &[]).is_empty());
+    }
+
+    #[test]
+    fn device_ids_are_stable_and_distinct() {
+        assert_eq!(DeviceId::of("ds1"), DeviceId::of("ds1"));
+        assert_ne!(DeviceId::of("ds1"), DeviceId::of("ds2"));
     }
 }
