@@ -14,6 +14,7 @@ pub mod loopback;
 pub mod nfs3_res;
 pub mod nfs4_raw;
 pub mod nfsrs;
+pub mod pnfs;
 mod rpc;
 mod server;
 
