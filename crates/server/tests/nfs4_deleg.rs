@@ -47,7 +47,7 @@ fn delegation_holder(fx: &Fixture, name: &str) -> (V4, bytes::Bytes, Stateid4) {
 
 /// Reads the CB_COMPOUND the holder gets and checks that it recalls `deleg`.
 fn expect_recall(a: &mut V4, deleg: &Stateid4) {
-    let (_, cb) = next_callback(a);
+    let (_, cb) = a.next_callback();
     assert_eq!(
         (word(&cb, 3), word(&cb, 4), word(&cb, 5)),
         (CB_PROGRAM, NFS_CB, CB_COMPOUND)
@@ -451,43 +451,14 @@ fn a_write_delegation_is_not_granted_to_a_reader_nor_a_read_delegation_to_a_writ
     }
 }
 
-/// Reads the next callback on the holder's connection: (its XID, the record).
-fn next_callback(a: &mut V4) -> (u32, bytes::Bytes) {
-    assert!(
-        a.rpc.readable_within(std::time::Duration::from_secs(20)),
-        "no callback on the holder's connection"
-    );
-    let cb = a
-        .rpc
-        .read_record()
-        .expect("a callback on the holder's connection");
-    assert_eq!(word(&cb, 1), 0, "not an RPC call");
-    (word(&cb, 0), cb)
-}
-
 /// Answers CB_COMPOUND(CB_SEQUENCE, CB_GETATTR) `xid` with the file's change attribute and size.
 fn answer_cb_getattr(a: &mut V4, xid: u32, change: u64, size: u64) {
-    let mut e = xdr::Encoder::new();
-    sunrpc::msg::encode_accepted(&mut e, xid, sunrpc::msg::AcceptStat::Success);
-    e.encode(&CbCompound4res {
-        status: Nfsstat4::NFS4_OK,
-        tag: bytes::Bytes::new(),
-        resarray: vec![
-            NfsCbResop4::OpCbSequence(CbSequence4res::Nfs4Ok(CbSequence4resok {
-                csr_sessionid: [0; 16],
-                csr_sequenceid: 1,
-                csr_slotid: 0,
-                csr_highest_slotid: 0,
-                csr_target_highest_slotid: 0,
-            })),
-            NfsCbResop4::OpCbGetattr(CbGetattr4res::Nfs4Ok(CbGetattr4resok {
-                obj_attributes: fattr(&[(FATTR4_CHANGE, &change), (FATTR4_SIZE, &size)]),
-            })),
-        ],
-    });
-    a.rpc
-        .send_record(&e.finish().to_bytes())
-        .expect("send the callback reply");
+    a.answer_callback(
+        xid,
+        NfsCbResop4::OpCbGetattr(CbGetattr4res::Nfs4Ok(CbGetattr4resok {
+            obj_attributes: fattr(&[(FATTR4_CHANGE, &change), (FATTR4_SIZE, &size)]),
+        })),
+    );
 }
 
 #[test]
@@ -518,7 +489,7 @@ fn another_clients_getattr_asks_the_write_delegation_holder_for_size_and_change(
             );
             (other, r)
         });
-        let (xid, cb) = next_callback(a);
+        let (xid, cb) = a.next_callback();
         assert!(
             cb.windows(fh.len()).any(|w| w == &fh[..]),
             "the callback names the file"
@@ -677,7 +648,7 @@ fn a_write_delegation_on_a_truncating_open_starts_from_the_truncated_file() {
         .ok("GETATTR")
         .attrs()
     });
-    let (xid, _) = next_callback(&mut a);
+    let (xid, _) = a.next_callback();
     answer_cb_getattr(&mut a, xid, change, size);
     let seen = t.join().expect("the other client");
     assert_eq!((seen.change, seen.size), (Some(change), Some(0)));

@@ -241,10 +241,7 @@ fn read_layouts_and_layoutget_refusals() {
     // one layout stateid per client and file, its seqid moving
     assert_eq!(lg.logr_stateid.other, rw.other);
     assert_eq!(lg.logr_stateid.seqid, rw.seqid + 1);
-    let ff = FfLayout4::decode(&mut xdr::Decoder::new(
-        lg.logr_layout[0].lo_content.loc_body.clone(),
-    ))
-    .unwrap();
+    let ff = ff_layout_of(lg);
     let ds = &ff.ffl_mirrors[0].ffm_data_servers[0];
     let user: u32 = std::str::from_utf8(&ds.ffds_user).unwrap().parse().unwrap();
     let group: u32 = std::str::from_utf8(&ds.ffds_group)
@@ -478,16 +475,8 @@ fn mirrors_and_a_data_server_down() {
         assert_eq!(std::fs::read(&files[0]).unwrap(), data, "DS {i}");
     }
     let mirrors = |c: &mut V4| {
-        let r = c
-            .call(
-                Ops::new()
-                    .putfh(&fh)
-                    .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &sid)),
-            )
-            .ok("LAYOUTGET");
-        let l = &r.get(Op::OP_LAYOUTGET).layoutget().logr_layout[0];
-        let ff = FfLayout4::decode(&mut xdr::Decoder::new(l.lo_content.loc_body.clone())).unwrap();
-        ff.ffl_mirrors.len()
+        let lg = layoutget_ok(c, &fh, Layoutiomode4::Layoutiomode4Rw, &sid);
+        ff_layout_of(&lg).ffl_mirrors.len()
     };
     assert_eq!(mirrors(&mut c), 2);
 

@@ -12,7 +12,6 @@ use common::nfs4_raw::*;
 use common::pnfs::*;
 use common::*;
 use nfs4wire::{NfsArgop4 as A, NfsOpnum4 as Op, *};
-use xdr::Decode;
 
 /// A truncate by another client recalls the layout with CB_LAYOUTRECALL carrying the next
 /// seqid. A holder that returns it lets the truncate go on at once; one that ignores it is
@@ -89,14 +88,7 @@ fn a_truncate_recalls_layouts_and_fences_a_holder_that_keeps_one() {
 
     // a holder that keeps it
     let (fh, asid) = create(&mut a, &root, "kept");
-    let r = a
-        .call(
-            Ops::new()
-                .putfh(&fh)
-                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &asid)),
-        )
-        .ok("LAYOUTGET");
-    let lg = r.get(Op::OP_LAYOUTGET).layoutget().clone();
+    let lg = layoutget_ok(&mut a, &fh, Layoutiomode4::Layoutiomode4Rw, &asid);
     let (dport, dsfh, uid, gid) = ds_target(&mut a, &lg);
     assert_eq!(
         ds_write(dport, &dsfh, uid, gid, b"before"),
@@ -130,14 +122,7 @@ fn a_truncate_recalls_layouts_and_fences_a_holder_that_keeps_one() {
         ds_write(dport, &dsfh, uid, gid, b"after"),
         nfs3wire::Nfsstat3::NFS3ERR_ACCES
     );
-    let r = b
-        .call(
-            Ops::new()
-                .putfh(&bfh)
-                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &bsid)),
-        )
-        .ok("LAYOUTGET after the fence");
-    let lg2 = r.get(Op::OP_LAYOUTGET).layoutget().clone();
+    let lg2 = layoutget_ok(&mut b, &bfh, Layoutiomode4::Layoutiomode4Rw, &bsid);
     let (dport2, dsfh2, uid2, gid2) = ds_target(&mut b, &lg2);
     assert_eq!((dport2, &dsfh2), (dport, &dsfh));
     assert_ne!((uid2, gid2), (uid, gid));
@@ -199,14 +184,7 @@ fn layoutcommit_is_bounded_by_the_copies_and_keeps_set_times() {
     let mut c = V4::session(cl.mds.server.port, 2, "committer");
     let root = c.path_fh(&cl.mds.export);
     let (fh, sid) = create(&mut c, &root, "t");
-    let r = c
-        .call(
-            Ops::new()
-                .putfh(&fh)
-                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &sid)),
-        )
-        .ok("LAYOUTGET");
-    let lg = r.get(Op::OP_LAYOUTGET).layoutget().clone();
+    let lg = layoutget_ok(&mut c, &fh, Layoutiomode4::Layoutiomode4Rw, &sid);
     let (port, dsfh, uid, gid) = ds_target(&mut c, &lg);
     assert_eq!(
         ds_write(port, &dsfh, uid, gid, &pattern(1, 300_000)),
@@ -308,18 +286,8 @@ fn stale_copies_are_resynchronised() {
     );
 
     // a client's write error for DS 1, reported while it holds a RW layout
-    let r = c
-        .call(
-            Ops::new()
-                .putfh(&fh)
-                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &sid)),
-        )
-        .ok("LAYOUTGET");
-    let lg = r.get(Op::OP_LAYOUTGET).layoutget().clone();
-    let ff = FfLayout4::decode(&mut xdr::Decoder::new(
-        lg.logr_layout[0].lo_content.loc_body.clone(),
-    ))
-    .unwrap();
+    let lg = layoutget_ok(&mut c, &fh, Layoutiomode4::Layoutiomode4Rw, &sid);
+    let ff = ff_layout_of(&lg);
     let dev1 = ff.ffl_mirrors[1].ffm_data_servers[0].ffds_deviceid;
     let error = A::OpLayouterror(Layouterror4args {
         lea_offset: 0,
@@ -334,18 +302,8 @@ fn stale_copies_are_resynchronised() {
     c.call(Ops::new().putfh(&fh).op(error)).ok("LAYOUTERROR");
     // while the layout is out the copy stays stale (a new layout has one mirror)
     std::thread::sleep(Duration::from_secs(3));
-    let r = c
-        .call(
-            Ops::new()
-                .putfh(&fh)
-                .op(layoutget(Layoutiomode4::Layoutiomode4Rw, &sid)),
-        )
-        .ok("LAYOUTGET");
-    let lg = r.get(Op::OP_LAYOUTGET).layoutget().clone();
-    let ff = FfLayout4::decode(&mut xdr::Decoder::new(
-        lg.logr_layout[0].lo_content.loc_body.clone(),
-    ))
-    .unwrap();
+    let lg = layoutget_ok(&mut c, &fh, Layoutiomode4::Layoutiomode4Rw, &sid);
+    let ff = ff_layout_of(&lg);
     assert_eq!(ff.ffl_mirrors.len(), 1);
     assert_ne!(ff.ffl_mirrors[0].ffm_data_servers[0].ffds_deviceid, dev1);
     c.call(

@@ -161,10 +161,7 @@ pub fn v3_read_all(port: u16, export: &Path, name: &str) -> Vec<u8> {
 
 /// Where a layout says to write: the DS's port, the file's handle there, the user and group.
 pub fn ds_target(c: &mut V4, lg: &Layoutget4resok) -> (u16, nfs3wire::NfsFh3, u32, u32) {
-    let ff = FfLayout4::decode(&mut xdr::Decoder::new(
-        lg.logr_layout[0].lo_content.loc_body.clone(),
-    ))
-    .unwrap();
+    let ff = ff_layout_of(lg);
     let ds = &ff.ffl_mirrors[0].ffm_data_servers[0];
     let r = c
         .call(Ops::new().op(getdeviceinfo(&ds.ffds_deviceid, 4096)))
@@ -209,43 +206,45 @@ pub fn ds_write(
 
 /// The next CB_COMPOUND on the holder's back channel: its XID and CB_LAYOUTRECALL.
 pub fn next_layoutrecall(a: &mut V4) -> (u32, CbLayoutrecall4args) {
-    assert!(
-        a.rpc.readable_within(Duration::from_secs(20)),
-        "no callback on the holder's connection"
-    );
-    let rec = a.rpc.read_record().expect("a callback");
-    let (h, mut d) = sunrpc::msg::decode_call(rec).expect("an RPC call");
+    let (xid, rec) = a.next_callback();
+    let (_, mut d) = sunrpc::msg::decode_call(rec).expect("an RPC call");
     let cb = CbCompound4args::decode(&mut d).expect("CB_COMPOUND");
     assert_eq!(cb.argarray.len(), 2, "{cb:?}");
     match &cb.argarray[1] {
-        NfsCbArgop4::OpCbLayoutrecall(r) => (h.xid, r.clone()),
+        NfsCbArgop4::OpCbLayoutrecall(r) => (xid, r.clone()),
         other => panic!("not CB_LAYOUTRECALL: {other:?}"),
     }
 }
 
 /// Answers CB_COMPOUND `xid` (CB_SEQUENCE, CB_LAYOUTRECALL) with NFS4_OK.
 pub fn answer_layoutrecall(a: &mut V4, xid: u32) {
-    let mut e = xdr::Encoder::new();
-    sunrpc::msg::encode_accepted(&mut e, xid, sunrpc::msg::AcceptStat::Success);
-    e.encode(&CbCompound4res {
-        status: Nfsstat4::NFS4_OK,
-        tag: Bytes::new(),
-        resarray: vec![
-            NfsCbResop4::OpCbSequence(CbSequence4res::Nfs4Ok(CbSequence4resok {
-                csr_sessionid: [0; 16],
-                csr_sequenceid: 1,
-                csr_slotid: 0,
-                csr_highest_slotid: 0,
-                csr_target_highest_slotid: 0,
-            })),
-            NfsCbResop4::OpCbLayoutrecall(CbLayoutrecall4res {
-                clorr_status: Nfsstat4::NFS4_OK,
-            }),
-        ],
-    });
-    a.rpc
-        .send_record(&e.finish().to_bytes())
-        .expect("send the callback reply");
+    a.answer_callback(
+        xid,
+        NfsCbResop4::OpCbLayoutrecall(CbLayoutrecall4res {
+            clorr_status: Nfsstat4::NFS4_OK,
+        }),
+    );
+}
+
+/// The flexible files layout a LAYOUTGET handed out.
+pub fn ff_layout_of(lg: &Layoutget4resok) -> FfLayout4 {
+    FfLayout4::decode(&mut xdr::Decoder::new(
+        lg.logr_layout[0].lo_content.loc_body.clone(),
+    ))
+    .expect("an ff_layout4")
+}
+
+/// A LAYOUTGET of `fh` with `sid` that must succeed.
+pub fn layoutget_ok(
+    c: &mut V4,
+    fh: &[u8],
+    iomode: Layoutiomode4,
+    sid: &Stateid4,
+) -> Layoutget4resok {
+    let r = c
+        .call(Ops::new().putfh(fh).op(layoutget(iomode, sid)))
+        .ok("LAYOUTGET");
+    r.get(Op::OP_LAYOUTGET).layoutget().clone()
 }
 
 /// The number of mirrors in a RW layout of `fh` (LAYOUTGET with `sid`), then returned; 0
@@ -263,9 +262,6 @@ pub fn mirror_count(c: &mut V4, fh: &[u8], sid: &Stateid4) -> usize {
     let lg = r.get(Op::OP_LAYOUTGET).layoutget().clone();
     c.call(Ops::new().putfh(fh).op(layoutreturn_file(&lg.logr_stateid)))
         .ok("LAYOUTRETURN");
-    let ff = FfLayout4::decode(&mut xdr::Decoder::new(
-        lg.logr_layout[0].lo_content.loc_body.clone(),
-    ))
-    .unwrap();
+    let ff = ff_layout_of(&lg);
     ff.ffl_mirrors.len()
 }

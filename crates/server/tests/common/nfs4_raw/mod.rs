@@ -454,6 +454,44 @@ impl V4 {
             .attrs()
     }
 
+    /// The next call on this connection's back channel (within 20 s): its XID and the whole
+    /// record.
+    pub fn next_callback(&mut self) -> (u32, Bytes) {
+        assert!(
+            self.rpc.readable_within(std::time::Duration::from_secs(20)),
+            "no callback on the connection"
+        );
+        let cb = self
+            .rpc
+            .read_record()
+            .expect("a callback on the connection");
+        assert_eq!(&cb[4..8], &[0, 0, 0, 0], "not an RPC call");
+        (u32::from_be_bytes([cb[0], cb[1], cb[2], cb[3]]), cb)
+    }
+
+    /// Answers CB_COMPOUND `xid` with NFS4_OK: CB_SEQUENCE, then `res`.
+    pub fn answer_callback(&mut self, xid: u32, res: w::NfsCbResop4) {
+        let mut e = xdr::Encoder::new();
+        sunrpc::msg::encode_accepted(&mut e, xid, sunrpc::msg::AcceptStat::Success);
+        e.encode(&w::CbCompound4res {
+            status: Nfsstat4::NFS4_OK,
+            tag: Bytes::new(),
+            resarray: vec![
+                w::NfsCbResop4::OpCbSequence(w::CbSequence4res::Nfs4Ok(w::CbSequence4resok {
+                    csr_sessionid: [0; 16],
+                    csr_sequenceid: 1,
+                    csr_slotid: 0,
+                    csr_highest_slotid: 0,
+                    csr_target_highest_slotid: 0,
+                })),
+                res,
+            ],
+        });
+        self.rpc
+            .send_record(&e.finish().to_bytes())
+            .expect("send the callback reply");
+    }
+
     /// DESTROY_SESSION and DESTROY_CLIENTID (4.1+).
     pub fn destroy(&mut self) {
         let sid = self.sessionid;
