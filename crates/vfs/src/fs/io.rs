@@ -374,10 +374,10 @@ impl Vfs {
         data: &[u8],
         stable: Stability,
     ) -> VfsResult<(Stability, Attr)> {
-        if let Some(done) = self.remote_write(caller, node, offset, data, stable)? {
+        let fd = self.write_fd(caller, node)?;
+        if let Some(done) = self.remote_write(caller, node, &fd, offset, data, stable)? {
             return Ok(done);
         }
-        let fd = self.write_fd(caller, node)?;
         let flags = match stable {
             // `async` exports acknowledge stable writes unflushed, as knfsd's do
             _ if !caller.sync => 0,

@@ -129,17 +129,18 @@ impl Vfs {
         Ok((data, offset + want >= attr.size, attr))
     }
 
-    /// WRITE to a remote file, then the local file's size and times as a write here would
-    /// leave them. None: the file's data is here.
+    /// WRITE to a remote file (`fd`: the local file, the caller's right to write checked),
+    /// then the local file's size and times as a write here would leave them. None: the
+    /// file's data is here.
     pub(super) fn remote_write(
         &self,
         caller: &Caller,
         node: &Node,
+        fd: &OwnedFd,
         offset: u64,
         data: &[u8],
         stable: Stability,
     ) -> VfsResult<Option<(Stability, Attr)>> {
-        let fd = self.write_fd(caller, node)?;
         let Some(r) = self.remote_for_write(caller, node)? else {
             return Ok(None);
         };
