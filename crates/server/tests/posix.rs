@@ -531,46 +531,53 @@ fn a_new_file_on_a_removed_files_inode_number_starts_without_state() {
     );
     let ino = a.getattr(&fh, &[FATTR4_FILEID]).fileid.unwrap();
     a.call(Ops::new().putfh(&dir).remove("gone")).ok("REMOVE");
-    // New files until one gets the freed inode number (ext4 hands out the lowest free
-    // number of the group: the first one, as a rule); every one opens for writing.
-    let mut reused = false;
-    for i in 0..64 {
+    // ext4 gives a new file the lowest free inode number of its directory's group; a group on
+    // a used file system has free numbers below the one just freed, and other tests create
+    // files beside this one: local files are made (in the export's directory, as a
+    // subdirectory may be given another group) until one lands on the freed number, and that
+    // file, created outside the server, is the new file
+    let mut landed = None;
+    for i in 0..200_000 {
         let name = format!("new{i}");
-        let r = b.open(
-            &dir,
-            &name,
-            "o",
-            OPEN4_SHARE_ACCESS_BOTH,
-            OPEN4_SHARE_DENY_NONE,
-            OpenHow::Unchecked(Sattr::mode(0o644)),
-        );
-        assert_eq!(
-            r.status,
-            Nfsstat4::NFS4_OK,
-            "OPEN of new file {name} (removed file's inode {ino}): {}",
-            r.summary()
-        );
-        let new_fh = r.fh();
-        let got = b.getattr(&new_fh, &[FATTR4_FILEID]).fileid.unwrap();
-        let sid = r.open_stateid();
-        b.close_ok(&new_fh, &sid);
-        if got == ino {
-            reused = true;
-            // the old handle names the removed file, not the new one
-            let old = a.call(Ops::new().putfh(&fh).getattr(&[FATTR4_FILEID]));
-            assert_ne!(
-                old.status,
-                Nfsstat4::NFS4_OK,
-                "the removed file's handle still resolves"
-            );
+        let p = fx.export.join(&name);
+        std::fs::File::create(&p).unwrap();
+        if std::fs::metadata(&p).unwrap().ino() == ino {
+            landed = Some(name);
             break;
         }
     }
-    assert!(
-        reused,
-        "the export's file system ({}) did not reuse inode {ino}: this test needs one that \
-         does (ext4)",
-        fx.export.display()
+    let name = landed.unwrap_or_else(|| {
+        panic!(
+            "the export's file system ({}) did not reuse inode {ino} in 200000 creates: this \
+             test needs one that does (ext4)",
+            fx.export.display()
+        )
+    });
+    // b opens it for writing: a's DENY_WRITE was on the removed file
+    set_mode(&fx.export.join(&name), 0o666);
+    let r = b.open(
+        &dir,
+        &name,
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4_OK,
+        "OPEN of new file {name} on the removed file's inode {ino}: {}",
+        r.summary()
+    );
+    let new_fh = r.fh();
+    assert_eq!(b.getattr(&new_fh, &[FATTR4_FILEID]).fileid, Some(ino));
+    b.close_ok(&new_fh, &r.open_stateid());
+    // the old handle names the removed file, not the new one
+    let old = a.call(Ops::new().putfh(&fh).getattr(&[FATTR4_FILEID]));
+    assert_ne!(
+        old.status,
+        Nfsstat4::NFS4_OK,
+        "the removed file's handle still resolves"
     );
 }
 
