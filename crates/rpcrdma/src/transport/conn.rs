@@ -54,15 +54,57 @@ pub(super) struct Conn {
 pub(super) struct RdmaBack {
     pub(super) conn: std::sync::Weak<Conn>,
     pub(super) id: u64,
+    /// Where the connection is released should this call hold its last reference.
+    pub(super) rt: tokio::runtime::Handle,
 }
 
 impl BackChannel for RdmaBack {
     fn send_call(&self, msg: xdr::Reply) -> bool {
-        self.conn.upgrade().is_some_and(|c| c.send_backward(&msg))
+        // called from a call's thread (a recall made while serving a call)
+        self.conn
+            .upgrade()
+            .is_some_and(|c| Held::new(c, self.rt.clone()).send_backward(&msg))
     }
 
     fn id(&self) -> u64 {
         self.id
+    }
+}
+
+/// A connection held by a thread that may have switched its credentials (a call's blocking
+/// thread): should it hold the last reference, the connection is released on the runtime,
+/// because releasing it destroys its CM id and CQ, writes to kernel devices that are refused
+/// from a thread whose credentials differ from the opener's (see [`Conn::outbox`]).
+pub(super) struct Held<T: Send + Sync + 'static> {
+    inner: Option<Arc<T>>,
+    rt: tokio::runtime::Handle,
+}
+
+impl<T: Send + Sync + 'static> Held<T> {
+    pub(super) fn new(inner: Arc<T>, rt: tokio::runtime::Handle) -> Held<T> {
+        Held {
+            inner: Some(inner),
+            rt,
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> std::ops::Deref for Held<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // Some until dropped
+        self.inner.as_deref().expect("held until dropped")
+    }
+}
+
+impl<T: Send + Sync + 'static> Drop for Held<T> {
+    fn drop(&mut self) {
+        // into_inner gives the value to exactly one of the last holders that use it; a holder
+        // that drops the Arc plainly is on the runtime already
+        if let Some(last) = self.inner.take().and_then(Arc::into_inner) {
+            self.rt.spawn(async move { drop(last) });
+        }
     }
 }
 
@@ -419,7 +461,7 @@ impl Conn {
             }
             None => {
                 let rt = tokio::runtime::Handle::current();
-                let this = self.clone();
+                let this = Held::new(self.clone(), rt.clone());
                 tokio::task::spawn_blocking(move || rt.block_on(this.serve_call(msg, credit)));
             }
         }
@@ -468,7 +510,7 @@ impl Conn {
         }
     }
 
-    async fn serve_call(self: Arc<Self>, msg: Bytes, credit: CreditGuard) {
+    async fn serve_call(&self, msg: Bytes, credit: CreditGuard) {
         let call = match self.limits.accept_call(&msg) {
             Ok(c) => c,
             Err(e) => {
@@ -794,5 +836,66 @@ impl BulkBuf for PoolBuf {
 
     fn freeze(self: Box<Self>, len: usize) -> Bytes {
         self.0.freeze(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Held;
+    use std::sync::{Arc, Mutex};
+
+    /// Records the name of the thread it is dropped on.
+    struct Probe(Arc<Mutex<Option<String>>>);
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            let name = std::thread::current().name().map(str::to_owned);
+            *self.0.lock().expect("probe lock") = Some(name.unwrap_or_default());
+        }
+    }
+
+    fn dropped_on(last_on_call_thread: bool) -> String {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("runtime")
+            .build()
+            .expect("runtime");
+        let seen = Arc::new(Mutex::new(None));
+        let conn = Arc::new(Probe(seen.clone()));
+        let held = Held::new(conn.clone(), rt.handle().clone());
+        let on_call_thread = move || {
+            std::thread::Builder::new()
+                .name("call".into())
+                .spawn(move || drop(held))
+                .expect("thread")
+                .join()
+                .expect("call thread")
+        };
+        if last_on_call_thread {
+            drop(conn);
+            on_call_thread();
+        } else {
+            on_call_thread();
+            drop(conn);
+        }
+        for _ in 0..500 {
+            if let Some(name) = seen.lock().expect("probe lock").clone() {
+                return name;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        panic!("the connection was never released");
+    }
+
+    #[test]
+    fn a_call_threads_last_reference_is_released_on_the_runtime() {
+        assert_eq!(dropped_on(true), "runtime");
+    }
+
+    #[test]
+    fn a_runtime_holders_last_reference_is_released_where_it_drops() {
+        // the call thread let go first: the plain drop on this thread is the last
+        let here = std::thread::current().name().map(str::to_owned);
+        assert_eq!(Some(dropped_on(false)), here);
     }
 }

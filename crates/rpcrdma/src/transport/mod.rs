@@ -319,6 +319,7 @@ impl Shared {
             back: Arc::new(RdmaBack {
                 conn: me.clone(),
                 id: sunrpc::callback::next_conn_id(),
+                rt: tokio::runtime::Handle::current(),
             }),
             bc: BackCredits::default(),
             limits: Limits {
