@@ -608,6 +608,7 @@ pnfs_case() { # server vers transport
 			--ds /srv/ds1 --ds /srv/ds2 --ds /srv/knfsd --mib "${PNFS_MIB:-64}" \
 			--v3-mnt $mnt-v3 --mirror-mnt $mnt-mirrors --mirror-ds /srv/ds1 --mirror-ds /srv/ds2 \
 			--kill-ds-cmd /run/ds1-kill --start-ds-cmd /run/ds1-start "${rdma_metrics[@]}" \
+			--bench "$REPO/target/release/rnfs-bench" --mds-addr $mds \
 			--ds-metrics /srv/ds1=http://$cli:9471/metrics \
 			--ds-metrics /srv/ds2=http://$cli:9472/metrics \
 			--mds-metrics http://$mds:9464/metrics 2>&1)

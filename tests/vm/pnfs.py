@@ -17,6 +17,10 @@ rnfsd metadata server (MDS) with vers=4.2 whose data servers (DSes) are local NF
   rdma      (with --rdma-ds-metrics) the spread and readback I/O to the DS advertised with an
             RDMA address first arrived over RDMA: WRITE data in Read chunks, READ data in
             Write chunks
+  bench     rnfs-bench's pnfs mode (--bench) against the MDS: its own LAYOUTGET, GETDEVICEINFO
+            and NFSv3 I/O to the DSes (over RDMA to the DS that has an RDMA address, with
+            --rdma-ds-metrics); every DS took its files' bytes and gave them back, none went
+            through the MDS; its MB/s and LAYOUTGETs per second are printed
   mirror    on a second MDS keeping two mirrors of each file, one DS is killed (SIGKILL)
             during a --mib MiB write: the write completes without an error and reads back
             identical; once the DS is started again its copy is resynchronised (both DS
@@ -27,6 +31,7 @@ any failed.
 """
 import argparse
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -116,6 +121,8 @@ def main():
     ap.add_argument("--start-ds-cmd", help="starts it again (returns once it is ready)")
     ap.add_argument("--ds-metrics", action="append", default=[],
                     help="DIR=URL: the metrics of the rnfsd DS exporting DIR")
+    ap.add_argument("--bench", help="rnfs-bench, for the bench case")
+    ap.add_argument("--mds-addr", help="the MDS's address, for rnfs-bench")
     a = ap.parse_args()
     work = os.path.join(a.mnt, "pnfs")
     local = os.path.join(a.mds_export, "pnfs")
@@ -327,6 +334,45 @@ def main():
         if reads == 0 or writes == 0:
             raise Fail("the client's I/O to the RDMA data server did not go over RDMA")
 
+    def bench():
+        if not (a.bench and a.mds_addr):
+            raise Fail("needs --bench and --mds-addr")
+        if not os.access(a.bench, os.X_OK):
+            raise Fail(f"{a.bench} missing")
+        out = "/tmp/pnfs-bench.json"
+        files = len(a.ds)
+        mds0 = [io_bytes(a.mds_metrics, w, 4) for w in ("write", "read")]
+        rdma0 = (metric(a.rdma_ds_metrics, "rnfs_rdma_calls_read_chunk_total")
+                 if a.rdma_ds_metrics else 0)
+        cmd = [a.bench, "pnfs", "--server", a.mds_addr, "--port", "2049", "--proto", "v4.2",
+               "--export", "/", "--files", str(files), "--file-size", f"{a.mib}m",
+               "--layoutgets", "1000", "--ds-transport", "rdma" if a.rdma_ds_metrics else "tcp",
+               "--quiet", "--json", out]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise Fail(f"rnfs-bench pnfs: {(r.stderr or r.stdout).strip()[-300:]}")
+        with open(out) as f:
+            res = json.load(f)["results"]
+        os.unlink(out)
+        per = res["data_servers"]
+        print(f"# rnfs-bench pnfs: write {res['write_mb_s']:.0f} MB/s, read "
+              f"{res['read_mb_s']:.0f} MB/s, {res['layoutget_pairs_per_s']:.0f} LAYOUTGET + "
+              f"LAYOUTRETURN pairs/s; per DS {per}", flush=True)
+        size = a.mib << 20
+        # round-robin: one file on each DS, written and read back whole
+        if len(per) != len(a.ds) or any(d["bytes_written"] != size or d["bytes_read"] != size
+                                        for d in per):
+            raise Fail(f"bytes per DS {per}, {size} each expected")
+        mds = [io_bytes(a.mds_metrics, w, 4) - b for w, b in zip(("write", "read"), mds0)]
+        if any(mds):
+            raise Fail(f"bytes through the MDS (written, read): {mds}")
+        if a.rdma_ds_metrics:
+            if not any(d["transport"] == "rdma" for d in per):
+                raise Fail("no DS was reached over RDMA")
+            got = metric(a.rdma_ds_metrics, "rnfs_rdma_calls_read_chunk_total") - rdma0
+            if got == 0:
+                raise Fail("the RDMA DS took no WRITE in Read chunks")
+
     case("layouts", layouts)
     case("spread", spread)
     case("readback", readback)
@@ -336,6 +382,7 @@ def main():
         rdma()
     case("remove", remove)
     case("truncate", truncate)
+    case("bench", bench)
     case("mirror", mirror)
     return 1 if failed else 0
 

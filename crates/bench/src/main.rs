@@ -121,6 +121,10 @@ enum Mode {
     Latency(modes::LatencyArgs),
     /// N workers, each writing then reading its own file: ops/s.
     Throughput(modes::ThroughputArgs),
+    /// Files written and read through pNFS flexible-files layouts, NFSv3 to the data servers
+    /// (--transport is theirs; the metadata server is reached over TCP), then LAYOUTGETs per
+    /// second.
+    Pnfs(modes::PnfsArgs),
     /// Random reads by job count × queue depth: kIOPS, MiB/s, mean and p99 latency, server RSS.
     Randread(modes::RandreadArgs),
     /// Sequential WRITE then READ of one file in large records: MB/s.
@@ -144,6 +148,7 @@ impl Mode {
             Mode::Throughput(a) => Some(&a.common),
             Mode::Randread(a) => Some(&a.common),
             Mode::Seq(a) => Some(&a.common),
+            Mode::Pnfs(a) => Some(&a.common),
             Mode::Metadata(a) => Some(&a.common),
             Mode::Sparse(a) => Some(&a.common),
             Mode::Conns(a) => Some(&a.common),
@@ -158,6 +163,7 @@ impl Mode {
             Mode::Throughput(_) => "throughput",
             Mode::Randread(_) => "randread",
             Mode::Seq(_) => "seq",
+            Mode::Pnfs(_) => "pnfs",
             Mode::Metadata(_) => "metadata",
             Mode::Sparse(_) => "sparse",
             Mode::Conns(_) => "conns",
@@ -258,6 +264,7 @@ async fn run_nfs(m: &Mode) -> Result<Outcome> {
         Mode::Throughput(a) => modes::throughput(&session, a).await,
         Mode::Randread(a) => modes::randread(&session, a).await,
         Mode::Seq(a) => modes::seq(&session, a).await,
+        Mode::Pnfs(a) => modes::pnfs(&session, a).await,
         Mode::Metadata(a) => modes::metadata(&session, a).await,
         Mode::Sparse(a) => modes::sparse(&session, a).await,
         Mode::Conns(a) => modes::conns(&session, a).await,

@@ -66,7 +66,7 @@ const MAX_REPLY: usize = 4 << 20;
 const MAX_BATCH: usize = 64;
 
 /// The transport a connection uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Via {
     /// TCP with record marking.
     Tcp,

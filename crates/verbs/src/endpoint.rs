@@ -420,19 +420,23 @@ impl Endpoint {
         let attr = *device.attr();
         let (cq, caps) =
             device.create_qp(&id, opts.send_depth, opts.recv_depth, opts.max_send_sge)?;
-        // SAFETY: plain old data; all-zero is valid.
-        let mut param: sys::rdma_conn_param = unsafe { std::mem::zeroed() };
-        let pd_len = opts.private_data.len().min(u8::MAX as usize);
-        param.private_data = opts.private_data.as_ptr().cast();
-        param.private_data_len = pd_len as u8;
-        // The server RDMA-Reads our Read chunks and never needs us to read its memory.
-        param.responder_resources = attr.max_qp_rd_atom.min(255) as u8;
-        param.initiator_depth = 0;
-        param.retry_count = 7;
-        param.rnr_retry_count = 7;
-        // SAFETY: the id has its QP; `param` and the private data it points to outlive the call.
-        if unsafe { sys::rdma_connect(id.as_ptr(), &mut param) } != 0 {
-            return Err(io::Error::last_os_error());
+        // A block: the parameters (raw pointers) are not held across the wait below, so the
+        // future stays Send.
+        {
+            // SAFETY: plain old data; all-zero is valid.
+            let mut param: sys::rdma_conn_param = unsafe { std::mem::zeroed() };
+            let pd_len = opts.private_data.len().min(u8::MAX as usize);
+            param.private_data = opts.private_data.as_ptr().cast();
+            param.private_data_len = pd_len as u8;
+            // The server RDMA-Reads our Read chunks and never needs us to read its memory.
+            param.responder_resources = attr.max_qp_rd_atom.min(255) as u8;
+            param.initiator_depth = 0;
+            param.retry_count = 7;
+            param.rnr_retry_count = 7;
+            // SAFETY: the id has its QP; `param` and the private data it points to outlive the call.
+            if unsafe { sys::rdma_connect(id.as_ptr(), &mut param) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         let private_data = expect_event(&channel, t::RDMA_CM_EVENT_ESTABLISHED).await?;
         Ok((

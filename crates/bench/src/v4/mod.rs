@@ -26,6 +26,10 @@ use crate::rpc::{Cred, RpcConn, RpcError, Via};
 /// result, attributes).
 const REPLY_SLACK: u32 = 4096;
 
+/// The largest layout or device address the benchmark takes (a few mirrors and addresses are
+/// a few hundred bytes).
+const LAYOUT_MAXCOUNT: u32 = 16 * 1024;
+
 /// The attributes the Linux client asks for in a plain GETATTR.
 pub const GETATTR_BITS: &[u32] = &[
     w::FATTR4_TYPE,
@@ -133,6 +137,15 @@ pub struct Open {
     pub stateid: Stateid,
 }
 
+/// A flexible-files layout (RFC 8435) of a whole file: its layout stateid and its mirrors.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The layout stateid (LAYOUTCOMMIT, LAYOUTRETURN).
+    pub stateid: Stateid,
+    /// Where the file's data is.
+    pub ff: w::FfLayout4,
+}
+
 /// One READ_PLUS reply: data bytes and hole bytes it described, and the eof flag.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadPlus {
@@ -208,6 +221,10 @@ op_results! {
     DestroySession4res: OP_DESTROY_SESSION = OpDestroySession,
     DestroyClientid4res: OP_DESTROY_CLIENTID = OpDestroyClientid,
     ReclaimComplete4res: OP_RECLAIM_COMPLETE = OpReclaimComplete,
+    Layoutget4res: OP_LAYOUTGET = OpLayoutget,
+    Getdeviceinfo4res: OP_GETDEVICEINFO = OpGetdeviceinfo,
+    Layoutcommit4res: OP_LAYOUTCOMMIT = OpLayoutcommit,
+    Layoutreturn4res: OP_LAYOUTRETURN = OpLayoutreturn,
 }
 
 /// The results of a COMPOUND, decoded one at a time as they are taken, each as the result
@@ -708,6 +725,69 @@ impl V4 {
             .await?;
         r.skip::<w::Putfh4res>()?;
         r.read_plus()
+    }
+
+    /// LAYOUTGET of a flexible-files layout of the whole of the open file `f`.
+    pub async fn layoutget(&self, f: &Open, write: bool) -> Result<Layout> {
+        let mut r = self
+            .compound(
+                "LAYOUTGET",
+                Ops::new().putfh(&f.fh).layoutget(&f.stateid, write),
+            )
+            .await?;
+        r.skip::<w::Putfh4res>()?;
+        let ok = match r.next()? {
+            w::Layoutget4res::Nfs4Ok(ok) => ok,
+            w::Layoutget4res::Nfs4errLayouttrylater(_) => {
+                return Err(r.failed::<w::Layoutget4res>(w::Nfsstat4::NFS4ERR_LAYOUTTRYLATER))
+            }
+            w::Layoutget4res::Default(s) => return Err(r.failed::<w::Layoutget4res>(s)),
+        };
+        let layout = ok
+            .logr_layout
+            .into_iter()
+            .find(|l| l.lo_content.loc_type == w::Layouttype4::LAYOUT4_FLEX_FILES)
+            .ok_or_else(|| err!("LAYOUTGET: no flexible-files layout in the reply"))?;
+        let ff = w::FfLayout4::decode(&mut Decoder::new(layout.lo_content.loc_body))
+            .map_err(|e| err!("LAYOUTGET: ff_layout4: {e}"))?;
+        Ok(Layout {
+            stateid: ok.logr_stateid.into(),
+            ff,
+        })
+    }
+
+    /// GETDEVICEINFO of a flexible-files device: its addresses and NFS versions.
+    pub async fn getdeviceinfo(&self, id: &w::Deviceid4) -> Result<w::FfDeviceAddr4> {
+        let mut r = self
+            .compound("GETDEVICEINFO", Ops::new().getdeviceinfo(id))
+            .await?;
+        let ok = match r.next()? {
+            w::Getdeviceinfo4res::Nfs4Ok(ok) => ok,
+            w::Getdeviceinfo4res::Nfs4errToosmall(_) => {
+                return Err(r.failed::<w::Getdeviceinfo4res>(w::Nfsstat4::NFS4ERR_TOOSMALL))
+            }
+            w::Getdeviceinfo4res::Default(s) => return Err(r.failed::<w::Getdeviceinfo4res>(s)),
+        };
+        w::FfDeviceAddr4::decode(&mut Decoder::new(ok.gdir_device_addr.da_addr_body))
+            .map_err(|e| err!("GETDEVICEINFO: ff_device_addr4: {e}"))
+    }
+
+    /// LAYOUTCOMMIT after writes up to `end` through the layout `sid` of `fh`.
+    pub async fn layoutcommit(&self, fh: &Bytes, sid: &Stateid, end: u64) -> Result<()> {
+        let mut r = self
+            .compound("LAYOUTCOMMIT", Ops::new().putfh(fh).layoutcommit(sid, end))
+            .await?;
+        r.skip::<w::Putfh4res>()?;
+        r.skip::<w::Layoutcommit4res>()
+    }
+
+    /// LAYOUTRETURN of the layout `sid` of `fh`.
+    pub async fn layoutreturn(&self, fh: &Bytes, sid: &Stateid) -> Result<()> {
+        let mut r = self
+            .compound("LAYOUTRETURN", Ops::new().putfh(fh).layoutreturn(sid))
+            .await?;
+        r.skip::<w::Putfh4res>()?;
+        r.skip::<w::Layoutreturn4res>()
     }
 
     /// COMMIT of the whole file.

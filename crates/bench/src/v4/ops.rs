@@ -180,6 +180,70 @@ impl Ops {
         }))
     }
 
+    /// LAYOUTGET of a flexible-files layout of the whole file (`write`: RW, else READ) with
+    /// the open stateid `sid`.
+    pub fn layoutget(self, sid: &Stateid, write: bool) -> Ops {
+        self.op(A::OpLayoutget(w::Layoutget4args {
+            loga_signal_layout_avail: false,
+            loga_layout_type: w::Layouttype4::LAYOUT4_FLEX_FILES,
+            loga_iomode: if write {
+                w::Layoutiomode4::Layoutiomode4Rw
+            } else {
+                w::Layoutiomode4::Layoutiomode4Read
+            },
+            loga_offset: 0,
+            loga_length: u64::MAX,
+            loga_minlength: 0,
+            loga_stateid: sid.wire(),
+            loga_maxcount: LAYOUT_MAXCOUNT,
+        }))
+    }
+
+    /// GETDEVICEINFO of a flexible-files device.
+    pub fn getdeviceinfo(self, id: &w::Deviceid4) -> Ops {
+        self.op(A::OpGetdeviceinfo(w::Getdeviceinfo4args {
+            gdia_device_id: *id,
+            gdia_layout_type: w::Layouttype4::LAYOUT4_FLEX_FILES,
+            gdia_maxcount: LAYOUT_MAXCOUNT,
+            gdia_notify_types: Vec::new(),
+        }))
+    }
+
+    /// LAYOUTCOMMIT of the whole file after writes up to `end` (exclusive) through the
+    /// layout `sid`.
+    pub fn layoutcommit(self, sid: &Stateid, end: u64) -> Ops {
+        self.op(A::OpLayoutcommit(w::Layoutcommit4args {
+            loca_offset: 0,
+            loca_length: u64::MAX,
+            loca_reclaim: false,
+            loca_stateid: sid.wire(),
+            loca_last_write_offset: match end {
+                0 => w::Newoffset4::False,
+                n => w::Newoffset4::True(n - 1),
+            },
+            loca_time_modify: w::Newtime4::False,
+            loca_layoutupdate: w::Layoutupdate4 {
+                lou_type: w::Layouttype4::LAYOUT4_FLEX_FILES,
+                lou_body: Bytes::new(),
+            },
+        }))
+    }
+
+    /// LAYOUTRETURN of the whole file's layout `sid` (no error or statistics reports).
+    pub fn layoutreturn(self, sid: &Stateid) -> Ops {
+        self.op(A::OpLayoutreturn(w::Layoutreturn4args {
+            lora_reclaim: false,
+            lora_layout_type: w::Layouttype4::LAYOUT4_FLEX_FILES,
+            lora_iomode: w::Layoutiomode4::Layoutiomode4Any,
+            lora_layoutreturn: w::Layoutreturn4::Layoutreturn4File(w::LayoutreturnFile4 {
+                lrf_offset: 0,
+                lrf_length: u64::MAX,
+                lrf_stateid: sid.wire(),
+                lrf_body: Bytes::new(),
+            }),
+        }))
+    }
+
     /// RECLAIM_COMPLETE of all file systems.
     pub fn reclaim_complete(self) -> Ops {
         self.op(A::OpReclaimComplete(w::ReclaimComplete4args {
