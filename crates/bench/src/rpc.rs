@@ -17,7 +17,6 @@ use sunrpc::msg::AuthSys;
 use sunrpc::record::{RecordReader, LAST_FRAGMENT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use xdr::{Decoder, Encoder, Segment};
 
@@ -148,9 +147,21 @@ impl RpcConn {
         cred: Cred,
         timeout: Duration,
     ) -> io::Result<RpcConn> {
+        Self::open_from(via, addr, cred, timeout, false).await
+    }
+
+    /// As [`RpcConn::open`], over TCP from a reserved port (below 1024) with `reserved_port`
+    /// when this process may bind one, as the kernel's client connects.
+    pub async fn open_from(
+        via: Via,
+        addr: SocketAddr,
+        cred: Cred,
+        timeout: Duration,
+        reserved_port: bool,
+    ) -> io::Result<RpcConn> {
         let rx_bytes = Arc::new(AtomicU64::new(0));
         let link = match via {
-            Via::Tcp => Self::tcp(addr, rx_bytes.clone()).await?,
+            Via::Tcp => Self::tcp(addr, rx_bytes.clone(), reserved_port).await?,
             Via::Rdma => Link::Rdma(
                 RdmaConn::connect(addr, rx_bytes.clone())
                     .await
@@ -167,8 +178,12 @@ impl RpcConn {
         })
     }
 
-    async fn tcp(addr: SocketAddr, rx_bytes: Arc<AtomicU64>) -> io::Result<Link> {
-        let stream = TcpStream::connect(addr).await?;
+    async fn tcp(
+        addr: SocketAddr,
+        rx_bytes: Arc<AtomicU64>,
+        reserved_port: bool,
+    ) -> io::Result<Link> {
+        let stream = sunrpc::client::tcp_connect(addr, None, reserved_port).await?;
         stream.set_nodelay(true)?;
         let (rd, wr) = stream.into_split();
         let (tx, rx) = mpsc::unbounded_channel();

@@ -55,7 +55,19 @@ pub async fn mount(addr: SocketAddr, path: &str, cred: Cred, timeout: Duration) 
 impl V3 {
     /// Connects to the NFS server at `addr` over `via`.
     pub async fn connect(addr: SocketAddr, via: Via, cred: Cred, timeout: Duration) -> Result<V3> {
-        let rpc = RpcConn::open(via, addr, cred, timeout)
+        Self::connect_from(addr, via, cred, timeout, false).await
+    }
+
+    /// As [`V3::connect`], from a reserved port with `reserved_port` (see
+    /// [`RpcConn::open_from`]).
+    pub async fn connect_from(
+        addr: SocketAddr,
+        via: Via,
+        cred: Cred,
+        timeout: Duration,
+        reserved_port: bool,
+    ) -> Result<V3> {
+        let rpc = RpcConn::open_from(via, addr, cred, timeout, reserved_port)
             .await
             .map_err(|e| err!("cannot connect to NFS at {addr}: {e}"))?;
         Ok(V3 { rpc })

@@ -133,10 +133,12 @@ impl Nfs3 {
     fn getattr(&self, ctx: &CallContext, a: Getattr3args) -> Getattr3res {
         // the size and times of a file another client may hold unwritten changes of are not
         // known here: recalled first, as for a READ (close-to-open checks start here)
-        match self
-            .auth(ctx, &a.object)
-            .and_then(|(_, mut n)| self.before_read(&mut n).map(|()| n))
-        {
+        match self.auth(ctx, &a.object).and_then(|(_, mut n)| {
+            self.before_read(&mut n)?;
+            // a pNFS client of this server may be writing it on the data servers
+            self.vfs.follow_remote(&mut n)?;
+            Ok(n)
+        }) {
             Ok(n) => Getattr3res::Ok(Getattr3resok {
                 obj_attributes: fattr3(&n.attr),
             }),

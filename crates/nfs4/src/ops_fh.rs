@@ -61,7 +61,11 @@ impl Nfs4 {
                 attr::fattr(req, &o, ctx.minor)
             }
             Fh::Real(fhb) => {
-                let (c, n) = self.vfs.authorize(fhb, &ctx.client)?;
+                let (c, mut n) = self.vfs.authorize(fhb, &ctx.client)?;
+                if attr::depends_on_data(req) {
+                    // a pNFS client may be writing it on the data servers
+                    self.vfs.follow_remote(&mut n)?;
+                }
                 self.node_attrs(&n, req, ctx.minor, self.offers_layouts(&c))
             }
         })

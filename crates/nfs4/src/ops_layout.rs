@@ -540,11 +540,19 @@ impl pnfs::mds::LayoutHolders for Nfs4 {
             return false;
         };
         let rw = iomode_bit(Layoutiomode4::Layoutiomode4Rw);
-        self.state
-            .lock()
+        // asked from file-system calls (GETATTR of a pNFS file): should the caller hold the
+        // state lock, waiting would never end; "maybe" costs a question to the data servers
+        let Some(st) = self
+            .state
+            .try_lock_for(std::time::Duration::from_millis(20))
+        else {
+            return true;
+        };
+        let out = st
             .states
             .on_file(file_key(&n))
-            .any(|(_, o)| matches!(o, StateObj::Layout(l) if l.iomodes & rw != 0))
+            .any(|(_, o)| matches!(o, StateObj::Layout(l) if l.iomodes & rw != 0));
+        out
     }
 }
 

@@ -270,13 +270,15 @@ async fn tcp_exchange(
     Err(last)
 }
 
-async fn tcp_once(
+/// A TCP connection to `addr` from `from` (any local address when `None`), from a reserved
+/// port (below 1024) with `reserved_port` when this process may bind one, as the kernel's
+/// client connects: servers that require one (`secure` exports) take it.
+pub async fn tcp_connect(
     addr: SocketAddr,
-    xid: u32,
-    body: &Bytes,
-    opts: &CallOpts,
-) -> Result<Bytes, CallError> {
-    let sock = bind_first(addr, opts.from, opts.reserved_port, |src| {
+    from: Option<IpAddr>,
+    reserved_port: bool,
+) -> io::Result<TcpStream> {
+    let sock = bind_first(addr, from, reserved_port, |src| {
         let s = if src.is_ipv4() {
             tokio::net::TcpSocket::new_v4()?
         } else {
@@ -285,7 +287,16 @@ async fn tcp_once(
         s.bind(src)?;
         Ok(s)
     })?;
-    let mut s: TcpStream = sock.connect(addr).await?;
+    sock.connect(addr).await
+}
+
+async fn tcp_once(
+    addr: SocketAddr,
+    xid: u32,
+    body: &Bytes,
+    opts: &CallOpts,
+) -> Result<Bytes, CallError> {
+    let mut s = tcp_connect(addr, opts.from, opts.reserved_port).await?;
     s.write_all(&crate::record::record_header(body.len()))
         .await?;
     s.write_all(body).await?;

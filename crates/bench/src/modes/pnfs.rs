@@ -23,7 +23,8 @@ pub struct PnfsArgs {
     /// Size of each file.
     #[arg(long, default_value = "64m", value_parser = parse_size)]
     pub file_size: u64,
-    /// Record size of the data servers' READs and WRITEs.
+    /// Record size of the data servers' READs and WRITEs (at most what each takes, as its
+    /// device address says).
     #[arg(long, default_value = "1m", value_parser = parse_size)]
     pub bs: u64,
     /// Calls in flight per file and data server.
@@ -43,10 +44,23 @@ pub struct PnfsArgs {
 struct Copy {
     /// The data server's NFS address and the transport used.
     at: (SocketAddr, Via),
+    /// Its largest READ and WRITE.
+    rsize: u32,
+    wsize: u32,
     /// The NFSv3 connection to it with the layout's synthetic credentials.
     conn: Arc<Conn>,
     /// The copy's NFSv3 handle.
     file: File,
+}
+
+/// A data server as its device address names it: where, over what, and the largest READ and
+/// WRITE it takes.
+#[derive(Debug, Clone, Copy)]
+struct Device {
+    addr: SocketAddr,
+    via: Via,
+    rsize: u32,
+    wsize: u32,
 }
 
 /// What the workers share: the MDS connection, device addresses already asked for, and the
@@ -55,7 +69,7 @@ struct Shared {
     mds: Arc<Conn>,
     via: Via,
     timeout: Duration,
-    devices: Mutex<HashMap<w::Deviceid4, (SocketAddr, Via)>>,
+    devices: Mutex<HashMap<w::Deviceid4, Device>>,
     /// Bytes written and read by data server and transport.
     per_ds: Mutex<HashMap<(SocketAddr, Via), (u64, u64)>>,
 }
@@ -75,16 +89,18 @@ fn open4(f: &File) -> Open {
 }
 
 impl Shared {
-    /// The address of device `id` and the transport to reach it by: this run's, or TCP where
-    /// the device has no address of this run's (asked for once).
-    async fn device(&self, id: &w::Deviceid4) -> Result<(SocketAddr, Via)> {
-        if let Some(a) = self.devices.lock().get(id) {
-            return Ok(*a);
+    /// Data server `id` (asked for once), reached over this run's transport, or TCP where its
+    /// device address names no address of this run's.
+    async fn device(&self, id: &w::Deviceid4) -> Result<Device> {
+        if let Some(d) = self.devices.lock().get(id) {
+            return Ok(*d);
         }
         let dev = v4(&self.mds)?.getdeviceinfo(id).await?;
-        if !dev.ffda_versions.iter().any(|v| v.ffdv_version == 3) {
-            return Err(err!("a data server that does not speak NFSv3"));
-        }
+        let v3 = dev
+            .ffda_versions
+            .iter()
+            .find(|v| v.ffdv_version == 3)
+            .ok_or_else(|| err!("a data server that does not speak NFSv3"))?;
         let find = |via: Via| {
             dev.ffda_netaddrs
                 .iter()
@@ -92,11 +108,17 @@ impl Shared {
                 .find_map(|n| sunrpc::uaddr::parse(std::str::from_utf8(&n.na_r_addr).ok()?))
                 .map(|a| (a, via))
         };
-        let found = find(self.via)
+        let (addr, via) = find(self.via)
             .or_else(|| find(Via::Tcp))
             .ok_or_else(|| err!("a device address with no TCP address"))?;
-        self.devices.lock().insert(*id, found);
-        Ok(found)
+        let d = Device {
+            addr,
+            via,
+            rsize: v3.ffdv_rsize.clamp(4096, 1 << 20),
+            wsize: v3.ffdv_wsize.clamp(4096, 1 << 20),
+        };
+        self.devices.lock().insert(*id, d);
+        Ok(d)
     }
 
     /// The copies a layout names: every mirror's first data server.
@@ -122,10 +144,13 @@ impl Shared {
                 .first()
                 .ok_or_else(|| err!("LAYOUTGET: a data server without a file handle"))?
                 .clone();
-            let (addr, via) = self.device(&ds.ffds_deviceid).await?;
-            let conn = V3::connect(addr, via, cred, self.timeout).await?;
+            let d = self.device(&ds.ffds_deviceid).await?;
+            // from a reserved port, as the kernel's client: data servers export `secure`
+            let conn = V3::connect_from(d.addr, d.via, cred, self.timeout, true).await?;
             v.push(Copy {
-                at: (addr, via),
+                at: (d.addr, d.via),
+                rsize: d.rsize,
+                wsize: d.wsize,
                 conn: Arc::new(Conn::V3(conn)),
                 file: File {
                     fh,
@@ -181,8 +206,9 @@ pub async fn pnfs(s: &Session, a: &PnfsArgs) -> Result<Outcome> {
             let n = copies.len();
             par(n, |m| {
                 let (sh, data, prog) = (sh.clone(), data.clone(), prog.clone());
-                let (at, conn, file) =
-                    (copies[m].at, copies[m].conn.clone(), copies[m].file.clone());
+                let c = &copies[m];
+                let (at, conn, file) = (c.at, c.conn.clone(), c.file.clone());
+                let bs = bs.min(c.wsize);
                 async move {
                     // every copy is written: progress counts the first
                     let shown = if m == 0 {
@@ -217,6 +243,7 @@ pub async fn pnfs(s: &Session, a: &PnfsArgs) -> Result<Outcome> {
             let l = c.layoutget(&open4(&f), false).await?;
             let copies = sh.copies(&l).await?;
             let copy = &copies[i % copies.len()];
+            let bs = bs.min(copy.rsize);
             let r = seq_read(&copy.conn, &copy.file, size, bs, depth, false, &prog).await?;
             if r.data != size {
                 return Err(err!(

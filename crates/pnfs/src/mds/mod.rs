@@ -88,12 +88,20 @@ pub const RESYNC_PERIOD: Duration = Duration::from_secs(2);
 const FREE_SPACE_AGE: Duration = Duration::from_secs(5);
 
 /// The order in which the data servers are tried for a new file: by most space available
-/// (`free`, one per DS; all equal for round-robin), ties in turn from `start`.
+/// (`free`, one per DS; all equal for round-robin), ties in turn from `start`. Space within
+/// 1/64 of the most any has counts as equal: DSes that fill alike take files in turn rather
+/// than all going to whichever had a few bytes more when asked (and two DSes on one file
+/// system do not race on its bytes).
 fn placement_order(start: usize, free: &[u64]) -> Vec<usize> {
     let n = free.len();
     let mut order: Vec<usize> = (0..n).map(|i| (start + i) % n.max(1)).collect();
+    let most = free.iter().copied().max().unwrap_or(0);
+    let near = |i: usize| free[i] >= most - most / 64;
     // a stable sort keeps the round-robin order among equals
-    order.sort_by(|a, b| free[*b].cmp(&free[*a]));
+    order.sort_by_key(|i| match near(*i) {
+        true => (false, std::cmp::Reverse(0)),
+        false => (true, std::cmp::Reverse(free[*i])),
+    });
     order
 }
 
@@ -636,6 +644,15 @@ impl vfs::RemoteData for Mds {
         self.map.get(fh).is_some()
     }
 
+    fn written_elsewhere(&self, fh: &[u8]) -> bool {
+        self.rw_layouts_out(fh)
+    }
+
+    fn extent(&self, fh: &[u8]) -> (Option<u64>, Option<vfs::Time>) {
+        // the end of the longest copy (what a client wrote there itself)
+        self.committed(fh, Some(u64::MAX))
+    }
+
     fn place(&self, fh: &Bytes) -> VfsResult<bool> {
         Mds::place(self, fh).map(|_| true)
     }
@@ -725,6 +742,12 @@ mod tests {
         assert_eq!(placement_order(2, &[30, 10, 30]), vec![2, 0, 1]);
         assert_eq!(placement_order(3, &[30, 10, 30]), vec![0, 2, 1]);
         assert!(placement_order(0, &[]).is_empty());
+        // within 1/64 of the most: equal
+        let near = [64_000, 63_100, 50_000];
+        assert_eq!(placement_order(0, &near), vec![0, 1, 2]);
+        assert_eq!(placement_order(1, &near), vec![1, 0, 2]);
+        assert_eq!(placement_order(0, &[64_000, 62_000, 50_000]), vec![0, 1, 2]);
+        assert_eq!(placement_order(1, &[64_000, 62_000, 50_000]), vec![0, 1, 2]);
     }
 
     #[test]

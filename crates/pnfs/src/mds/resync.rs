@@ -28,6 +28,12 @@ impl Mds {
         *self.holders.lock() = Some(h);
     }
 
+    /// Whether any client holds a read-write layout of `fh` (as the NFSv4 server says).
+    pub(crate) fn rw_layouts_out(&self, fh: &[u8]) -> bool {
+        let holders = self.holders.lock().as_ref().and_then(Weak::upgrade);
+        holders.is_some_and(|h| h.rw_layouts_out(fh))
+    }
+
     /// Whether file `fh`'s copies are being resynchronised now (no read-write layout then).
     pub fn resyncing(&self, fh: &[u8]) -> bool {
         self.resyncing.lock().contains(fh)
@@ -92,9 +98,7 @@ impl Mds {
             let _io = self.io_locks[Self::stripe(fh)].write();
             self.resyncing.lock().insert(fh.clone());
         }
-        let holders = self.holders.lock().as_ref().and_then(Weak::upgrade);
-        let out = holders.is_some_and(|h| h.rw_layouts_out(fh));
-        let done = if out {
+        let done = if self.rw_layouts_out(fh) {
             Ok(false)
         } else {
             self.copy_onto(fh, &source, &targets).map(|()| true)

@@ -214,8 +214,12 @@ impl Vfs {
         Ok(Attr::from_stat(&sys::fstat(fd)?))
     }
 
-    /// Current attributes of a node (fresh stat).
+    /// Current attributes of a node (fresh stat; for a file a pNFS client may be writing on
+    /// the data servers, with the size and modify time its copies have now).
     pub fn getattr(&self, node: &Node) -> VfsResult<Attr> {
+        if let Some(a) = self.remote_attr(node) {
+            return a;
+        }
         self.attr(node.fd())
     }
 

@@ -26,6 +26,12 @@ pub trait RemoteData: Send + Sync {
     fn truncate(&self, fh: &[u8], size: u64) -> VfsResult<()>;
     /// The file's last link is gone: its data may go too.
     fn released(&self, fh: &Bytes);
+    /// Whether someone may be writing the data elsewhere now and report it only later (a
+    /// pNFS client holding a read-write layout): the size and modify time here lag behind
+    /// until then. Answers from memory.
+    fn written_elsewhere(&self, fh: &[u8]) -> bool;
+    /// Where the data ends and when it was last written, as its copies say now (blocks).
+    fn extent(&self, fh: &[u8]) -> (Option<u64>, Option<Time>);
 }
 
 impl Vfs {
@@ -60,6 +66,30 @@ impl Vfs {
             return Ok(Some(r));
         }
         Ok(None)
+    }
+
+    /// Brings `node`'s attributes up to date when its data may be being written elsewhere
+    /// (see [`RemoteData::written_elsewhere`]); leaves them otherwise.
+    pub fn follow_remote(&self, node: &mut Node) -> VfsResult<()> {
+        if let Some(a) = self.remote_attr(node) {
+            node.attr = a?;
+        }
+        Ok(())
+    }
+
+    /// The attributes of a file whose data lives elsewhere and may be being written there:
+    /// its size and modify time follow the data (see [`Vfs::remote_written`]); `None` for
+    /// any other file.
+    pub(super) fn remote_attr(&self, node: &Node) -> Option<VfsResult<Attr>> {
+        let r = self.remote(node)?;
+        if !r.written_elsewhere(&node.fh) {
+            return None;
+        }
+        if nowait::active() {
+            return Some(Err(nowait::give_up()));
+        }
+        let (end, time) = r.extent(&node.fh);
+        Some(self.remote_written(node, end, time))
     }
 
     /// What a client that wrote to the data servers itself reports (pNFS LAYOUTCOMMIT): the
