@@ -86,7 +86,7 @@ impl Nfs3 {
 pub fn client_of(ctx: &CallContext) -> Client {
     Client {
         addr: ctx.peer.ip(),
-        port: ctx.peer.port(),
+        privileged: ctx.from_privileged_port(),
         ident: match &ctx.cred {
             Credential::None => None,
             Credential::Sys(s) => Some(Creds {

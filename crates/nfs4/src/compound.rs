@@ -383,7 +383,7 @@ impl Nfs4 {
         }
         let client = Client {
             addr: rpc.peer.ip(),
-            port: rpc.peer.port(),
+            privileged: rpc.from_privileged_port(),
             ident: match &rpc.cred {
                 Credential::None => None,
                 Credential::Sys(s) => Some(Creds {

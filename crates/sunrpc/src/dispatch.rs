@@ -111,6 +111,16 @@ pub struct CallContext {
     pub pages: bool,
 }
 
+impl CallContext {
+    /// Whether the call counts as from a privileged source (the `secure` export option): a
+    /// TCP or UDP port below 1024, or RPC-over-RDMA, whose connections come from no port a
+    /// peer's privilege shows in (knfsd's svcrdma marks every RDMA request secure, and the
+    /// Linux client, pNFS data server connections included, connects from any port).
+    pub fn from_privileged_port(&self) -> bool {
+        self.transport == TransportKind::Rdma || self.peer.port() < 1024
+    }
+}
+
 /// The transport's offer for a READ-like payload: file pages for a stream that splices (the
 /// transport sends them to this caller without copying, see [`crate::tcp::SpliceReads`]), or a
 /// buffer of the transport (registered memory for RDMA).
@@ -835,6 +845,20 @@ mod tests {
             bulk,
             pages: false,
         }
+    }
+
+    #[test]
+    fn rdma_calls_and_low_ports_are_privileged() {
+        let at = |transport, port: u16| CallContext {
+            peer: SocketAddr::new([10, 0, 0, 1].into(), port),
+            transport,
+            ..ctx_with(None)
+        };
+        assert!(at(TransportKind::Tcp, 1023).from_privileged_port());
+        assert!(!at(TransportKind::Tcp, 1024).from_privileged_port());
+        assert!(!at(TransportKind::Udp, 40000).from_privileged_port());
+        // the Linux client's RDMA connections come from any port (knfsd's svcrdma: secure)
+        assert!(at(TransportKind::Rdma, 40000).from_privileged_port());
     }
 
     #[test]

@@ -26,7 +26,7 @@ fn setup(opts: &str) -> (tempfile::TempDir, tempfile::TempDir, Vfs) {
 fn client(uid: u32) -> Client {
     Client {
         addr: IpAddr::from([127, 0, 0, 1]),
-        port: 700,
+        privileged: true,
         ident: Some(Creds {
             uid,
             gid: uid,

@@ -8,7 +8,7 @@ use vfs::{Client, Creds, Vfs, VfsConfig, VfsError};
 fn client(ident: bool) -> Client {
     Client {
         addr: IpAddr::from([127, 0, 0, 1]),
-        port: 700,
+        privileged: true,
         ident: ident.then(|| Creds {
             uid: 0,
             gid: 0,

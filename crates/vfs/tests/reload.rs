@@ -8,7 +8,7 @@ use vfs::{Client, Creds, Stability, Vfs, VfsConfig, VfsError};
 fn client(port: u16) -> Client {
     Client {
         addr: IpAddr::from([127, 0, 0, 1]),
-        port,
+        privileged: port < 1024,
         ident: Some(Creds {
             uid: 0,
             gid: 0,

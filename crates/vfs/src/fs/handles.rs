@@ -30,7 +30,7 @@ impl Vfs {
         check_flavor: bool,
     ) -> VfsResult<Caller> {
         let opts = t.options_for(export, client)?;
-        if opts.secure && client.port >= 1024 {
+        if opts.secure && !client.privileged {
             return Err(VfsError::ExportDenied);
         }
         if check_flavor && !opts.admits(flavor_of(client)) {

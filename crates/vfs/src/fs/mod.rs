@@ -71,8 +71,9 @@ const DENT_SIZE: usize = 32;
 pub struct Client {
     /// Source address.
     pub addr: IpAddr,
-    /// Source port.
-    pub port: u16,
+    /// Whether the call came from a privileged source (a port below 1024, or a transport
+    /// trusted as one): what `secure` exports require.
+    pub privileged: bool,
     /// AUTH_SYS identity, or `None` for AUTH_NONE.
     pub ident: Option<Creds>,
 }
