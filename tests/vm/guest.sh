@@ -536,11 +536,11 @@ pnfs_case() { # server vers transport
 	fi
 	exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 10.98.0.0/24:/srv/knfsd ||
 		{ pnfs_fail "exportfs for the MDS failed"; return; }
-	# PNFS_RDMA=1: the second rnfsd DS also serves RPC-over-RDMA (soft-RoCE on the MDS's
-	# link), advertised first in its device address, so the client's DS traffic to it goes
-	# over RDMA. Opt-in: with it the 6.12 client's xprtrdma hits a kernel BUG (docs/pnfs.md)
+	# with soft-RoCE (PNFS_RDMA=0 turns it off) the second rnfsd DS also serves
+	# RPC-over-RDMA on the MDS's link, advertised first in its device address, so the
+	# client's DS traffic to it goes over RDMA (the rdma check), and rnfs-bench's too (bench)
 	local ds_rdma=() ds2_spec=ds2=$cli:2051:/srv/ds2 rdma_metrics=()
-	if [ "${PNFS_RDMA:-0}" = 1 ] && [ "$RDMA_OK" = 1 ] &&
+	if [ "${PNFS_RDMA:-1}" = 1 ] && [ "$RDMA_OK" = 1 ] &&
 		rdma link add rxe1 type rxe netdev vpn0 >/dev/null 2>&1; then
 		ds_rdma=(--rdma $cli:20051)
 		ds2_spec=$ds2_spec,rdma=20051

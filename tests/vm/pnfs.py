@@ -324,8 +324,8 @@ def main():
 
     def rdma():
         if not a.rdma_ds_metrics:
-            print("sub=rdma status=SKIP time=0 reason=no RDMA data server (PNFS_RDMA=1 and "
-                  "soft-RoCE)", flush=True)
+            print("sub=rdma status=SKIP time=0 reason=no RDMA data server (no soft-RoCE, or "
+                  "PNFS_RDMA=0)", flush=True)
             return
         reads = metric(a.rdma_ds_metrics, "rnfs_rdma_calls_read_chunk_total")
         writes = metric(a.rdma_ds_metrics, "rnfs_rdma_replies_write_chunk_total")

@@ -190,6 +190,8 @@ pub struct Nfs4 {
     pub state: Mutex<State>,
     /// Data-path counters exported as metrics.
     pub counters: Counters,
+    /// When clients were last asked to return layouts (CB_RECALL_ANY).
+    pub(crate) recall_any_at: parking_lot::Mutex<Option<std::time::Instant>>,
     /// Lease time in seconds (the lease_time attribute; State holds it as a Duration).
     pub lease_secs: u32,
     /// owner / owner_group strings.
@@ -223,6 +225,8 @@ pub struct Counters {
     pub reclaimed_delegations: std::sync::atomic::AtomicU64,
     /// CB_LAYOUTRECALLs sent.
     pub layout_recalls: std::sync::atomic::AtomicU64,
+    /// CB_RECALL_ANYs sent for layouts.
+    pub layout_recall_any: std::sync::atomic::AtomicU64,
 }
 
 /// The pseudo file system over `vfs`'s exports.
@@ -284,6 +288,7 @@ impl Nfs4 {
             unasked_write_delegations: false,
             state: Mutex::new(state),
             counters: Counters::default(),
+            recall_any_at: parking_lot::Mutex::new(None),
             metrics: OnceLock::new(),
             lease_secs: crate::proto::LEASE_SECONDS,
             idmap: crate::idmap::IdMap::default(),

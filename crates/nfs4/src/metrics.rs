@@ -132,6 +132,11 @@ impl Nfs4 {
                 load(&self.counters.layout_recalls),
             ),
             (
+                "rnfs_pnfs_recall_any_total",
+                "CB_RECALL_ANYs sent for layouts (more layout stateids than --pnfs-max-layouts).",
+                load(&self.counters.layout_recall_any),
+            ),
+            (
                 "rnfs_pnfs_fences_total",
                 "Files fenced: their data server files given new owners.",
                 load(&c.fences),

@@ -17,6 +17,14 @@ use crate::compound::{Ctx, Nfs4, OpFail};
 use crate::ops_file::file_key;
 use crate::state::{FileKey, LayoutState, State, StateObj, Stateid};
 
+/// CB_RECALL_ANY's type mask for flexible files layouts of both iomodes (RFC 8435's
+/// ff_cb_recall_any_mask, the READ and RW bits).
+const RCA4_FF_LAYOUT_READ_RW: u32 =
+    (1 << RCA4_TYPE_MASK_FF_LAYOUT_MIN) | (1 << RCA4_TYPE_MASK_FF_LAYOUT_MAX);
+
+/// How often clients may be asked to return layouts.
+const RECALL_ANY_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Iomode bits of [`LayoutState::iomodes`].
 fn iomode_bit(m: Layoutiomode4) -> u32 {
     match m {
@@ -204,6 +212,7 @@ impl Nfs4 {
                         recall_sent: false,
                     }),
                 );
+                self.recall_any_over_bound(&mut s, mds.max_layouts());
                 other
             }
         };
@@ -232,6 +241,44 @@ impl Nfs4 {
                 },
             }],
         })
+    }
+
+    /// More layout stateids than `max`: every client holding layouts is asked to return
+    /// those it needs least, keeping its share of half the bound (CB_RECALL_ANY with the
+    /// flexible files READ and RW bits; at most once a second). Layouts
+    /// are still handed out meanwhile: the bound is on what the server keeps for long.
+    fn recall_any_over_bound(&self, s: &mut State, max: usize) {
+        let total = s.states.layouts();
+        if total <= max {
+            return;
+        }
+        {
+            let mut at = self.recall_any_at.lock();
+            if at.is_some_and(|t| t.elapsed() < RECALL_ANY_EVERY) {
+                return;
+            }
+            *at = Some(std::time::Instant::now());
+        }
+        let mut held: std::collections::BTreeMap<u64, usize> = Default::default();
+        for o in s.states.values() {
+            if let StateObj::Layout(l) = o {
+                *held.entry(l.client).or_default() += 1;
+            }
+        }
+        for (client, n) in held {
+            let keep = u32::try_from(n * (max / 2) / total).unwrap_or(u32::MAX);
+            let any = NfsCbArgop4::OpCbRecallAny(CbRecallAny4args {
+                craa_objects_to_keep: keep,
+                craa_type_mask: vec![RCA4_FF_LAYOUT_READ_RW],
+            });
+            let sent = self.callback(s, client, vec![any]).is_some();
+            tracing::debug!(client, held = n, keep, sent, "CB_RECALL_ANY");
+            if sent {
+                self.counters
+                    .layout_recall_any
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
     }
 
     pub(crate) fn getdeviceinfo(

@@ -124,6 +124,9 @@ pub struct PnfsConfig {
     pub ids: RangeInclusive<u32>,
     /// How a new file's data servers are chosen.
     pub placement: Placement,
+    /// Layout stateids the metadata server keeps before it asks clients to return some
+    /// (CB_RECALL_ANY).
+    pub max_layouts: usize,
 }
 
 /// The synthetic ids used when none are given: far from real users and groups.
@@ -205,6 +208,7 @@ mod tests {
     #[test]
     fn whole_configurations() {
         let cfg = |dss: &[&str], mirrors| PnfsConfig {
+            max_layouts: 1000,
             data_servers: dss.iter().map(|s| s.parse().unwrap()).collect(),
             mirrors,
             ids: DEFAULT_IDS,

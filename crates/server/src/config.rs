@@ -180,6 +180,11 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 600,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub pnfs_reconcile_secs: u64,
+    /// Layout stateids kept before clients are asked to return the layouts they need least
+    /// (CB_RECALL_ANY, at most once a second, each client to its share of half this).
+    #[arg(long, value_name = "N", default_value_t = 65536,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub pnfs_max_layouts: u64,
     // --- end pNFS ---
     /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
     #[arg(long, default_value = "info")]

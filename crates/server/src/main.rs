@@ -87,6 +87,7 @@ fn pnfs_mds(args: &Args, vfs: &Arc<Vfs>) -> Result<Option<Arc<pnfs::Mds>>, Strin
         mirrors: args.pnfs_mirrors,
         ids: args.pnfs_ids.clone(),
         placement: args.pnfs_placement,
+        max_layouts: usize::try_from(args.pnfs_max_layouts).unwrap_or(usize::MAX),
     };
     let mds = Arc::new(pnfs::Mds::open(cfg, &args.state_dir).map_err(|e| e.to_string())?);
     vfs.set_remote_data(mds.clone());

@@ -1,6 +1,7 @@
 //! pNFS state on loopback: recalls before another client's truncation and fencing of a
 //! holder that keeps its layout, LAYOUTCOMMIT after a truncation or a time change, and stale
-//! copies repaired once their data server answers (see docs/pnfs.md).
+//! copies repaired once their data server answers, CB_RECALL_ANY past the layout bound (see
+//! docs/pnfs.md).
 
 mod common;
 
@@ -331,4 +332,56 @@ fn stale_copies_are_resynchronised() {
         "DS 0 was down"
     );
     assert_eq!(m(r#"rnfs_pnfs_ds_connected{ds="ds1"}"#), 1);
+}
+
+/// Past --pnfs-max-layouts layout stateids, the holders are asked to return the layouts they
+/// need least (CB_RECALL_ANY with the flexible files READ and RW bits), each keeping its
+/// share of half the bound; within it, nothing is asked.
+#[test]
+fn layouts_past_the_bound_are_recalled_with_recall_any() {
+    let cl = Cluster::new("rw,insecure,pnfs", 1, &["--pnfs-max-layouts", "4"]);
+    let port = cl.mds.server.port;
+    let mut a = V4::connect(port, 1, "recall-any");
+    a.establish_back_channel(8);
+    let root = a.path_fh(&cl.mds.export);
+    let mut held = Vec::new();
+    for i in 0..5 {
+        let (fh, sid) = create(&mut a, &root, &format!("f{i}"));
+        let lg = layoutget_ok(&mut a, &fh, Layoutiomode4::Layoutiomode4Rw, &sid);
+        if i < 4 {
+            assert!(
+                !a.rpc.callback_within(Duration::from_millis(200)),
+                "a callback with {} layouts out, 4 allowed",
+                i + 1
+            );
+        }
+        held.push((fh, lg.logr_stateid));
+    }
+    let (xid, op) = next_cb_op(&mut a);
+    let NfsCbArgop4::OpCbRecallAny(args) = op else {
+        panic!("not CB_RECALL_ANY: {op:?}");
+    };
+    // its 5 of 5 layouts: keep its share of half the bound
+    assert_eq!(args.craa_objects_to_keep, 2);
+    assert_eq!(
+        args.craa_type_mask,
+        vec![(1 << RCA4_TYPE_MASK_FF_LAYOUT_MIN) | (1 << RCA4_TYPE_MASK_FF_LAYOUT_MAX)]
+    );
+    a.answer_callback(
+        xid,
+        NfsCbResop4::OpCbRecallAny(CbRecallAny4res {
+            crar_status: Nfsstat4::NFS4_OK,
+        }),
+    );
+    // the client returns three
+    for (fh, sid) in held.drain(..3) {
+        a.call(Ops::new().putfh(&fh).op(layoutreturn_file(&sid)))
+            .ok("LAYOUTRETURN");
+    }
+    let text = http_get(cl.mds.server.metrics.unwrap(), "/metrics");
+    assert_eq!(metric(&text, "rnfs_pnfs_recall_any_total"), Some(1));
+    assert_eq!(
+        metric(&text, "rnfs_nfs4_state{kind=\"layout_stateids\"}"),
+        Some(2)
+    );
 }

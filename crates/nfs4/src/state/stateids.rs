@@ -157,6 +157,8 @@ pub struct States {
     /// reports whether it has any, which must not cost a walk over all its states.
     revoked: IdMap<u64, usize>,
     delegations: usize,
+    /// Layout stateids (the bound of `--pnfs-max-layouts`).
+    layouts: usize,
     /// Write delegations, readable without the state lock: NFSv3 READs and NFSv4 GETATTRs ask
     /// it before they look for a delegation to recall (none, nearly always).
     write_delegations: Arc<AtomicUsize>,
@@ -182,6 +184,9 @@ impl States {
             .entry(obj.client())
             .or_default()
             .insert(other);
+        if let StateObj::Layout(_) = &obj {
+            self.layouts += 1;
+        }
         if let StateObj::Deleg(d) = &obj {
             self.delegations += 1;
             if d.write {
@@ -212,6 +217,9 @@ impl States {
     /// Drops the state named by `other`.
     pub fn remove(&mut self, other: &[u8; 12]) -> Option<StateObj> {
         let obj = self.map.remove(other)?;
+        if let StateObj::Layout(_) = &obj {
+            self.layouts -= 1;
+        }
         if let StateObj::Deleg(d) = &obj {
             self.delegations -= 1;
             if d.write {
@@ -239,6 +247,11 @@ impl States {
             }
         }
         Some(obj)
+    }
+
+    /// How many layout stateids there are.
+    pub fn layouts(&self) -> usize {
+        self.layouts
     }
 
     /// Every state (metrics).

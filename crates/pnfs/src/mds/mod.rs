@@ -253,6 +253,11 @@ impl Mds {
         &self.dss
     }
 
+    /// Layout stateids to keep before clients are asked to return some (CB_RECALL_ANY).
+    pub fn max_layouts(&self) -> usize {
+        self.cfg.max_layouts
+    }
+
     /// Copies per file.
     pub fn mirrors(&self) -> u32 {
         self.cfg.mirrors

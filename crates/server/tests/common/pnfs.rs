@@ -204,15 +204,21 @@ pub fn ds_write(
     }
 }
 
-/// The next CB_COMPOUND on the holder's back channel: its XID and CB_LAYOUTRECALL.
-pub fn next_layoutrecall(a: &mut V4) -> (u32, CbLayoutrecall4args) {
+/// The next CB_COMPOUND on the client's back channel: its XID and the operation after
+/// CB_SEQUENCE.
+pub fn next_cb_op(a: &mut V4) -> (u32, NfsCbArgop4) {
     let (xid, rec) = a.next_callback();
     let (_, mut d) = sunrpc::msg::decode_call(rec).expect("an RPC call");
     let cb = CbCompound4args::decode(&mut d).expect("CB_COMPOUND");
     assert_eq!(cb.argarray.len(), 2, "{cb:?}");
-    match &cb.argarray[1] {
-        NfsCbArgop4::OpCbLayoutrecall(r) => (xid, r.clone()),
-        other => panic!("not CB_LAYOUTRECALL: {other:?}"),
+    (xid, cb.argarray[1].clone())
+}
+
+/// The next CB_COMPOUND on the holder's back channel: its XID and CB_LAYOUTRECALL.
+pub fn next_layoutrecall(a: &mut V4) -> (u32, CbLayoutrecall4args) {
+    match next_cb_op(a) {
+        (xid, NfsCbArgop4::OpCbLayoutrecall(r)) => (xid, r),
+        (_, other) => panic!("not CB_LAYOUTRECALL: {other:?}"),
     }
 }
 

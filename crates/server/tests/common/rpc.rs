@@ -148,6 +148,8 @@ pub struct RpcClient {
     xid: u32,
     /// Credential sent with every call.
     pub cred: Credential,
+    /// Calls from the server (the NFSv4.1 back channel) read while a reply was awaited.
+    callbacks: std::collections::VecDeque<Bytes>,
 }
 
 fn name(n: impl AsRef<[u8]>) -> Bytes {
@@ -169,6 +171,7 @@ impl RpcClient {
             stream: Link::Tcp(stream),
             xid: first_xid(),
             cred: auth_sys(TEST_UID, TEST_UID),
+            callbacks: Default::default(),
         }
     }
 
@@ -178,6 +181,7 @@ impl RpcClient {
             stream: Link::Local(Box::new(server.connect())),
             xid: first_xid(),
             cred: auth_sys(TEST_UID, TEST_UID),
+            callbacks: Default::default(),
         }
     }
 
@@ -225,6 +229,7 @@ impl RpcClient {
             stream: Link::Tcp(self.stream.tcp().try_clone().expect("clone the connection")),
             xid: self.xid,
             cred: self.cred.clone(),
+            callbacks: Default::default(),
         }
     }
 
@@ -319,8 +324,26 @@ impl RpcClient {
 
     /// Reads and decodes the next reply.
     pub fn recv_reply(&mut self) -> (u32, RpcReply) {
-        let rec = self.read_record().expect("read reply");
-        parse_reply(rec)
+        loop {
+            let rec = self.read_record().expect("read reply");
+            // a call from the server (msg_type CALL) sent before this reply: kept for
+            // next_callback
+            if rec.get(4..8) == Some(&[0, 0, 0, 0]) {
+                self.callbacks.push_back(rec);
+                continue;
+            }
+            return parse_reply(rec);
+        }
+    }
+
+    /// A call from the server that arrived while a reply was awaited, if any.
+    pub fn take_callback(&mut self) -> Option<Bytes> {
+        self.callbacks.pop_front()
+    }
+
+    /// Whether a call from the server is at hand, or arrives within `wait`.
+    pub fn callback_within(&self, wait: std::time::Duration) -> bool {
+        !self.callbacks.is_empty() || self.readable_within(wait)
     }
 
     /// One call and its reply (the xid must match).
