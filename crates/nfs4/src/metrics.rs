@@ -152,6 +152,11 @@ impl Nfs4 {
                 load(&c.resyncs),
             ),
             (
+                "rnfs_pnfs_resync_bytes_total",
+                "Bytes written onto stale copies while resynchronising them.",
+                load(&c.resync_bytes),
+            ),
+            (
                 "rnfs_pnfs_client_errors_total",
                 "Data server I/O errors clients reported (LAYOUTERROR, LAYOUTRETURN).",
                 load(&c.client_errors),

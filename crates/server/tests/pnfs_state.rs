@@ -325,6 +325,8 @@ fn stale_copies_are_resynchronised() {
     assert_eq!(m("rnfs_pnfs_stale_files"), 0);
     assert_eq!(m("rnfs_pnfs_stale_copies_total"), 2);
     assert_eq!(m("rnfs_pnfs_resyncs_total"), 2);
+    // two repairs of the 2,000,000-byte file, each writing all of it
+    assert_eq!(m("rnfs_pnfs_resync_bytes_total"), 4_000_000);
     assert_eq!(m("rnfs_pnfs_client_errors_total"), 1);
     assert!(m(r#"rnfs_pnfs_ds_written_bytes_total{ds="ds0"}"#) >= 2_500_000);
     assert!(

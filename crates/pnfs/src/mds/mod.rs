@@ -117,6 +117,8 @@ pub struct MdsCounters {
     pub stale_marks: AtomicU64,
     /// Stale copies resynchronised.
     pub resyncs: AtomicU64,
+    /// Bytes written onto stale copies while resynchronising them (progress of a repair).
+    pub resync_bytes: AtomicU64,
     /// I/O errors clients reported for data servers.
     pub client_errors: AtomicU64,
 }

@@ -154,6 +154,9 @@ impl Mds {
                     let tfh = NfsFh3 { data: t.fh.clone() };
                     let (_, verf) = ds.write(&tfh, off, data.clone(), StableHow::Unstable)?;
                     verfs.push((t.ds.clone(), verf));
+                    self.counters()
+                        .resync_bytes
+                        .fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 }
                 off += data.len() as u64;
             };
