@@ -43,4 +43,12 @@ pub enum Cmd {
     Reload,
     /// Show limits and counters.
     Status,
+    /// Take a pNFS data server out of service: no new files are placed there, and every copy
+    /// it holds is copied to another data server, then deleted from it (watch the copies left
+    /// with this command again, or rnfs_pnfs_ds_copies). Remove it from --pnfs-ds once none
+    /// is left.
+    PnfsDrain {
+        /// The data server, by the name --pnfs-ds gives it.
+        ds: String,
+    },
 }

@@ -40,6 +40,12 @@ pub enum Request {
     Reload,
     /// Limits and counters.
     Status,
+    /// Take a pNFS data server out of service: no new files go there and its copies move
+    /// to the other data servers.
+    PnfsDrain {
+        /// The data server's name (as `--pnfs-ds` gives it).
+        ds: String,
+    },
 }
 
 /// rnfsd's answer.
@@ -86,6 +92,11 @@ pub enum Response {
         limits: Vec<(String, u64)>,
         /// Counters and gauges, by name.
         counters: Vec<(String, u64)>,
+    },
+    /// Answer to [`Request::PnfsDrain`]: the data servers being taken out of service.
+    Draining {
+        /// Each one, with the copies of files it still holds.
+        draining: Vec<(String, u64)>,
     },
     /// The request failed; nothing changed.
     Error {

@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Cmd::Evict { client } => Request::Evict { client },
         Cmd::Reload => Request::Reload,
         Cmd::Status => Request::Status,
+        Cmd::PnfsDrain { ds } => Request::PnfsDrain { ds },
     };
     match call(&args.socket, &req, Duration::from_secs(args.timeout)) {
         Ok(resp) => {

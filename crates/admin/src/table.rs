@@ -183,6 +183,13 @@ pub fn render(resp: &Response) -> String {
             out.push_str(&columns(&["COUNTER", "VALUE"], &rows));
             out
         }
+        Response::Draining { draining } => {
+            let mut out = String::from("pNFS data servers being taken out of service:\n");
+            for (ds, copies) in draining {
+                let _ = writeln!(out, "  {ds}: {copies} copies left");
+            }
+            out
+        }
         Response::Error { message } => format!("error: {message}\n"),
     }
 }

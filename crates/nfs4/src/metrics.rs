@@ -113,6 +113,22 @@ impl Nfs4 {
             dss.iter()
                 .map(|d| ([("ds", d.spec().name.as_str())], u64::from(d.connected()))),
         )?;
+        out.gauges(
+            "rnfs_pnfs_ds_copies",
+            "Copies of files on each data server.",
+            dss.iter().map(|d| {
+                let name = d.spec().name.as_str();
+                ([("ds", name)], m.copies_on(name) as u64)
+            }),
+        )?;
+        out.gauges(
+            "rnfs_pnfs_ds_draining",
+            "1 for a data server being taken out of service (rnfsctl pnfs-drain).",
+            dss.iter().map(|d| {
+                let name = d.spec().name.as_str();
+                ([("ds", name)], u64::from(m.is_drained(name)))
+            }),
+        )?;
         out.gauge(
             "rnfs_pnfs_files",
             "Files whose data is placed on the data servers.",

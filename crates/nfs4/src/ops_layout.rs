@@ -601,6 +601,15 @@ impl pnfs::mds::LayoutHolders for Nfs4 {
             .any(|(_, o)| matches!(o, StateObj::Layout(l) if l.iomodes & rw != 0));
         out
     }
+
+    fn recall_all(&self, fh: &[u8]) -> bool {
+        // a file that is gone has no layouts
+        let Ok(n) = self.vfs.resolve(fh) else {
+            return true;
+        };
+        // no client is u64::MAX: every holder is asked
+        self.recall_layouts(u64::MAX, &n).is_ok()
+    }
 }
 
 #[cfg(test)]

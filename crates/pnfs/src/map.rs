@@ -18,6 +18,8 @@ use xdr::{Decoder, Encoder};
 const FILES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
 /// names -> values: "instance" (this MDS's id in DS file names), "next_id" (synthetic ids)
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// data servers being taken out of service -> when that was asked (seconds since the epoch)
+const DRAINED: TableDefinition<&str, u64> = TableDefinition::new("drained");
 
 /// How far a file's placement has got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +122,18 @@ pub struct FileMap {
     db: Database,
     rows: RwLock<HashMap<Bytes, Arc<Mapping>>>,
     instance: u64,
+    /// Data servers being taken out of service (see [`FileMap::set_drained`]).
+    drained: RwLock<Vec<String>>,
+    /// Copies per data server, kept with the rows.
+    copies: RwLock<HashMap<String, usize>>,
+}
+
+/// Counts the copies of `m` in `counts`, or takes them out.
+fn count_copies(counts: &mut HashMap<String, usize>, m: &Mapping, add: bool) {
+    for x in &m.mirrors {
+        let n = counts.entry(x.ds.clone()).or_default();
+        *n = if add { *n + 1 } else { n.saturating_sub(1) };
+    }
 }
 
 impl FileMap {
@@ -130,6 +144,7 @@ impl FileMap {
         let instance;
         {
             w.open_table(FILES).map_err(err)?;
+            w.open_table(DRAINED).map_err(err)?;
             let mut meta = w.open_table(META).map_err(err)?;
             let got = meta.get("instance").map_err(err)?.map(|v| v.value());
             instance = match got {
@@ -143,8 +158,12 @@ impl FileMap {
         }
         w.commit().map_err(err)?;
         let mut rows = HashMap::new();
+        let mut drained = Vec::new();
         {
             let r = db.begin_read().map_err(err)?;
+            for row in r.open_table(DRAINED).map_err(err)?.iter().map_err(err)? {
+                drained.push(row.map_err(err)?.0.value().to_string());
+            }
             let t = r.open_table(FILES).map_err(err)?;
             for row in t.iter().map_err(err)? {
                 let (k, v) = row.map_err(err)?;
@@ -156,10 +175,16 @@ impl FileMap {
                 }
             }
         }
+        let mut copies = HashMap::new();
+        for m in rows.values() {
+            count_copies(&mut copies, m, true);
+        }
         Ok(FileMap {
             db,
             rows: RwLock::new(rows),
             instance,
+            drained: RwLock::new(drained),
+            copies: RwLock::new(copies),
         })
     }
 
@@ -201,7 +226,12 @@ impl FileMap {
         }
         w.commit().map_err(err)?;
         let m = Arc::new(m);
-        self.rows.write().insert(fh.clone(), m.clone());
+        let old = self.rows.write().insert(fh.clone(), m.clone());
+        let mut c = self.copies.write();
+        if let Some(old) = old {
+            count_copies(&mut c, &old, false);
+        }
+        count_copies(&mut c, &m, true);
         Ok(m)
     }
 
@@ -213,7 +243,47 @@ impl FileMap {
             t.remove(fh).map_err(err)?;
         }
         w.commit().map_err(err)?;
-        self.rows.write().remove(fh);
+        if let Some(old) = self.rows.write().remove(fh) {
+            count_copies(&mut self.copies.write(), &old, false);
+        }
+        Ok(())
+    }
+
+    /// How many files have a copy on data server `ds`.
+    pub fn copies_on(&self, ds: &str) -> usize {
+        self.copies.read().get(ds).copied().unwrap_or(0)
+    }
+
+    /// The data servers being taken out of service.
+    pub fn drained(&self) -> Vec<String> {
+        self.drained.read().clone()
+    }
+
+    /// Whether data server `ds` is being taken out of service.
+    pub fn is_drained(&self, ds: &str) -> bool {
+        self.drained.read().iter().any(|d| d == ds)
+    }
+
+    /// Records (durably) that data server `ds` is being taken out of service, or no longer.
+    pub fn set_drained(&self, ds: &str, on: bool) -> Result<(), MapError> {
+        let w = self.db.begin_write().map_err(err)?;
+        {
+            let mut t = w.open_table(DRAINED).map_err(err)?;
+            if on {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                t.insert(ds, now).map_err(err)?;
+            } else {
+                t.remove(ds).map_err(err)?;
+            }
+        }
+        w.commit().map_err(err)?;
+        let mut d = self.drained.write();
+        d.retain(|x| x != ds);
+        if on {
+            d.push(ds.to_string());
+        }
         Ok(())
     }
 
@@ -274,6 +344,36 @@ mod tests {
                 },
             ],
         }
+    }
+
+    #[test]
+    fn drained_servers_and_copy_counts_survive_a_reopen() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("pnfs.redb");
+        {
+            let m = FileMap::open(&p).unwrap();
+            m.put(&Bytes::from_static(b"fh1"), row(MapState::Ready))
+                .unwrap();
+            m.put(&Bytes::from_static(b"fh2"), row(MapState::Ready))
+                .unwrap();
+            let mut one = row(MapState::Ready);
+            one.mirrors.pop();
+            // a row written again counts its copies once
+            m.put(&Bytes::from_static(b"fh2"), one).unwrap();
+            assert_eq!((m.copies_on("a"), m.copies_on("b")), (2, 1));
+            m.set_drained("b", true).unwrap();
+            m.set_drained("a", true).unwrap();
+            m.set_drained("a", false).unwrap();
+            assert!(m.is_drained("b") && !m.is_drained("a"));
+        }
+        let m = FileMap::open(&p).unwrap();
+        assert_eq!(m.drained(), vec!["b".to_string()]);
+        assert_eq!((m.copies_on("a"), m.copies_on("b")), (2, 1));
+        m.remove(b"fh1").unwrap();
+        assert_eq!(
+            (m.copies_on("a"), m.copies_on("b"), m.copies_on("c")),
+            (1, 0, 0)
+        );
     }
 
     #[test]

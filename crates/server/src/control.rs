@@ -30,6 +30,8 @@ pub struct Control {
     pub metrics: Arc<sunrpc::metrics::RpcMetrics>,
     /// When the server started.
     pub started: Instant,
+    /// The pNFS metadata server, when there are data servers.
+    pub pnfs: Option<Arc<pnfs::Mds>>,
 }
 
 impl Control {
@@ -73,6 +75,27 @@ impl Control {
                 Err(message) => Response::Error { message },
             },
             Request::Status => self.status(),
+            Request::PnfsDrain { ds } => self.pnfs_drain(&ds),
+        }
+    }
+
+    fn pnfs_drain(&self, ds: &str) -> Response {
+        let Some(mds) = &self.pnfs else {
+            return Response::Error {
+                message: "no pNFS data servers are configured (--pnfs-ds)".into(),
+            };
+        };
+        match mds.drain(ds) {
+            Ok(()) => Response::Draining {
+                draining: mds
+                    .draining()
+                    .into_iter()
+                    .map(|d| (d.ds, d.copies as u64))
+                    .collect(),
+            },
+            Err(e) => Response::Error {
+                message: e.to_string(),
+            },
         }
     }
 

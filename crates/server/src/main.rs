@@ -182,6 +182,7 @@ async fn run(args: Args) -> Result<(), String> {
         nlm: lock_programs.as_ref().map(|(svc, _, _)| svc.clone()),
         metrics: metrics.clone(),
         started: std::time::Instant::now(),
+        pnfs: mds.clone(),
     });
     let tcp_cfg = TcpConfig {
         max_record: args.max_record,

@@ -387,3 +387,97 @@ fn layouts_past_the_bound_are_recalled_with_recall_any() {
         Some(2)
     );
 }
+
+/// `rnfsctl pnfs-drain`: a data server taken out of service gets no new file, and each copy
+/// it holds is placed on another data server, filled from it, its layouts recalled, then
+/// dropped and deleted; the data reads back the same; the drain outlives a restart; the
+/// last data server in service and an unknown one are refused.
+#[test]
+fn a_drained_data_server_gives_its_copies_to_the_others() {
+    let mut cl = Cluster::new("rw,insecure,pnfs", 1, &[]);
+    let port = cl.mds.server.port;
+    let mut c = V4::connect(port, 1, "drain");
+    c.establish_back_channel(8);
+    let root = c.path_fh(&cl.mds.export);
+    // round-robin: f0 on ds0, f1 on ds1
+    let data = pattern(11, 1_300_000);
+    let mut files = Vec::new();
+    for name in ["f0", "f1"] {
+        let (fh, sid) = create(&mut c, &root, name);
+        c.write_all(&fh, &sid, 0, &data);
+        files.push((fh, sid));
+    }
+    assert_eq!((cl.ds_files(0).len(), cl.ds_files(1).len()), (1, 1));
+    let (fh0, sid0) = files[0].clone();
+    // a layout of f0 names ds0
+    let lg = layoutget_ok(&mut c, &fh0, Layoutiomode4::Layoutiomode4Read, &sid0);
+    assert_eq!(lg.logr_stateid.seqid, 1);
+    let dev0 = ff_layout_of(&lg).ffl_mirrors[0].ffm_data_servers[0].ffds_deviceid;
+
+    match cl
+        .mds
+        .server
+        .admin(admin::Request::PnfsDrain { ds: "ds0".into() })
+    {
+        admin::Response::Draining { draining } => {
+            assert_eq!(draining, vec![("ds0".to_string(), 1)])
+        }
+        r => panic!("pnfs-drain: {r:?}"),
+    }
+    // once f0 has its copy on ds1, its layout is recalled; returned, the copy on ds0 goes
+    let (xid, recall) = next_layoutrecall(&mut c);
+    let recalled = match recall.clora_recall {
+        Layoutrecall4::Layoutrecall4File(f) => {
+            assert_eq!(&f.lor_fh[..], &fh0[..]);
+            f.lor_stateid
+        }
+        r => panic!("recall of {r:?}"),
+    };
+    answer_layoutrecall(&mut c, xid);
+    c.call(Ops::new().putfh(&fh0).op(layoutreturn_file(&recalled)))
+        .ok("LAYOUTRETURN");
+    let metrics = |cl: &Cluster| http_get(cl.mds.server.metrics.unwrap(), "/metrics");
+    eventually("ds0 emptied", || {
+        metric(&metrics(&cl), r#"rnfs_pnfs_ds_copies{ds="ds0"}"#) == Some(0)
+    });
+    assert!(cl.ds_files(0).is_empty(), "{:?}", cl.ds_files(0));
+    assert_eq!(cl.ds_files(1).len(), 2);
+    for f in cl.ds_files(1) {
+        assert_eq!(std::fs::read(f).unwrap(), data);
+    }
+    assert_eq!(v3_read_all(port, &cl.mds.export, "f0"), data);
+    let lg = layoutget_ok(&mut c, &fh0, Layoutiomode4::Layoutiomode4Read, &sid0);
+    let ff = ff_layout_of(&lg);
+    assert_eq!(ff.ffl_mirrors.len(), 1);
+    assert_ne!(ff.ffl_mirrors[0].ffm_data_servers[0].ffds_deviceid, dev0);
+    // new files go to ds1 only
+    for name in ["g0", "g1"] {
+        let (fh, sid) = create(&mut c, &root, name);
+        c.write_all(&fh, &sid, 0, b"new");
+    }
+    assert!(cl.ds_files(0).is_empty());
+    assert_eq!(cl.ds_files(1).len(), 4);
+    let m = metrics(&cl);
+    assert_eq!(metric(&m, r#"rnfs_pnfs_ds_copies{ds="ds1"}"#), Some(4));
+    assert_eq!(metric(&m, r#"rnfs_pnfs_ds_draining{ds="ds0"}"#), Some(1));
+    assert_eq!(metric(&m, r#"rnfs_pnfs_ds_draining{ds="ds1"}"#), Some(0));
+
+    // refused: the last one in service, and one not configured
+    for ds in ["ds1", "nope"] {
+        match cl
+            .mds
+            .server
+            .admin(admin::Request::PnfsDrain { ds: ds.into() })
+        {
+            admin::Response::Error { message } => assert!(message.contains(ds), "{message}"),
+            r => panic!("pnfs-drain {ds}: {r:?}"),
+        }
+    }
+    // a restart remembers the drain
+    drop(c);
+    cl.mds.server.restart();
+    assert_eq!(
+        metric(&metrics(&cl), r#"rnfs_pnfs_ds_draining{ds="ds0"}"#),
+        Some(1)
+    );
+}

@@ -16,7 +16,10 @@ use nfs3wire::{NfsFh3, Nfsstat3, StableHow};
 use parking_lot::Mutex;
 use vfs::{Stability, VfsError, VfsResult};
 
+mod drain;
 mod resync;
+
+pub use drain::{DrainError, Draining};
 
 pub use resync::LayoutHolders;
 
@@ -239,6 +242,7 @@ impl Mds {
                                 next_reconcile = Instant::now() + period;
                             }
                             mds.resync_stale();
+                            mds.drain_step();
                             next = (Instant::now() + RESYNC_PERIOD).min(next_reconcile);
                         }
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
@@ -288,11 +292,16 @@ impl Mds {
         if m.state != MapState::Ready {
             return None;
         }
+        // a drained DS's copy only while no other copy is in sync
+        let elsewhere = m
+            .mirrors
+            .iter()
+            .any(|x| !x.stale && !self.map.is_drained(&x.ds));
         Some(FileLayout {
             mirrors: m
                 .mirrors
                 .iter()
-                .filter(|x| !x.stale)
+                .filter(|x| !(x.stale || elsewhere && self.map.is_drained(&x.ds)))
                 .map(|x| LayoutMirror {
                     device: DeviceId::of(&x.ds),
                     fh: x.fh.clone(),
@@ -349,6 +358,9 @@ impl Mds {
                 break;
             }
             let ds = &self.dss[i];
+            if self.map.is_drained(&ds.spec().name) {
+                continue;
+            }
             row.mirrors.push(Mirror {
                 ds: ds.spec().name.clone(),
                 fh: Bytes::new(),

@@ -17,6 +17,9 @@ use super::*;
 pub trait LayoutHolders: Send + Sync {
     /// Whether any client holds a read-write layout of the file with handle `fh`.
     fn rw_layouts_out(&self, fh: &[u8]) -> bool;
+    /// Recalls every layout of the file with handle `fh` (a holder that keeps one a lease
+    /// past the recall is fenced); true when none is out.
+    fn recall_all(&self, fh: &[u8]) -> bool;
 }
 
 /// Bytes copied per READ / WRITE pair.
@@ -32,6 +35,12 @@ impl Mds {
     pub(crate) fn rw_layouts_out(&self, fh: &[u8]) -> bool {
         let holders = self.holders.lock().as_ref().and_then(Weak::upgrade);
         holders.is_some_and(|h| h.rw_layouts_out(fh))
+    }
+
+    /// Recalls every layout of `fh`; true when none is out (or nobody hands layouts out).
+    pub(crate) fn recall_all(&self, fh: &[u8]) -> bool {
+        let holders = self.holders.lock().as_ref().and_then(Weak::upgrade);
+        holders.is_none_or(|h| h.recall_all(fh))
     }
 
     /// Whether file `fh`'s copies are being resynchronised now (no read-write layout then).
