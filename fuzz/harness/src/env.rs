@@ -298,7 +298,7 @@ fn setup() -> Env {
 
     let client = Client {
         addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        port: 800,
+        privileged: true,
         ident: Some(Creds::root()),
     };
     let mut values: Vec<([u8; 8], Vec<u8>)> = vec![
