@@ -520,12 +520,16 @@ pnfs_case() { # server vers transport
 		result "$1" "$2" "$3" pnfs SKIP 0 "pNFS: run with the vers=4.2 tcp combination"
 		return 0
 	fi
+	# the client and knfsd (the third DS) at $cli, the MDS at $mds in a namespace of its
+	# own, the rnfsd DSes at addresses of their own on the client's side of the link
 	local ns=rnfspnfs cli=10.98.0.1 mds=10.98.0.2 i t0 out rc why knfsd_mine=0 pids=""
+	local dsa=("" 10.98.0.3 10.98.0.4)
 	local mnt=/mnt/pnfs wl=/tmp/wl-pnfs
 	t0=$(now)
 	pnfs_fail() { result rnfsd 4.2 tcp pnfs FAIL "$(elapsed "$t0")" "$1"; }
 	ip netns add $ns && ip link add vpn0 type veth peer name vpn1 &&
-		ip link set vpn1 netns $ns && ip addr add $cli/24 dev vpn0 && ip link set vpn0 up &&
+		ip link set vpn1 netns $ns && ip addr add $cli/24 dev vpn0 &&
+		ip addr add ${dsa[1]}/24 dev vpn0 && ip addr add ${dsa[2]}/24 dev vpn0 && ip link set vpn0 up &&
 		ip netns exec $ns ip addr add $mds/24 dev vpn1 &&
 		ip netns exec $ns ip link set vpn1 up && ip netns exec $ns ip link set lo up ||
 		{ pnfs_fail "network namespace setup failed"; return; }
@@ -539,12 +543,12 @@ pnfs_case() { # server vers transport
 	# with soft-RoCE (PNFS_RDMA=0 turns it off) the second rnfsd DS also serves
 	# RPC-over-RDMA on the MDS's link, advertised first in its device address, so the
 	# client's DS traffic to it goes over RDMA (the rdma check), and rnfs-bench's too (bench)
-	local ds_rdma=() ds2_spec=ds2=$cli:2051:/srv/ds2 rdma_metrics=()
+	local ds_rdma=() ds2_spec=ds2=${dsa[2]}:2051:/srv/ds2 rdma_metrics=()
 	if [ "${PNFS_RDMA:-1}" = 1 ] && [ "$RDMA_OK" = 1 ] &&
 		rdma link add rxe1 type rxe netdev vpn0 >/dev/null 2>&1; then
-		ds_rdma=(--rdma $cli:20051)
+		ds_rdma=(--rdma ${dsa[2]}:20051)
 		ds2_spec=$ds2_spec,rdma=20051
-		rdma_metrics=(--rdma-ds-metrics http://$cli:9472/metrics)
+		rdma_metrics=(--rdma-ds-metrics http://${dsa[2]}:9472/metrics)
 	fi
 	# the rnfsd DSes: /run/dsN-start (re)starts one and waits until it is ready,
 	# /run/dsN-kill kills it with SIGKILL (the mirror check)
@@ -556,9 +560,9 @@ pnfs_case() { # server vers transport
 		cat >/run/ds$i-start <<-EOF
 			#!/bin/bash
 			n=\$(grep -c "rnfsd ready:" /run/ds$i.log 2>/dev/null)
-			setsid env $RNFSD_ENV "$RNFSD" --exports /run/ds$i.exports --listen $cli:$((2049 + i)) \\
+			setsid env $RNFSD_ENV "$RNFSD" --exports /run/ds$i.exports --listen ${dsa[i]}:$((2049 + i)) \\
 				--no-portmap --no-nlm $transport --state-dir /run/ds$i-state \\
-				--metrics $cli:$((9470 + i)) --admin-socket /run/ds$i.sock >>/run/ds$i.log 2>&1 </dev/null &
+				--metrics ${dsa[i]}:$((9470 + i)) --admin-socket /run/ds$i.sock >>/run/ds$i.log 2>&1 </dev/null &
 			echo \$! >/run/ds$i.pid
 			for _ in \$(seq 300); do
 				[ "\$(grep -c "rnfsd ready:" /run/ds$i.log)" -gt "\${n:-0}" ] && exit 0
@@ -576,7 +580,7 @@ pnfs_case() { # server vers transport
 	setsid ip netns exec $ns env $RNFSD_ENV "$RNFSD" --exports /run/mds.exports \
 		--listen 0.0.0.0:2049 --no-portmap --no-nlm --no-rdma --state-dir /run/mds-state \
 		--admin-socket /run/mds.sock --metrics $mds:9464 --lease-time 15 \
-		--pnfs-ds ds1=$cli:2050:/srv/ds1 --pnfs-ds $ds2_spec \
+		--pnfs-ds ds1=${dsa[1]}:2050:/srv/ds1 --pnfs-ds $ds2_spec \
 		--pnfs-ds ds3=$cli:2049:/srv/knfsd >/run/mds.log 2>&1 </dev/null &
 	pids="$pids $!"
 	# a second MDS with two mirrors of each file on the rnfsd DSes (its DS files have a
@@ -586,7 +590,7 @@ pnfs_case() { # server vers transport
 	setsid ip netns exec $ns env $RNFSD_ENV "$RNFSD" --exports /run/mds2.exports \
 		--listen 0.0.0.0:2050 --no-portmap --no-nlm --no-rdma --state-dir /run/mds2-state \
 		--admin-socket /run/mds2.sock --metrics $mds:9465 --lease-time 15 --pnfs-mirrors 2 \
-		--pnfs-ds ds1=$cli:2050:/srv/ds1 --pnfs-ds $ds2_spec \
+		--pnfs-ds ds1=${dsa[1]}:2050:/srv/ds1 --pnfs-ds $ds2_spec \
 		>/run/mds2.log 2>&1 </dev/null &
 	pids="$pids $!"
 	for _ in $(seq 300); do
@@ -609,8 +613,8 @@ pnfs_case() { # server vers transport
 			--v3-mnt $mnt-v3 --mirror-mnt $mnt-mirrors --mirror-ds /srv/ds1 --mirror-ds /srv/ds2 \
 			--kill-ds-cmd /run/ds1-kill --start-ds-cmd /run/ds1-start "${rdma_metrics[@]}" \
 			--bench "$REPO/target/release/rnfs-bench" --mds-addr $mds \
-			--ds-metrics /srv/ds1=http://$cli:9471/metrics \
-			--ds-metrics /srv/ds2=http://$cli:9472/metrics \
+			--ds-metrics /srv/ds1=http://${dsa[1]}:9471/metrics \
+			--ds-metrics /srv/ds2=http://${dsa[2]}:9472/metrics \
 			--mds-metrics http://$mds:9464/metrics 2>&1)
 		rc=$?
 		echo 0 >/proc/sys/sunrpc/nfs_debug

@@ -884,9 +884,9 @@ impl Program for Nfs3 {
         Ok(())
     }
 
-    /// NULL, GETATTR, ACCESS and READs up to [`vfs::nowait::READ_MAX`]: what they need is
-    /// often in memory (a cached descriptor, the page cache); the backend gives up where it
-    /// would wait ([`vfs::nowait`]).
+    /// NULL, GETATTR, ACCESS, LOOKUP and READs up to [`vfs::nowait::READ_MAX`]: what they
+    /// need is often in memory (a cached descriptor or dentry, the page cache); the backend
+    /// gives up where it would wait ([`vfs::nowait`]).
     fn call_nonblocking(
         &self,
         ctx: &CallContext,
@@ -894,7 +894,7 @@ impl Program for Nfs3 {
         r: &mut Encoder,
     ) -> Option<Result<(), ProcError>> {
         match ctx.proc_ {
-            NFSPROC3_NULL | NFSPROC3_GETATTR | NFSPROC3_ACCESS => {}
+            NFSPROC3_NULL | NFSPROC3_GETATTR | NFSPROC3_ACCESS | NFSPROC3_LOOKUP => {}
             NFSPROC3_READ => {
                 let a = Read3args::decode(&mut args.clone()).ok()?;
                 if a.count > vfs::nowait::READ_MAX {

@@ -215,7 +215,7 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             "LOOKUP",
             0,
             ALL,
-            CLEARS_STATEID,
+            CLEARS_STATEID | TRY,
             typed!(Lookup4args, |n, c, a| n.lookup(c, a)),
         ),
         def_op(

@@ -36,11 +36,13 @@ fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = args.threads.map_or(8 * cpus, |n| n as usize);
+    let threads = call_threads(&args);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("rnfsd")
+        // calls tried on these threads may take the caller's identity: RPC-over-RDMA, whose
+        // devices refuse a thread that changed it, runs on a runtime of its own (rdma_runtime)
+        .on_thread_start(vfs::cred::allow_switch_in_try)
         // calls run on the blocking pool (TCP and RDMA alike): its size is --threads
         .max_blocking_threads(threads)
         .build()
@@ -56,6 +58,30 @@ fn main() {
         eprintln!("rnfsd: {e}");
         std::process::exit(1);
     }
+}
+
+/// Threads that run calls which may block (`--threads`, else 8 per CPU), per runtime.
+fn call_threads(args: &Args) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    args.threads.map_or(8 * cpus, |n| n as usize)
+}
+
+/// The runtime RPC-over-RDMA connections run on: its threads never take a caller's identity
+/// (the verbs and CM devices refuse writes from a thread whose credentials changed), while
+/// those of the main runtime may, to run calls without a hand-off (vfs::cred). Built once,
+/// it lives as long as the process.
+fn rdma_runtime(blocking: usize) -> Result<&'static tokio::runtime::Runtime, String> {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    if let Some(rt) = RT.get() {
+        return Ok(rt);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("rnfsd-rdma")
+        .max_blocking_threads(blocking)
+        .build()
+        .map_err(|e| format!("cannot start the RDMA runtime: {e}"))?;
+    Ok(RT.get_or_init(|| rt))
 }
 
 async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
@@ -369,7 +395,12 @@ async fn run(args: Args) -> Result<(), String> {
             ..Default::default()
         };
         let addr = cfg.addr;
-        match rpcrdma::transport::RdmaServer::bind(cfg) {
+        let rdma_rt = rdma_runtime(call_threads(&args))?;
+        let bound = {
+            let _in = rdma_rt.enter();
+            rpcrdma::transport::RdmaServer::bind(cfg)
+        };
+        match bound {
             Ok(srv) => {
                 ready.push(format!(
                     "nfs=rdma://{}({})",
@@ -377,7 +408,12 @@ async fn run(args: Args) -> Result<(), String> {
                     srv.device_names().join(",")
                 ));
                 metrics.add_source(srv.metrics());
-                tasks.spawn(srv.serve(disp.clone()));
+                let serving = rdma_rt.spawn(srv.serve(disp.clone()));
+                tasks.spawn(async move {
+                    serving
+                        .await
+                        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+                });
             }
             // Without --rdma, RDMA is optional: say why it is off, in one line, and go on.
             Err(rpcrdma::transport::StartError::Unavailable(why)) if args.rdma.is_none() => {

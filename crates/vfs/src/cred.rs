@@ -48,6 +48,19 @@ pub fn can_switch() -> bool {
     *ROOT.get_or_init(|| sys::geteuid() == 0)
 }
 
+thread_local! {
+    /// Whether calls tried without blocking on this thread may switch its identity.
+    static SWITCH_IN_TRY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Lets calls tried without blocking on this thread switch its identity (see
+/// [`crate::nowait`]): for the threads of a runtime that never touches a device that checks
+/// its opener's credentials, which RDMA's verbs and CM devices do. Elsewhere a try that
+/// would switch gives up.
+pub fn allow_switch_in_try() {
+    SWITCH_IN_TRY.with(|s| s.set(true));
+}
+
 /// Makes `c` the identity of the current thread's file-system calls. Inside a try without
 /// blocking ([`crate::nowait`]) it never switches: the try gives up instead (what it does next
 /// is dropped and the call runs again on a worker), because the threads that try calls also
@@ -61,7 +74,7 @@ pub fn assume(c: &Creds) {
         if cur.as_ref() == Some(c) {
             return;
         }
-        if crate::nowait::active() {
+        if crate::nowait::active() && !SWITCH_IN_TRY.with(std::cell::Cell::get) {
             crate::nowait::give_up();
             return;
         }
@@ -131,6 +144,19 @@ mod tests {
             })
             .join()
             .expect("worker thread");
+            // a thread whose tries may switch (no RDMA device on it) switches in a try
+            std::thread::spawn(move || {
+                allow_switch_in_try();
+                let other = Creds {
+                    uid: 4343,
+                    gid: 4343,
+                    groups: vec![],
+                };
+                assert_eq!(crate::nowait::without_blocking(|| assume(&other)), Some(()));
+                assert_eq!(current(), Some(other));
+            })
+            .join()
+            .expect("switching thread");
         } else {
             // Without the right to switch, identities are never changed: nothing to give up.
             assert_eq!(tried, Some(()));

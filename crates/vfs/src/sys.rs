@@ -65,6 +65,41 @@ pub fn openat(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `openat2(dirfd, name, flags | O_CLOEXEC)` resolving through the kernel's lookup cache only
+/// (RESOLVE_CACHED, Linux 5.12): EAGAIN where a component is not cached, so that a caller
+/// that must not block can give up instead of reading a directory from the disk.
+pub fn openat_cached(
+    dirfd: BorrowedFd<'_>,
+    name: &CStr,
+    flags: libc::c_int,
+) -> io::Result<OwnedFd> {
+    // struct open_how (linux/openat2.h); libc's is non_exhaustive
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_CACHED,
+    };
+    // SAFETY: name is NUL-terminated and `how` is a valid open_how of the size passed; the
+    // returned descriptor is new and owned by us.
+    let fd = cvt(unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd.as_raw_fd(),
+            name.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    } as libc::c_int)?;
+    // SAFETY: fd was just returned by openat2 and is not owned elsewhere.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// A kernel file handle: its type and opaque bytes (see name_to_handle_at(2)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelHandle {

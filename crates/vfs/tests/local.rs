@@ -733,3 +733,52 @@ fn concurrent_large_unstable_writes_to_one_file_and_to_many_all_land() {
         }
     }
 }
+
+/// LOOKUP tried without blocking answers from the kernel's lookup cache only: a name never
+/// looked up gives up, one looked up (found or not) is answered as a blocking LOOKUP would;
+/// the caller's identity is taken only on a thread whose tries may switch it.
+#[test]
+fn a_lookup_tried_without_blocking_answers_from_the_dentry_cache() {
+    use vfs::nowait::without_blocking;
+    let (dir, _s, vfs) = setup("rw,no_root_squash");
+    let root = root_fh(&vfs, dir.path());
+    let user = client(4321);
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    std::fs::write(dir.path().join("d/f"), b"x").unwrap();
+    let vfs = std::sync::Arc::new(vfs);
+    // the root of the export is open; "d" and "d/f" were made behind the server's back
+    let (c, r) = vfs.authorize(&root, &user).unwrap();
+    let (d, _) = vfs.lookup(&c, &r, b"d").unwrap();
+    let (c, dn) = vfs.authorize(&d, &user).unwrap();
+    // a thread whose tries may not switch (and that has not taken this user's identity
+    // yet): the try gives up
+    let (v, c2, dn2) = (vfs.clone(), c.clone(), dn.clone());
+    std::thread::spawn(move || {
+        assert!(without_blocking(|| v.lookup(&c2, &dn2, b"f")).is_none());
+    })
+    .join()
+    .expect("thread without the right to switch in a try");
+    let v = vfs.clone();
+    std::thread::spawn(move || {
+        vfs::cred::allow_switch_in_try();
+        // a name not in the lookup cache: given up
+        assert!(without_blocking(|| v.lookup(&c, &dn, b"never-looked-up")).is_none());
+        // looked up once (ENOENT): the negative entry answers the next try
+        assert!(matches!(
+            v.lookup(&c, &dn, b"never-looked-up"),
+            Err(vfs::VfsError::Errno(libc::ENOENT))
+        ));
+        assert!(matches!(
+            without_blocking(|| v.lookup(&c, &dn, b"never-looked-up")),
+            Some(Err(vfs::VfsError::Errno(libc::ENOENT)))
+        ));
+        // a cached name: the handle and attributes of the blocking LOOKUP
+        let (fh, attr) = v.lookup(&c, &dn, b"f").unwrap();
+        let (fh2, attr2) = without_blocking(|| v.lookup(&c, &dn, b"f"))
+            .expect("a cached name is looked up without blocking")
+            .unwrap();
+        assert_eq!((fh2, attr2.fileid, attr2.size), (fh, attr.fileid, 1));
+    })
+    .join()
+    .expect("lookup thread");
+}

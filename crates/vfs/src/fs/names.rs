@@ -68,6 +68,9 @@ impl Vfs {
             return Ok((fh, self.attr(parent.as_fd())?));
         }
         let c = cname(name)?;
+        if nowait::active() {
+            return self.lookup_cached(caller, dir, &c);
+        }
         cred::with_creds(&caller.creds, || {
             let read_at = self.paths.epoch();
             let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
@@ -86,6 +89,38 @@ impl Vfs {
             let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
             self.paths
                 .put(fh.clone(), Arc::new(fd), self.inode_key(dir.export, &st));
+            Ok((fh, Attr::from_stat(&st)))
+        })
+    }
+
+    /// LOOKUP of `c` in `dir` by a call that must not block: the name resolved through the
+    /// kernel's lookup cache only (a name not cached, positive or negative, gives up), then
+    /// as [`Vfs::lookup`].
+    fn lookup_cached(&self, caller: &Caller, dir: &Node, c: &CStr) -> VfsResult<(Bytes, Attr)> {
+        cred::with_creds(&caller.creds, || {
+            let read_at = self.paths.epoch();
+            let fd = match sys::openat_cached(dir.fd(), c, libc::O_PATH | libc::O_NOFOLLOW) {
+                Ok(fd) => fd,
+                // EAGAIN: not cached; ENOSYS / EINVAL: a kernel without RESOLVE_CACHED
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EAGAIN | libc::ENOSYS | libc::EINVAL)
+                    ) =>
+                {
+                    return Err(nowait::give_up())
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let st = sys::fstat(fd.as_fd())?;
+            let key = self.inode_key(dir.export, &st);
+            if let Some(k) = &key {
+                if let Some((fh, _)) = self.paths.by_inode(k, read_at) {
+                    return Ok((fh, Attr::from_stat(&st)));
+                }
+            }
+            let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
+            self.paths.put(fh.clone(), Arc::new(fd), key);
             Ok((fh, Attr::from_stat(&st)))
         })
     }
