@@ -43,7 +43,8 @@ fn main() {
         // calls tried on these threads may take the caller's identity: RPC-over-RDMA, whose
         // devices refuse a thread that changed it, runs on a runtime of its own (rdma_runtime)
         .on_thread_start(vfs::cred::allow_switch_in_try)
-        // calls run on the blocking pool (TCP and RDMA alike): its size is --threads
+        // TCP calls that may block run on the blocking pool: its size is --threads (RDMA's
+        // runtime has a pool of its own, of the same size)
         .max_blocking_threads(threads)
         .build()
     {
