@@ -101,7 +101,8 @@ fn fh3(b: &Bytes) -> NfsFh3 {
     NfsFh3 { data: b.clone() }
 }
 
-fn open4(f: &File) -> Open {
+/// The NFSv4 open of a file (handle and open stateid).
+pub(crate) fn open4(f: &File) -> Open {
     Open {
         fh: f.fh.clone(),
         stateid: f.sid,

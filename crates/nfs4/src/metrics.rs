@@ -107,27 +107,25 @@ impl Nfs4 {
             "File data the MDS wrote to each data server.",
             per_ds(|c| &c.written_bytes),
         )?;
+        let per_ds_gauge = |f: &dyn Fn(&pnfs::ds::DataServer) -> u64| {
+            dss.iter()
+                .map(move |d| ([("ds", d.spec().name.as_str())], f(d)))
+                .collect::<Vec<_>>()
+        };
         out.gauges(
             "rnfs_pnfs_ds_connected",
             "Whether the MDS's connection to each data server is up.",
-            dss.iter()
-                .map(|d| ([("ds", d.spec().name.as_str())], u64::from(d.connected()))),
+            per_ds_gauge(&|d| u64::from(d.connected())),
         )?;
         out.gauges(
             "rnfs_pnfs_ds_copies",
             "Copies of files on each data server.",
-            dss.iter().map(|d| {
-                let name = d.spec().name.as_str();
-                ([("ds", name)], m.copies_on(name) as u64)
-            }),
+            per_ds_gauge(&|d| m.copies_on(&d.spec().name) as u64),
         )?;
         out.gauges(
             "rnfs_pnfs_ds_draining",
             "1 for a data server being taken out of service (rnfsctl pnfs-drain).",
-            dss.iter().map(|d| {
-                let name = d.spec().name.as_str();
-                ([("ds", name)], u64::from(m.is_drained(name)))
-            }),
+            per_ds_gauge(&|d| u64::from(m.is_drained(&d.spec().name))),
         )?;
         out.gauge(
             "rnfs_pnfs_files",

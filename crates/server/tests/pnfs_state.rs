@@ -21,9 +21,7 @@ use nfs4wire::{NfsArgop4 as A, NfsOpnum4 as Op, *};
 fn a_truncate_recalls_layouts_and_fences_a_holder_that_keeps_one() {
     let cl = Cluster::new("rw,insecure,pnfs", 1, &["--lease-time", "5"]);
     let port = cl.mds.server.port;
-    let mut a = V4::connect(port, 2, "holder");
-    a.establish_back_channel(8);
-    let root = a.path_fh(&cl.mds.export);
+    let (mut a, root) = with_back_channel(&cl, 2, "holder");
     let mut b = V4::session(port, 2, "truncater");
     let truncate = |b: &mut V4, fh: &[u8], sid: &Stateid4| {
         let s = Sattr {
@@ -342,10 +340,7 @@ fn stale_copies_are_resynchronised() {
 #[test]
 fn layouts_past_the_bound_are_recalled_with_recall_any() {
     let cl = Cluster::new("rw,insecure,pnfs", 1, &["--pnfs-max-layouts", "4"]);
-    let port = cl.mds.server.port;
-    let mut a = V4::connect(port, 1, "recall-any");
-    a.establish_back_channel(8);
-    let root = a.path_fh(&cl.mds.export);
+    let (mut a, root) = with_back_channel(&cl, 1, "recall-any");
     let mut held = Vec::new();
     for i in 0..5 {
         let (fh, sid) = create(&mut a, &root, &format!("f{i}"));
@@ -396,9 +391,7 @@ fn layouts_past_the_bound_are_recalled_with_recall_any() {
 fn a_drained_data_server_gives_its_copies_to_the_others() {
     let mut cl = Cluster::new("rw,insecure,pnfs", 1, &[]);
     let port = cl.mds.server.port;
-    let mut c = V4::connect(port, 1, "drain");
-    c.establish_back_channel(8);
-    let root = c.path_fh(&cl.mds.export);
+    let (mut c, root) = with_back_channel(&cl, 1, "drain");
     // round-robin: f0 on ds0, f1 on ds1
     let data = pattern(11, 1_300_000);
     let mut files = Vec::new();

@@ -7,9 +7,10 @@ use std::net::SocketAddr;
 use nfs4wire as w;
 
 use super::*;
+use crate::client::open4;
 use crate::rpc::{Cred, Via};
 use crate::v3::V3;
-use crate::v4::{Layout, Open, V4};
+use crate::v4::{Layout, V4};
 
 /// Arguments of `pnfs`.
 #[derive(Args, Debug)]
@@ -78,13 +79,6 @@ fn v4(c: &Conn) -> Result<&V4> {
     match c {
         Conn::V4(v) => Ok(v),
         Conn::V3(_) => Err(err!("pnfs needs NFSv4.1 or 4.2 (--proto v4.1)")),
-    }
-}
-
-fn open4(f: &File) -> Open {
-    Open {
-        fh: f.fh.clone(),
-        stateid: f.sid,
     }
 }
 

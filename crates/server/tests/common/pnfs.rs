@@ -204,6 +204,15 @@ pub fn ds_write(
     }
 }
 
+/// A client of the cluster's MDS (minor version `minor`) with a back channel, and the
+/// export's root handle.
+pub fn with_back_channel(cl: &Cluster, minor: u32, owner: &str) -> (V4, Bytes) {
+    let mut c = V4::connect(cl.mds.server.port, minor, owner);
+    c.establish_back_channel(8);
+    let root = c.path_fh(&cl.mds.export);
+    (c, root)
+}
+
 /// The next CB_COMPOUND on the client's back channel: its XID and the operation after
 /// CB_SEQUENCE.
 pub fn next_cb_op(a: &mut V4) -> (u32, NfsCbArgop4) {
