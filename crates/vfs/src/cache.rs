@@ -210,6 +210,21 @@ impl PathCache {
         (*n < read_at.0).then(|| (fh.clone(), fd.clone()))
     }
 
+    /// [`PathCache::by_inode`] for each of `inodes` (None: not looked up), under one lock.
+    pub(crate) fn by_inodes(
+        &self,
+        inodes: impl Iterator<Item = Option<InodeKey>>,
+        read_at: Epoch,
+    ) -> Vec<Option<(Bytes, Arc<OwnedFd>)>> {
+        let m = self.maps.lock();
+        inodes
+            .map(|k| {
+                let (fh, fd, n) = m.by_inode.get(&k?)?;
+                (*n < read_at.0).then(|| (fh.clone(), fd.clone()))
+            })
+            .collect()
+    }
+
     /// Caches `fd` for `fh`, indexed under `inode` when given: pass an inode only for a
     /// descriptor of that very inode, on a file system with [`unique_inode_numbers`].
     pub(crate) fn put(&self, fh: Bytes, fd: Arc<OwnedFd>, inode: Option<InodeKey>) {

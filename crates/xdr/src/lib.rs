@@ -379,29 +379,25 @@ impl Encoder {
     /// Appends an unsigned 32-bit integer.
     #[inline]
     pub fn u32(&mut self, v: u32) {
-        self.room(4);
-        self.cur.put_u32(v);
+        self.put(&v.to_be_bytes());
     }
 
     /// Appends a signed 32-bit integer.
     #[inline]
     pub fn i32(&mut self, v: i32) {
-        self.room(4);
-        self.cur.put_i32(v);
+        self.put(&v.to_be_bytes());
     }
 
     /// Appends an unsigned 64-bit hyper integer.
     #[inline]
     pub fn u64(&mut self, v: u64) {
-        self.room(8);
-        self.cur.put_u64(v);
+        self.put(&v.to_be_bytes());
     }
 
     /// Appends a signed 64-bit hyper integer.
     #[inline]
     pub fn i64(&mut self, v: i64) {
-        self.room(8);
-        self.cur.put_i64(v);
+        self.put(&v.to_be_bytes());
     }
 
     /// Appends a boolean.
@@ -411,13 +407,25 @@ impl Encoder {
     }
 
     /// Appends fixed-length opaque data with its padding.
+    #[inline]
     pub fn opaque_fixed(&mut self, data: &[u8]) {
         self.room(pad4(data.len()));
-        self.cur.put_slice(data);
-        self.cur.put_bytes(0, pad4(data.len()) - data.len());
+        self.cur.extend_from_slice(data);
+        self.cur
+            .extend_from_slice(&[0; 3][..pad4(data.len()) - data.len()]);
+    }
+
+    /// Appends `bytes` inline. `BytesMut::extend_from_slice` inlines, so an integer's few
+    /// bytes become one store; bytes' `put_slice`, which does not, costs a call to `memcpy`
+    /// for each.
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.room(bytes.len());
+        self.cur.extend_from_slice(bytes);
     }
 
     /// Appends variable-length opaque data (length, bytes, padding), copying it inline.
+    #[inline]
     pub fn opaque(&mut self, data: &[u8]) {
         self.u32(data.len() as u32);
         self.opaque_fixed(data);
@@ -466,8 +474,7 @@ impl Encoder {
         for s in reply.segments {
             match s {
                 Segment::Inline(b) if b.len() <= APPEND_COPY_MAX => {
-                    self.room(b.len());
-                    self.cur.put_slice(&b);
+                    self.put(&b);
                 }
                 s => {
                     self.flush_inline();

@@ -76,7 +76,10 @@ impl Vfs {
         first: usize,
         accept: &mut impl FnMut(DirEntry) -> bool,
     ) -> VfsResult<bool> {
+        // Entries found through the inode index: only where listings carry stat's numbers.
+        let by_inode = plus && self.table().get(dir.export).is_ok_and(|e| e.by_inode);
         let mut size = first.min(buf.len());
+        let mut dents = Vec::new();
         loop {
             let read_at = self.paths.epoch();
             let n = sys::getdents64(dfd, &mut buf[..size])?;
@@ -85,35 +88,37 @@ impl Vfs {
             if n == 0 {
                 return Ok(true);
             }
-            let mut off = 0;
-            while off + 19 <= n {
-                let rec = &buf[off..n];
-                let ino = u64::from_ne_bytes(rec[0..8].try_into().unwrap_or_default());
-                let next = u64::from_ne_bytes(rec[8..16].try_into().unwrap_or_default());
-                let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
-                if reclen < 19 || reclen > rec.len() {
-                    return Err(VfsError::Errno(libc::EIO));
-                }
-                let name_raw = &rec[19..reclen];
-                // the kernel terminates every name with NUL inside its record
-                let Some(nlen) = name_raw.iter().position(|b| *b == 0) else {
-                    return Err(VfsError::Errno(libc::EIO));
+            parse_dents(&buf[..n], &mut dents)?;
+            // One copy of the records for all their names, and one pass over the inode index
+            // for all the entries read (one lock, not one per entry).
+            let names = Bytes::copy_from_slice(&buf[..n]);
+            let mut cached = if by_inode {
+                let key = |d: &Dent| {
+                    let indexed = !matches!(d.d_type, libc::DT_DIR | libc::DT_UNKNOWN);
+                    indexed.then_some((dir.export, dir.attr.fsid, d.ino))
                 };
-                let cname = CStr::from_bytes_with_nul(&name_raw[..=nlen])
+                self.paths.by_inodes(dents.iter().map(key), read_at)
+            } else {
+                Vec::new()
+            }
+            .into_iter();
+            for d in &dents {
+                let name = names.slice(d.name.clone());
+                // the name with its NUL, which parse_dents found in the record
+                let cname = CStr::from_bytes_with_nul(&names[d.name.start..=d.name.end])
                     .map_err(|_| VfsError::Errno(libc::EIO))?;
-                off += reclen;
                 let mut entry = DirEntry {
-                    fileid: ino,
-                    name: Bytes::copy_from_slice(&name_raw[..nlen]),
-                    cookie: next,
+                    fileid: d.ino,
+                    name: name.clone(),
+                    cookie: d.next,
                     plus: None,
                 };
-                if name_raw[..nlen] == *b".." && at_root {
+                if *name == *b".." && at_root {
                     entry.fileid = dir.attr.fileid;
                 }
                 if plus {
-                    let listed = (ino, rec[18], read_at);
-                    entry.plus = self.entry_plus(caller, dir, cname, listed, at_root);
+                    let found = cached.next().flatten();
+                    entry.plus = self.entry_plus(caller, dir, cname, d.ino, found, at_root);
                 }
                 if !accept(entry) {
                     return Ok(false);
@@ -122,14 +127,15 @@ impl Vfs {
         }
     }
 
-    /// The handle and attributes of the entry `name` of `dir`, which the listing gave as
-    /// (inode number, d_type, epoch before the listing was read) `listed`.
+    /// The handle and attributes of the entry `name` (inode number `ino`) of `dir`; `cached`
+    /// is what the inode index held for it before the listing was read.
     pub(super) fn entry_plus(
         &self,
         caller: &Caller,
         dir: &Node,
         name: &CStr,
-        listed: (u64, u8, Epoch),
+        ino: u64,
+        cached: Option<(Bytes, Arc<OwnedFd>)>,
         at_root: bool,
     ) -> Option<(Bytes, Attr)> {
         let raw = name.to_bytes();
@@ -139,27 +145,57 @@ impl Vfs {
         if raw == b".." {
             return self.lookup(caller, dir, raw).ok();
         }
-        let (ino, d_type, read_at) = listed;
-        let by_inode = self.table().get(dir.export).is_ok_and(|e| e.by_inode);
-        if by_inode && !matches!(d_type, libc::DT_DIR | libc::DT_UNKNOWN) {
-            let key = (dir.export, dir.attr.fsid, ino);
-            if let Some((fh, fd)) = self.paths.by_inode(&key, read_at) {
-                // The descriptor, cached before the listing was read, keeps inode `ino` alive,
-                // so the name listed with that number is this inode (see cache.rs): fstat only
-                // re-reads its attributes. No name is
-                // walked, but the caller needed search permission on `dir` to open it above,
-                // as a walk would.
-                match sys::fstat(fd.as_fd()) {
-                    Ok(st) if st.st_ino == ino && st.st_dev == dir.attr.fsid && st.st_nlink > 0 => {
-                        return Some((fh, Attr::from_stat(&st)));
-                    }
-                    // unlinked (or not what was listed): its descriptors keep its space
-                    _ => self.forget(&fh),
+        if let Some((fh, fd)) = cached {
+            // The descriptor, cached before the listing was read, keeps inode `ino` alive, so
+            // the name listed with that number is this inode (see cache.rs): fstat only re-reads
+            // its attributes. No name is walked, but the caller needed search permission on
+            // `dir` to open it above, as a walk would.
+            match sys::fstat(fd.as_fd()) {
+                Ok(st) if st.st_ino == ino && st.st_dev == dir.attr.fsid && st.st_nlink > 0 => {
+                    return Some((fh, Attr::from_stat(&st)));
                 }
+                // unlinked (or not what was listed): its descriptors keep its space
+                _ => self.forget(&fh),
             }
         }
         // Not cached: two path walks, and no descriptor kept (listing a directory larger than
         // the cache would otherwise evict every descriptor the clients are using).
         self.lookup_c(caller, dir, name).ok()
     }
+}
+
+/// A record of a getdents64 read: inode number, the cookie after it, type, and where its name
+/// lies in the read.
+struct Dent {
+    ino: u64,
+    next: u64,
+    d_type: u8,
+    name: std::ops::Range<usize>,
+}
+
+/// The records of one getdents64 read into `out` (cleared first).
+fn parse_dents(buf: &[u8], out: &mut Vec<Dent>) -> VfsResult<()> {
+    out.clear();
+    let mut off = 0;
+    while off + 19 <= buf.len() {
+        let rec = &buf[off..];
+        let ino = u64::from_ne_bytes(rec[0..8].try_into().unwrap_or_default());
+        let next = u64::from_ne_bytes(rec[8..16].try_into().unwrap_or_default());
+        let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
+        if reclen < 19 || reclen > rec.len() {
+            return Err(VfsError::Errno(libc::EIO));
+        }
+        // the kernel terminates every name with NUL inside its record
+        let Some(nlen) = rec[19..reclen].iter().position(|b| *b == 0) else {
+            return Err(VfsError::Errno(libc::EIO));
+        };
+        out.push(Dent {
+            ino,
+            next,
+            d_type: rec[18],
+            name: off + 19..off + 19 + nlen,
+        });
+        off += reclen;
+    }
+    Ok(())
 }
