@@ -462,12 +462,12 @@ impl Nfs3 {
         limit: usize,
         make: impl Fn(vfs::DirEntry) -> T,
     ) -> (Result<bool, VfsError>, Vec<T>) {
-        let mut used = 4 + 4 + FATTR3_SIZE + 8 + 4 + 4;
-        let mut entries = Vec::new();
+        let mut used = DIR_REPLY_FIXED;
         // entries with short names: fileid, name, cookie and list word (with attributes and
         // a handle for READDIRPLUS), a little under what they take
         let per_entry = if plus { 150 } else { 30 };
         let expect = limit / per_entry + 1;
+        let mut entries = Vec::with_capacity(expect);
         let r = self.vfs.readdir(c, d, cookie, verf, plus, expect, |e| {
             let ent = make(e);
             used += ent.wire_len();
@@ -631,6 +631,10 @@ impl Nfs3 {
     }
 }
 
+/// Bytes of a READDIR or READDIRPLUS reply around its entries: status, post_op_attr, verifier,
+/// end of list and eof.
+const DIR_REPLY_FIXED: usize = 4 + 4 + FATTR3_SIZE + 8 + 4 + 4;
+
 /// A READDIR or READDIRPLUS entry with its encoded size.
 trait DirReplyEntry {
     /// Bytes the entry takes in the reply, its list word included.
@@ -687,6 +691,11 @@ struct Done {
 /// A procedure's result: every NFSv3 result is a union on its status.
 trait Res3: Encode {
     fn done(&self) -> Done;
+    /// Bytes of the encoded result when it is large (0: small or unknown), reserved before
+    /// encoding it.
+    fn size_hint(&self) -> usize {
+        0
+    }
 }
 
 macro_rules! res3 {
@@ -713,13 +722,48 @@ res3!(
     Rmdir3res,
     Rename3res,
     Link3res,
-    Readdir3res,
-    Readdirplus3res,
     Fsstat3res,
     Fsinfo3res,
     Pathconf3res,
     Commit3res
 );
+
+impl Res3 for Readdir3res {
+    fn done(&self) -> Done {
+        Done {
+            status: self.discriminant(),
+            read: 0,
+            written: 0,
+        }
+    }
+    fn size_hint(&self) -> usize {
+        match self {
+            Readdir3res::Ok(ok) => dir_reply_len(&ok.reply.entries),
+            Readdir3res::Fail(..) => 0,
+        }
+    }
+}
+
+impl Res3 for Readdirplus3res {
+    fn done(&self) -> Done {
+        Done {
+            status: self.discriminant(),
+            read: 0,
+            written: 0,
+        }
+    }
+    fn size_hint(&self) -> usize {
+        match self {
+            Readdirplus3res::Ok(ok) => dir_reply_len(&ok.reply.entries),
+            Readdirplus3res::Fail(..) => 0,
+        }
+    }
+}
+
+/// Bytes of a listing's reply: its entries and the fixed part around them.
+fn dir_reply_len(entries: &[impl DirReplyEntry]) -> usize {
+    DIR_REPLY_FIXED + entries.iter().map(DirReplyEntry::wire_len).sum::<usize>()
+}
 
 impl Res3 for Read3res {
     fn done(&self) -> Done {
@@ -756,6 +800,7 @@ fn run<A: Decode, R: Res3>(
 ) -> Result<Done, ProcError> {
     let a = decode::<A>(args)?;
     let r = f(a);
+    reply.reserve(r.size_hint());
     r.encode(reply);
     Ok(r.done())
 }
@@ -908,5 +953,85 @@ impl Program for Nfs3 {
 
     fn register_metrics(&self, metrics: &RpcMetrics) {
         let _ = self.metrics.set(metrics.nfs("3"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded_len(r: &impl Encode) -> usize {
+        let mut e = Encoder::new();
+        r.encode(&mut e);
+        e.finish().wire_len()
+    }
+
+    fn fattr() -> Fattr3 {
+        let t = Nfstime3 {
+            seconds: 1,
+            nseconds: 2,
+        };
+        Fattr3 {
+            r#type: Ftype3::Nf3reg,
+            mode: 0o644,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            size: 3,
+            used: 4096,
+            rdev: Specdata3 {
+                specdata1: 0,
+                specdata2: 0,
+            },
+            fsid: 7,
+            fileid: 9,
+            atime: t.clone(),
+            mtime: t.clone(),
+            ctime: t,
+        }
+    }
+
+    #[test]
+    fn a_listings_size_hint_is_its_encoded_length() {
+        // names of every length modulo 4, entries with and without attributes and handle
+        let plus: Vec<Entryplus3> = (0..9)
+            .map(|i| Entryplus3 {
+                fileid: i,
+                name: Bytes::from(vec![b'n'; i as usize + 1]),
+                cookie: i + 1,
+                name_attributes: PostOpAttr((i % 2 == 0).then(fattr)),
+                name_handle: PostOpFh3((i % 3 != 0).then(|| NfsFh3 {
+                    data: Bytes::from(vec![7u8; 26 + i as usize]),
+                })),
+            })
+            .collect();
+        let plain: Vec<Entry3> = plus
+            .iter()
+            .map(|e| Entry3 {
+                fileid: e.fileid,
+                name: e.name.clone(),
+                cookie: e.cookie,
+            })
+            .collect();
+        for n in [0, 1, plus.len()] {
+            let r = Readdirplus3res::Ok(Readdirplus3resok {
+                dir_attributes: PostOpAttr(Some(fattr())),
+                cookieverf: [1; 8],
+                reply: Dirlistplus3 {
+                    entries: plus[..n].to_vec(),
+                    eof: true,
+                },
+            });
+            assert_eq!(r.size_hint(), encoded_len(&r), "{n} entries (plus)");
+            let r = Readdir3res::Ok(Readdir3resok {
+                dir_attributes: PostOpAttr(Some(fattr())),
+                cookieverf: [1; 8],
+                reply: Dirlist3 {
+                    entries: plain[..n].to_vec(),
+                    eof: false,
+                },
+            });
+            assert_eq!(r.size_hint(), encoded_len(&r), "{n} entries");
+        }
     }
 }

@@ -484,6 +484,12 @@ impl Encoder {
         }
     }
 
+    /// Makes room for `n` more inline bytes at once: a result that knows its size (a long
+    /// listing) is encoded without regrowing and copying its buffer on the way.
+    pub fn reserve(&mut self, n: usize) {
+        self.room(n);
+    }
+
     /// Makes room for `n` more inline bytes; the first write of an empty encoder and a full
     /// buffer allocate here, at least [`INLINE_CHUNK`] bytes so small writes do not regrow.
     #[inline]
