@@ -1,6 +1,8 @@
 //! fattr4: attribute bitmaps, encoding of the attributes we support, decoding of the ones a
 //! client may set.
 
+use std::sync::OnceLock;
+
 use vfs::{Attr, FileType, FsStat, SetAttrs, SetTime, Time};
 use xdr::{Decoder, Encoder};
 
@@ -126,22 +128,26 @@ const COMMON: &[u32] = &[
 pub const LAYOUT_BLKSIZE: u32 = 1 << 20;
 
 /// The attributes supported in minor version `minor`.
-pub fn supported(minor: u32) -> Bitmap {
-    let mut b = Bitmap::of(COMMON);
-    if minor >= 1 {
-        b.set(nfs4wire::FATTR4_SUPPATTR_EXCLCREAT);
-        // pNFS (RFC 8881 sections 5.12, 5.13): the types are empty where no layout is offered
-        b.set(nfs4wire::FATTR4_FS_LAYOUT_TYPES);
-        b.set(nfs4wire::FATTR4_LAYOUT_BLKSIZE);
-        b.set(nfs4wire::FATTR4_LAYOUT_ALIGNMENT);
-    }
-    if minor >= 2 {
-        b.set(nfs4wire::FATTR4_CLONE_BLKSIZE);
-        b.set(nfs4wire::FATTR4_CHANGE_ATTR_TYPE);
-        b.set(nfs4wire::FATTR4_XATTR_SUPPORT);
-        b.set(crate::proto::FATTR4_OPEN_ARGUMENTS);
-    }
-    b
+pub fn supported(minor: u32) -> &'static Bitmap {
+    static BY_MINOR: [OnceLock<Bitmap>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    // computed once: every GETATTR and every READDIR entry checks against it
+    BY_MINOR[(minor as usize).min(2)].get_or_init(|| {
+        let mut b = Bitmap::of(COMMON);
+        if minor >= 1 {
+            b.set(nfs4wire::FATTR4_SUPPATTR_EXCLCREAT);
+            // pNFS (RFC 8881 sections 5.12, 5.13): the types are empty where no layout is offered
+            b.set(nfs4wire::FATTR4_FS_LAYOUT_TYPES);
+            b.set(nfs4wire::FATTR4_LAYOUT_BLKSIZE);
+            b.set(nfs4wire::FATTR4_LAYOUT_ALIGNMENT);
+        }
+        if minor >= 2 {
+            b.set(nfs4wire::FATTR4_CLONE_BLKSIZE);
+            b.set(nfs4wire::FATTR4_CHANGE_ATTR_TYPE);
+            b.set(nfs4wire::FATTR4_XATTR_SUPPORT);
+            b.set(crate::proto::FATTR4_OPEN_ARGUMENTS);
+        }
+        b
+    })
 }
 
 /// open_arguments4 (RFC 9754 section 6.1.1): each bitmap holds, by value, what OPEN accepts.
@@ -322,8 +328,8 @@ pub fn fattr(req: &Bitmap, o: &Object<'_>, minor: u32) -> Fattr4 {
             nfs4wire::FATTR4_MAXREAD | nfs4wire::FATTR4_MAXWRITE => v.u64(vfs::fs::MAX_IO as u64),
             nfs4wire::FATTR4_MODE => v.u32(a.mode & 0o7777),
             nfs4wire::FATTR4_NUMLINKS => v.u32(a.nlink),
-            nfs4wire::FATTR4_OWNER => v.opaque(o.idmap.owner(a.uid).as_bytes()),
-            nfs4wire::FATTR4_OWNER_GROUP => v.opaque(o.idmap.group(a.gid).as_bytes()),
+            nfs4wire::FATTR4_OWNER => v.opaque(o.idmap.owner(a.uid).as_ref()),
+            nfs4wire::FATTR4_OWNER_GROUP => v.opaque(o.idmap.group(a.gid).as_ref()),
             nfs4wire::FATTR4_RAWDEV => {
                 v.u32(a.rdev.0);
                 v.u32(a.rdev.1);

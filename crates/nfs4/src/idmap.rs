@@ -33,12 +33,12 @@ impl IdMap {
     }
 
     /// The owner string of `uid`.
-    pub fn owner(&self, uid: u32) -> String {
+    pub fn owner(&self, uid: u32) -> IdName {
         self.name(uid, &self.users, vfs::nss::user_name)
     }
 
     /// The owner_group string of `gid`.
-    pub fn group(&self, gid: u32) -> String {
+    pub fn group(&self, gid: u32) -> IdName {
         self.name(gid, &self.groups, vfs::nss::group_name)
     }
 
@@ -57,18 +57,18 @@ impl IdMap {
         id: u32,
         cache: &Mutex<HashMap<u32, String>>,
         lookup: fn(u32) -> Option<String>,
-    ) -> String {
+    ) -> IdName {
         let Some(domain) = &self.domain else {
-            return id.to_string();
+            return IdName::number(id);
         };
         if let Some(s) = cache.lock().get(&id) {
-            return s.clone();
+            return IdName::Name(s.clone());
         }
         if vfs::nowait::active() {
             // NSS may ask a directory server: not on a thread that must not wait (the call is
             // dropped and runs again where it may)
             let _ = vfs::nowait::give_up();
-            return id.to_string();
+            return IdName::number(id);
         }
         let s = lookup(id).map_or_else(|| id.to_string(), |n| format!("{n}@{domain}"));
         let mut c = cache.lock();
@@ -76,7 +76,7 @@ impl IdMap {
             c.clear();
         }
         c.insert(id, s.clone());
-        s
+        IdName::Name(s)
     }
 
     fn parse(&self, s: &[u8], lookup: fn(&str) -> Option<u32>) -> Result<u32, Nfsstat4> {
@@ -98,6 +98,57 @@ impl IdMap {
             return Err(Nfsstat4::NFS4ERR_BADOWNER);
         }
         lookup(who).ok_or(Nfsstat4::NFS4ERR_BADOWNER)
+    }
+}
+
+/// An owner or owner_group string. The numeric default is kept inline: every attribute reply
+/// and every entry of a listing carries two, and allocating them cost more than encoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdName {
+    /// The decimal digits of an id (at most 10 for a u32), and how many there are.
+    Number([u8; 10], usize),
+    /// `name@domain`, or a number from the cache.
+    Name(String),
+}
+
+impl IdName {
+    /// The decimal string of `id`.
+    fn number(mut id: u32) -> Self {
+        let mut digits = [0u8; 10];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (id % 10) as u8;
+            id /= 10;
+            if id == 0 {
+                break;
+            }
+        }
+        digits.copy_within(at.., 0);
+        IdName::Number(digits, 10 - at)
+    }
+}
+
+impl std::ops::Deref for IdName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            // digits only: always UTF-8
+            IdName::Number(d, n) => std::str::from_utf8(&d[..*n]).unwrap_or_default(),
+            IdName::Name(s) => s,
+        }
+    }
+}
+
+impl AsRef<[u8]> for IdName {
+    fn as_ref(&self) -> &[u8] {
+        (**self).as_bytes()
+    }
+}
+
+impl PartialEq<&str> for IdName {
+    fn eq(&self, o: &&str) -> bool {
+        **self == **o
     }
 }
 
@@ -145,6 +196,10 @@ mod tests {
         assert_eq!(m.owner(0), "root@example.org");
         assert_eq!(m.group(0), "root@example.org");
         assert_eq!(m.owner(3_999_999_999), "3999999999");
+        let numeric = IdMap::new(None);
+        for id in [0, 7, 10, 99, 1000, 65534, 4_294_967_295] {
+            assert_eq!(&*numeric.owner(id), id.to_string());
+        }
         assert_eq!(m.parse_owner(b"root@example.org"), Ok(0));
         assert_eq!(m.parse_owner(b"root@EXAMPLE.ORG"), Ok(0));
         assert_eq!(m.parse_group(b"root@example.org"), Ok(0));
