@@ -256,9 +256,14 @@ pub fn ftype4(t: FileType) -> u32 {
 
 /// The requested attributes of `o` as a fattr4 (the bitmap of what is returned and the values).
 pub fn fattr(req: &Bitmap, o: &Object<'_>, minor: u32) -> Fattr4 {
+    fattr_in(req, o, minor, &mut Encoder::new())
+}
+
+/// [`fattr`], its values encoded in `v` (which holds nothing else): a listing encodes all its
+/// entries' values in one buffer.
+pub fn fattr_in(req: &Bitmap, o: &Object<'_>, minor: u32, v: &mut Encoder) -> Fattr4 {
     let sup = supported(minor);
     let mut got = Bitmap::default();
-    let mut v = Encoder::new();
     let a = o.attr;
     let mut fs: Option<Option<FsStat>> = None;
     let mut fsstat = || fs.get_or_insert_with(|| (o.fsstat)()).clone();
@@ -270,7 +275,7 @@ pub fn fattr(req: &Bitmap, o: &Object<'_>, minor: u32) -> Fattr4 {
             continue;
         }
         match n {
-            nfs4wire::FATTR4_SUPPORTED_ATTRS => sup.encode(&mut v),
+            nfs4wire::FATTR4_SUPPORTED_ATTRS => sup.encode(v),
             nfs4wire::FATTR4_TYPE => v.u32(ftype4(a.ftype)),
             nfs4wire::FATTR4_FH_EXPIRE_TYPE => v.u32(0),
             nfs4wire::FATTR4_CHANGE => v.u64(change(a)),
@@ -335,12 +340,12 @@ pub fn fattr(req: &Bitmap, o: &Object<'_>, minor: u32) -> Fattr4 {
                 v.u32(a.rdev.1);
             }
             nfs4wire::FATTR4_SPACE_USED => v.u64(a.used),
-            nfs4wire::FATTR4_TIME_ACCESS => time(&mut v, a.atime),
-            nfs4wire::FATTR4_TIME_DELTA => time(&mut v, Time { sec: 0, nsec: 1 }),
-            nfs4wire::FATTR4_TIME_METADATA => time(&mut v, a.ctime),
-            nfs4wire::FATTR4_TIME_MODIFY => time(&mut v, a.mtime),
+            nfs4wire::FATTR4_TIME_ACCESS => time(v, a.atime),
+            nfs4wire::FATTR4_TIME_DELTA => time(v, Time { sec: 0, nsec: 1 }),
+            nfs4wire::FATTR4_TIME_METADATA => time(v, a.ctime),
+            nfs4wire::FATTR4_TIME_MODIFY => time(v, a.mtime),
             nfs4wire::FATTR4_MOUNTED_ON_FILEID => v.u64(o.mounted_on_fileid),
-            nfs4wire::FATTR4_SUPPATTR_EXCLCREAT => exclcreat().encode(&mut v),
+            nfs4wire::FATTR4_SUPPATTR_EXCLCREAT => exclcreat().encode(v),
             nfs4wire::FATTR4_FS_LAYOUT_TYPES => match o.layouts {
                 true => {
                     v.u32(1);
@@ -354,14 +359,14 @@ pub fn fattr(req: &Bitmap, o: &Object<'_>, minor: u32) -> Fattr4 {
             nfs4wire::FATTR4_CLONE_BLKSIZE => v.u32(4096),
             nfs4wire::FATTR4_CHANGE_ATTR_TYPE => v.u32(3), // NFS4_CHANGE_TYPE_IS_TIME_METADATA
             nfs4wire::FATTR4_XATTR_SUPPORT => v.bool(true),
-            crate::proto::FATTR4_OPEN_ARGUMENTS => encode_open_arguments(&mut v),
+            crate::proto::FATTR4_OPEN_ARGUMENTS => encode_open_arguments(v),
             _ => continue,
         }
         got.set(n);
     }
     Fattr4 {
         attrmask: got.into_wire(),
-        attr_vals: v.finish().to_bytes(),
+        attr_vals: v.take_bytes(),
     }
 }
 

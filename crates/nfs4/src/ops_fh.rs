@@ -501,6 +501,8 @@ impl Nfs4 {
                 let minor = ctx.minor;
                 let layouts = self.offers_layouts(&c);
                 let mut err = None;
+                // every entry's attribute values in one buffer
+                let mut vals = Encoder::with_capacity(maxcount);
                 let eof = self
                     .vfs
                     .readdir(&c, &n, cookie, [0; 8], true, maxcount / 120 + 1, |ent| {
@@ -509,7 +511,7 @@ impl Nfs4 {
                         }
                         let a = match &ent.plus {
                             Some((fh, attr)) => {
-                                self.entry_attrs(&n, fh, attr, &req, minor, layouts)
+                                self.entry_attrs(&n, fh, attr, &req, (minor, layouts), &mut vals)
                             }
                             None => match rdattr_error(&req, Nfsstat4::NFS4ERR_ACCESS) {
                                 Ok(a) => a,
@@ -542,14 +544,16 @@ impl Nfs4 {
     /// fattr4 of an entry of `dir` from the attributes READDIR read with its handle: the
     /// entry is resolved (an open by handle and a stat more) only when a file-system
     /// attribute such as space_avail is asked for, which the Linux client's READDIR does not.
+    /// `vals` takes the encoded values (see [`attr::fattr_in`]); `(minor, layouts)`: the minor
+    /// version and whether layouts are offered.
     fn entry_attrs(
         &self,
         dir: &Node,
         fh: &Bytes,
         attr: &Attr,
         req: &Bitmap,
-        minor: u32,
-        layouts: bool,
+        (minor, layouts): (u32, bool),
+        vals: &mut Encoder,
     ) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root_attr(dir, attr) {
             self.pseudo().junction_fileid(fh).unwrap_or(attr.fileid)
@@ -569,7 +573,7 @@ impl Nfs4 {
             idmap: &self.idmap,
             layouts,
         };
-        attr::fattr(req, &o, minor)
+        attr::fattr_in(req, &o, minor, vals)
     }
 }
 

@@ -490,6 +490,17 @@ impl Encoder {
         self.room(n);
     }
 
+    /// The inline bytes written since the last take, as one value that shares this encoder's
+    /// buffer (no copy): many small values (each entry's attributes in a listing) encoded in
+    /// turn into one allocation. Only for encoders without bulk segments.
+    pub fn take_bytes(&mut self) -> Bytes {
+        debug_assert!(
+            self.segments.is_empty(),
+            "take_bytes of an encoder with bulk segments"
+        );
+        self.cur.split().freeze()
+    }
+
     /// Makes room for `n` more inline bytes; the first write of an empty encoder and a full
     /// buffer allocate here, at least [`INLINE_CHUNK`] bytes so small writes do not regrow.
     #[inline]
@@ -586,6 +597,24 @@ mod tests {
 
     fn dec(v: Vec<u8>) -> Decoder {
         Decoder::new(Bytes::from(v))
+    }
+
+    #[test]
+    fn taken_values_hold_what_was_written_since_the_last_take() {
+        let mut e = Encoder::with_capacity(64);
+        e.u32(7);
+        e.opaque(b"ab");
+        let first = e.take_bytes();
+        e.u64(1);
+        let second = e.take_bytes();
+        assert_eq!(&first[..], &[0, 0, 0, 7, 0, 0, 0, 2, b'a', b'b', 0, 0]);
+        assert_eq!(&second[..], &[0, 0, 0, 0, 0, 0, 0, 1]);
+        assert!(e.take_bytes().is_empty());
+        // past the first buffer's capacity
+        for _ in 0..100 {
+            e.u32(9);
+        }
+        assert_eq!(e.take_bytes().len(), 400);
     }
 
     #[test]
