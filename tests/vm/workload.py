@@ -1088,7 +1088,9 @@ def case_profile(d, a):
     PROFILE lines. Server, kernel client and dd are all in it, so rnfsd and knfsd are seen
     doing the same work side by side (docs/benchmarks.md). With fio installed, a third phase
     profiles 10 s of 4 KiB random reads of the file (O_DIRECT, 32 in flight), the small calls
-    where a server's per-call cost shows."""
+    where a server's per-call cost shows. A last phase profiles metadata as files1000 and lsdir
+    do it: 1,000 small files created one by one, listed with `ls -l` after dropping caches,
+    removed."""
     perf = shutil.which("perf")
     if not perf:
         raise Skip("perf is not installed (Debian's linux-perf)")
@@ -1101,13 +1103,23 @@ def case_profile(d, a):
         phases.append(("randread", ["fio", "--name=randread", f"--filename={path}",
                                     "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=libaio",
                                     "--iodepth=32", "--runtime=10", "--time_based"]))
+    files = os.path.join(d, "profile-files")
+    os.makedirs(files, exist_ok=True)
+    phases.append(("files", ["sh", "-c", "cd \"$1\" && i=0 && while [ $i -lt 1000 ]; do "
+                             "echo x > f$i || exit 1; i=$((i+1)); done && "
+                             "sync && echo 3 > /proc/sys/vm/drop_caches && ls -l > /dev/null && "
+                             "rm -f f*", "sh", files]))
     try:
         for phase, cmd in phases:
             if phase == "read":
                 drop_caches()
+            t0 = time.monotonic()
             r = subprocess.run([perf, "record", "-a", "-e", "cpu-clock", "-F", "999", "-o", data,
                                 "--"] + cmd, capture_output=True, text=True, timeout=1800)
+            took = time.monotonic() - t0
             check(r.returncode == 0, f"perf record of {cmd[0]} {phase}: {one_line(r.stderr)}")
+            log(f"PROFILE {a.label} {phase}: took {took:.1f} s")
+            print(f"PROFILE {a.label} {phase}: took {took:.1f} s", flush=True)
             done = re.search(r"IOPS=([0-9.]+k?)", r.stdout) if cmd[0] == "fio" else None
             if done:
                 log(f"PROFILE {a.label} {phase}: fio read IOPS={done.group(1)} while profiled")
@@ -1134,6 +1146,7 @@ def case_profile(d, a):
         for f in (data, path):
             if os.path.exists(f):
                 os.unlink(f)
+        shutil.rmtree(files, ignore_errors=True)
 
 
 def mount_port(addr):
