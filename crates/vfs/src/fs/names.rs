@@ -86,11 +86,29 @@ impl Vfs {
             // credential switches).
             let fd = sys::openat(dir.fd(), &c, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
             let st = sys::fstat(fd.as_fd())?;
-            let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
-            self.paths
-                .put(fh.clone(), Arc::new(fd), self.inode_key(dir.export, &st));
-            Ok((fh, Attr::from_stat(&st)))
+            self.looked_up(dir, fd, &st, read_at)
         })
+    }
+
+    /// The handle and attributes of the object a LOOKUP in `dir` opened as `fd` (`st`: its
+    /// stat): the cached handle when the inode index held it before `read_at`, otherwise a new
+    /// one, with the descriptor kept for the client's next call on it.
+    fn looked_up(
+        &self,
+        dir: &Node,
+        fd: OwnedFd,
+        st: &libc::stat64,
+        read_at: Epoch,
+    ) -> VfsResult<(Bytes, Attr)> {
+        let key = self.inode_key(dir.export, st);
+        if let Some(k) = &key {
+            if let Some((fh, _)) = self.paths.by_inode(k, read_at) {
+                return Ok((fh, Attr::from_stat(st)));
+            }
+        }
+        let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
+        self.paths.put(fh.clone(), Arc::new(fd), key);
+        Ok((fh, Attr::from_stat(st)))
     }
 
     /// LOOKUP of `c` in `dir` by a call that must not block: the name resolved through the
@@ -113,15 +131,7 @@ impl Vfs {
                 Err(e) => return Err(e.into()),
             };
             let st = sys::fstat(fd.as_fd())?;
-            let key = self.inode_key(dir.export, &st);
-            if let Some(k) = &key {
-                if let Some((fh, _)) = self.paths.by_inode(k, read_at) {
-                    return Ok((fh, Attr::from_stat(&st)));
-                }
-            }
-            let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
-            self.paths.put(fh.clone(), Arc::new(fd), key);
-            Ok((fh, Attr::from_stat(&st)))
+            self.looked_up(dir, fd, &st, read_at)
         })
     }
 
