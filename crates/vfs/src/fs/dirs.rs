@@ -199,3 +199,51 @@ fn parse_dents(buf: &[u8], out: &mut Vec<Dent>) -> VfsResult<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A getdents64 record: ino, next offset, record length (8-aligned), type, NUL-ended name.
+    fn record(ino: u64, next: u64, d_type: u8, name: &[u8]) -> Vec<u8> {
+        let len = (19 + name.len() + 1).next_multiple_of(8);
+        let mut r = Vec::with_capacity(len);
+        r.extend_from_slice(&ino.to_ne_bytes());
+        r.extend_from_slice(&next.to_ne_bytes());
+        r.extend_from_slice(&(len as u16).to_ne_bytes());
+        r.push(d_type);
+        r.extend_from_slice(name);
+        r.resize(len, 0);
+        r
+    }
+
+    #[test]
+    fn records_are_parsed_with_their_names_and_bad_ones_refused() {
+        let mut buf = record(7, 1, libc::DT_REG, b"a");
+        buf.extend(record(9, 2, libc::DT_DIR, b"a-longer-name"));
+        let mut out = Vec::new();
+        assert!(parse_dents(&buf, &mut out).is_ok());
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            (out[0].ino, out[0].next, out[0].d_type),
+            (7, 1, libc::DT_REG)
+        );
+        assert_eq!(&buf[out[0].name.clone()], b"a");
+        assert_eq!(buf[out[0].name.end], 0, "the NUL follows the name");
+        assert_eq!(&buf[out[1].name.clone()], b"a-longer-name");
+        assert_eq!(out[1].d_type, libc::DT_DIR);
+        // a record longer than what was read
+        let mut cut = buf.clone();
+        cut.truncate(buf.len() - 8);
+        assert!(parse_dents(&cut, &mut out).is_err());
+        // a record length below the header's
+        let mut short = buf.clone();
+        short[16..18].copy_from_slice(&10u16.to_ne_bytes());
+        assert!(parse_dents(&short, &mut out).is_err());
+        // a name without its NUL
+        let mut unterminated = record(7, 1, libc::DT_REG, b"abcd");
+        let len = unterminated.len();
+        unterminated[19..len].fill(b'x');
+        assert!(parse_dents(&unterminated, &mut out).is_err());
+    }
+}
