@@ -4,6 +4,7 @@
 pub mod convert;
 pub mod mount;
 pub mod nfs;
+mod result;
 
 pub use mount::Mount;
 pub use nfs::Nfs3;

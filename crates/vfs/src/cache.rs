@@ -149,6 +149,12 @@ struct PathMaps {
 }
 
 impl PathMaps {
+    /// The handle and descriptor indexed for `inode` by an insertion before `read_at`.
+    fn indexed(&self, inode: &InodeKey, read_at: Epoch) -> Option<(Bytes, Arc<OwnedFd>)> {
+        let (fh, fd, n) = self.by_inode.get(inode)?;
+        (*n < read_at.0).then(|| (fh.clone(), fd.clone()))
+    }
+
     /// Takes `fh`'s entry out (both maps); the caller drops it after the lock.
     fn remove(&mut self, fh: &Bytes) -> Option<PathEntry> {
         let e = self.by_fh.remove(fh)?;
@@ -205,9 +211,7 @@ impl PathCache {
         inode: &InodeKey,
         read_at: Epoch,
     ) -> Option<(Bytes, Arc<OwnedFd>)> {
-        let m = self.maps.lock();
-        let (fh, fd, n) = m.by_inode.get(inode)?;
-        (*n < read_at.0).then(|| (fh.clone(), fd.clone()))
+        self.maps.lock().indexed(inode, read_at)
     }
 
     /// [`PathCache::by_inode`] for each of `inodes` (None: not looked up), under one lock.
@@ -217,12 +221,7 @@ impl PathCache {
         read_at: Epoch,
     ) -> Vec<Option<(Bytes, Arc<OwnedFd>)>> {
         let m = self.maps.lock();
-        inodes
-            .map(|k| {
-                let (fh, fd, n) = m.by_inode.get(&k?)?;
-                (*n < read_at.0).then(|| (fh.clone(), fd.clone()))
-            })
-            .collect()
+        inodes.map(|k| m.indexed(&k?, read_at)).collect()
     }
 
     /// Caches `fd` for `fh`, indexed under `inode` when given: pass an inode only for a
