@@ -23,6 +23,51 @@ pub struct LatencyArgs {
     /// WRITE stability: unstable, datasync, filesync (iozone -I sends FILE_SYNC writes).
     #[arg(long, default_value = "filesync", value_parser = stable_arg)]
     pub stable: u32,
+    /// Threads that spin for the whole run, keeping CPUs awake: on a virtual machine an idle
+    /// vCPU halts and waking it costs more than a call (tens of µs), which a machine with a
+    /// busy or dedicated CPU does not pay; with one spinner on a 2-vCPU guest, client and
+    /// server take turns on the other CPU and the round trip is their work alone.
+    #[arg(long, default_value_t = 0)]
+    pub busy_cpus: u32,
+}
+
+/// Threads spinning until dropped (see [`LatencyArgs::busy_cpus`]).
+struct Spinners {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Spinners {
+    fn start(n: u32) -> Result<Self> {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut me = Self {
+            stop: stop.clone(),
+            threads: Vec::new(),
+        };
+        for _ in 0..n {
+            let stop = stop.clone();
+            // named, so that a profile or /proc tells the client's own threads apart
+            let t = std::thread::Builder::new()
+                .name("spin".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+                .map_err(|e| err!("starting a spinning thread: {e}"))?;
+            me.threads.push(t);
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 /// One record size of `latency`.
@@ -35,6 +80,7 @@ struct LatRow {
 /// µs per operation by record size, one operation outstanding (like iozone -a -N -I).
 pub async fn latency(s: &Session, a: &LatencyArgs) -> Result<Outcome> {
     let prog = Arc::new(Progress::start(a.common.quiet));
+    let _spin = Spinners::start(a.busy_cpus)?;
     let c = s.connect("latency", 1).await?;
     let wd = WorkDir::make(s, &c, "latency").await?;
     let data = pattern(1 << 20);
@@ -162,10 +208,14 @@ pub async fn latency(s: &Session, a: &LatencyArgs) -> Result<Outcome> {
     }
     let mut md = header(s, "latency", &a.common);
     md.push_str(&format!(
-        "µs per call, one call outstanding, {} writes, file of max({}, {} records):\n\n",
+        "µs per call, one call outstanding, {} writes, file of max({}, {} records){}:\n\n",
         stable_name(a.stable),
         fmt_size(a.file_size),
-        a.min_ops
+        a.min_ops,
+        match a.busy_cpus {
+            0 => String::new(),
+            n => format!(", {n} CPU(s) kept busy"),
+        }
     ));
     md.push_str(&t.render());
     if !skipped.is_empty() {
@@ -185,6 +235,7 @@ pub async fn latency(s: &Session, a: &LatencyArgs) -> Result<Outcome> {
         params: json!({
             "file_size": a.file_size, "min_ops": a.min_ops, "records": a.records,
             "rtt_ops": a.rtt_ops, "stable": stable_name(a.stable), "max_io": s.max_io,
+            "busy_cpus": a.busy_cpus,
         }),
         results: json!({ "records": jrows, "rtt": jrtt, "skipped_records": skipped }),
         markdown: md,
