@@ -93,7 +93,7 @@ pub fn client_of(ctx: &CallContext) -> Client {
             Credential::Sys(s) => Some(Creds {
                 uid: s.uid,
                 gid: s.gid,
-                groups: s.gids.clone(),
+                groups: s.gids.as_slice().into(),
             }),
         },
     }
@@ -180,9 +180,9 @@ impl Nfs3 {
             Err(e) => return fail(e, PostOpAttr(None)),
         };
         match self.vfs.lookup(&c, &dir, &a.what.name) {
-            Ok((fh, attr)) => Lookup3res::Ok(Lookup3resok {
-                object: NfsFh3 { data: fh },
-                obj_attributes: post(Some(&attr)),
+            Ok(n) => Lookup3res::Ok(Lookup3resok {
+                obj_attributes: post(Some(&n.attr)),
+                object: NfsFh3 { data: n.fh },
                 dir_attributes: post(Some(&dir.attr)),
             }),
             Err(e) => fail(e, post(Some(&dir.attr))),

@@ -84,8 +84,8 @@ impl xdr::Encode for Encoded {
     }
 }
 
-/// Result of an operation: the body after an NFS4_OK status, or the failure.
-pub type OpResult = Result<Encoder, OpFail>;
+/// Result of an operation: its body after an NFS4_OK status is in the reply; or the failure.
+pub type OpResult = Result<(), OpFail>;
 
 /// Maps a backend error to nfsstat4.
 pub fn nfsstat4(e: VfsError) -> Nfsstat4 {
@@ -137,7 +137,13 @@ pub struct Ctx<'a> {
     /// Minor version of the COMPOUND.
     pub minor: u32,
     /// Current file handle.
-    pub cur: Option<Fh>,
+    cur: Option<Fh>,
+    /// The current object as an operation found it (LOOKUP, or the first that resolved the
+    /// current handle), for the next operations that change nothing (GETFH, GETATTR,
+    /// ACCESS...): they would otherwise each resolve the handle again, a `fstat` apiece.
+    /// Dropped by [`Ctx::set_cur`] and before and after any operation that may change
+    /// something.
+    cur_node: std::cell::RefCell<Option<(Caller, Node)>>,
     /// Saved file handle.
     pub saved: Option<Fh>,
     /// NFSv4.1 current stateid.
@@ -177,6 +183,25 @@ impl Ctx<'_> {
         self.cur
             .as_ref()
             .ok_or(OpFail::from(Nfsstat4::NFS4ERR_NOFILEHANDLE))
+    }
+
+    /// Makes `fh` the current file handle (None: no current file handle).
+    pub fn set_cur(&mut self, fh: Option<Fh>) {
+        self.cur = fh;
+        self.forget_node();
+    }
+
+    /// Makes the object `node`, just resolved for `caller`, the current file handle; the next
+    /// operations use it as it is until one that may change something runs.
+    pub fn set_cur_node(&mut self, caller: Caller, node: Node) {
+        self.cur = Some(Fh::Real(node.fh.clone()));
+        *self.cur_node.get_mut() = Some((caller, node));
+    }
+
+    /// Forgets the current object's attributes (the handle stays current): an operation that
+    /// may change it is about to run, or has run.
+    fn forget_node(&mut self) {
+        *self.cur_node.get_mut() = None;
     }
 }
 
@@ -353,9 +378,24 @@ impl Nfs4 {
     /// Resolves the current file handle to a real object, admitting the caller.
     pub fn real(&self, ctx: &Ctx<'_>) -> Result<(Caller, Node), OpFail> {
         match ctx.cur()? {
-            Fh::Real(fh) => Ok(self.vfs.authorize(fh, &ctx.client)?),
+            Fh::Real(fh) => self.authorized(ctx, fh),
             Fh::Pseudo(_) => Err(OpFail::from(Nfsstat4::NFS4ERR_ISDIR)),
         }
+    }
+
+    /// The object `fh` for the caller of `ctx`: the current object as an earlier operation
+    /// of the COMPOUND found it when `fh` is current (see [`Ctx::set_cur_node`]).
+    pub fn authorized(&self, ctx: &Ctx<'_>, fh: &[u8]) -> Result<(Caller, Node), OpFail> {
+        if let Some((c, n)) = &*ctx.cur_node.borrow() {
+            if n.fh == fh {
+                return Ok((c.clone(), n.clone()));
+            }
+        }
+        let found = self.vfs.authorize(fh, &ctx.client)?;
+        if matches!(&ctx.cur, Some(Fh::Real(cur)) if cur[..] == fh[..]) {
+            *ctx.cur_node.borrow_mut() = Some(found.clone());
+        }
+        Ok(found)
     }
 
     /// Resolves a handle given by PUTFH.
@@ -394,7 +434,7 @@ impl Nfs4 {
                 Credential::Sys(s) => Some(Creds {
                     uid: s.uid,
                     gid: s.gid,
-                    groups: s.gids.clone(),
+                    groups: s.gids.as_slice().into(),
                 }),
             },
         };
@@ -403,6 +443,7 @@ impl Nfs4 {
             client,
             minor,
             cur: None,
+            cur_node: Default::default(),
             saved: None,
             cur_sid: None,
             saved_sid: None,
@@ -414,6 +455,9 @@ impl Nfs4 {
             read_bytes: 0,
             written_bytes: 0,
         };
+        // The results, encoded in place: an operation's result follows its status, which is
+        // NFS4_OK until it fails (then what it wrote is dropped). The COMPOUND's own status
+        // and count, which come first, are known only at the end.
         let mut body = Encoder::with_capacity(512);
         let mut status = Nfsstat4::NFS4_OK;
         // the operation that failed (the COMPOUND stops there), for the metrics
@@ -452,6 +496,14 @@ impl Nfs4 {
                 }
             };
             let def = optable::def(opnum);
+            body.encode(if def.is_some() {
+                &opnum
+            } else {
+                &NfsOpnum4::OP_ILLEGAL
+            });
+            count += 1;
+            let at = body.len();
+            body.encode(&Nfsstat4::NFS4_OK);
             let res = if minor >= 1 && i == 0 && opnum == NfsOpnum4::OP_SEQUENCE {
                 match Sequence4args::decode(&mut d)
                     .map_err(OpFail::from)
@@ -461,7 +513,7 @@ impl Nfs4 {
                         out.append(cached);
                         return Ok(());
                     }
-                    Ok(SeqOutcome::Proceed(ok)) => optable::body(Ok(ok)),
+                    Ok(SeqOutcome::Proceed(ok)) => optable::body(Ok(ok), &mut body),
                     Err(f) => Err(f),
                 }
             } else if minor >= 1 && i == 0 && !def.is_some_and(OpDef::sessionless) {
@@ -486,22 +538,19 @@ impl Nfs4 {
                         index: i,
                         count: nops,
                     },
+                    &mut body,
                 )
             };
-            let opnum = if def.is_some() {
-                opnum
-            } else {
-                NfsOpnum4::OP_ILLEGAL
-            };
             let res = match (res, ctx.reply_limits, ctx.session) {
-                (Ok(e), Some((max, max_cached)), Some((_, _, cachethis))) => {
-                    let total = body.len() + e.len() + 64;
+                (Ok(()), Some((max, max_cached)), Some((_, _, cachethis))) => {
+                    // the reply so far with room for the COMPOUND's status, tag and count
+                    let total = body.len() + 64;
                     if total > max {
                         Err(OpFail::from(Nfsstat4::NFS4ERR_REP_TOO_BIG))
                     } else if cachethis && total > max_cached {
                         Err(OpFail::from(Nfsstat4::NFS4ERR_REP_TOO_BIG_TO_CACHE))
                     } else {
-                        Ok(e)
+                        Ok(())
                     }
                 }
                 (r, _, _) => r,
@@ -511,20 +560,13 @@ impl Nfs4 {
             if def.is_some_and(OpDef::clears_stateid) {
                 ctx.cur_sid = None;
             }
-            body.encode(&opnum);
-            count += 1;
-            match res {
-                Ok(e) => {
-                    body.encode(&Nfsstat4::NFS4_OK);
-                    body.append(e.finish());
-                }
-                Err(f) => {
-                    status = f.status;
-                    failed = Some((def.map_or("ILLEGAL", |d| d.name), status));
-                    body.encode(&f.status);
-                    if let Some(b) = f.body {
-                        body.append(b);
-                    }
+            if let Err(f) = res {
+                status = f.status;
+                failed = Some((def.map_or("ILLEGAL", |d| d.name), status));
+                body.truncate(at);
+                body.encode(&f.status);
+                if let Some(b) = f.body {
+                    body.append(b);
                 }
             }
         }
@@ -532,30 +574,39 @@ impl Nfs4 {
         if !vfs::nowait::given_up() {
             self.count(&ctx, failed);
         }
-        let mut head = Encoder::with_capacity(64);
-        head.encode(&status);
-        head.opaque(&tag);
-        head.u32(count);
-        head.append(body.finish());
-        let reply = head.finish();
-        if let Some((sid, slot, cachethis)) = ctx.session {
-            let mut s = self.state.lock();
-            if let Some(sess) = s.sessions.get_mut(&sid) {
-                if let Some(sl) = sess.slots.get_mut(slot) {
-                    sl.busy = false;
-                    match ctx.slot_undo.take() {
-                        // given up: the COMPOUND runs again as the same request
-                        Some((seqid, reply)) if vfs::nowait::given_up() => {
-                            sl.seqid = seqid;
-                            sl.reply = reply;
-                        }
-                        // (file pages that cannot be read leave nothing to replay)
-                        _ => sl.reply = cachethis.then(|| reply.detached().ok()).flatten(),
-                    }
+        let Some((sid, slot, cachethis)) = ctx.session else {
+            put_reply(out, status, &tag, count, body);
+            return Ok(());
+        };
+        // The slot keeps the whole reply when the client asked it to (its bulk payloads
+        // copied: file pages that cannot be read leave nothing to replay).
+        let kept = if cachethis {
+            let mut whole = Encoder::with_capacity(64);
+            put_reply(&mut whole, status, &tag, count, body);
+            let whole = whole.finish();
+            let kept = whole.detached().ok();
+            out.append(whole);
+            kept
+        } else {
+            put_reply(out, status, &tag, count, body);
+            None
+        };
+        let mut s = self.state.lock();
+        if let Some(sl) = s
+            .sessions
+            .get_mut(&sid)
+            .and_then(|sess| sess.slots.get_mut(slot))
+        {
+            sl.busy = false;
+            match ctx.slot_undo.take() {
+                // given up: the COMPOUND runs again as the same request
+                Some((seqid, reply)) if vfs::nowait::given_up() => {
+                    sl.seqid = seqid;
+                    sl.reply = reply;
                 }
+                _ => sl.reply = kept,
             }
         }
-        out.append(reply);
         Ok(())
     }
 
@@ -576,15 +627,38 @@ impl Nfs4 {
     }
 
     /// Runs one operation (after SEQUENCE and the session checks) as the table says.
-    fn op(&self, ctx: &mut Ctx<'_>, def: Option<&OpDef>, d: &mut Decoder, pos: Pos) -> OpResult {
+    fn op(
+        &self,
+        ctx: &mut Ctx<'_>,
+        def: Option<&OpDef>,
+        d: &mut Decoder,
+        pos: Pos,
+        out: &mut Encoder,
+    ) -> OpResult {
         let Some(def) = def else {
             return Err(Nfsstat4::NFS4ERR_OP_ILLEGAL.into());
         };
         if vfs::nowait::active() && !def.may_try(d) {
             return Err(vfs::nowait::give_up().into());
         }
-        def.run(self, ctx, d, pos)
+        let keeps_node = def.changes_nothing();
+        if !keeps_node {
+            ctx.forget_node();
+        }
+        let r = def.run(self, ctx, d, pos, out);
+        if !keeps_node {
+            ctx.forget_node();
+        }
+        r
     }
+}
+
+/// A COMPOUND reply: its status, tag and count, then the operations' results.
+fn put_reply(out: &mut Encoder, status: Nfsstat4, tag: &[u8], count: u32, results: Encoder) {
+    out.encode(&status);
+    out.opaque(tag);
+    out.u32(count);
+    out.append_encoder(results);
 }
 
 /// The credential a callback_sec_parms4 gives for callbacks (None for RPCSEC_GSS, which

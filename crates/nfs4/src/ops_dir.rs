@@ -58,7 +58,7 @@ impl Nfs4 {
             Kind::Special(k) => self.vfs.mknod(&c, &dir, &name, k, &s)?,
         };
         let after = self.vfs.getattr(&dir).ok();
-        ctx.cur = Some(Fh::Real(fh));
+        ctx.set_cur(Some(Fh::Real(fh)));
         Ok(Create4resok {
             cinfo: change_info(&dir.attr, after.as_ref()),
             attrset: bm.into_wire(),

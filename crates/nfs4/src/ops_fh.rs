@@ -61,7 +61,7 @@ impl Nfs4 {
                 attr::fattr(req, &o, ctx.minor)
             }
             Fh::Real(fhb) => {
-                let (c, mut n) = self.vfs.authorize(fhb, &ctx.client)?;
+                let (c, mut n) = self.authorized(ctx, fhb)?;
                 if attr::depends_on_data(req) {
                     // a pNFS client may be writing it on the data servers
                     self.vfs.follow_remote(&mut n)?;
@@ -153,10 +153,7 @@ impl Nfs4 {
     pub(crate) fn getfh(&self, ctx: &mut Ctx<'_>) -> Result<Getfh4resok, OpFail> {
         let object = match ctx.cur()? {
             Fh::Pseudo(i) => PseudoFs::fh(*i),
-            Fh::Real(fh) => {
-                self.vfs.authorize(fh, &ctx.client)?;
-                fh.clone()
-            }
+            Fh::Real(_) => self.real(ctx)?.1.fh,
         };
         Ok(Getfh4resok { object })
     }
@@ -208,16 +205,15 @@ impl Nfs4 {
         match cur {
             Fh::Pseudo(i) => {
                 let name = check_name(&name)?;
-                let found = self.pseudo().lookup(i, &name);
-                ctx.cur = Some(match found {
-                    Some(Target::Pseudo(j)) => Fh::Pseudo(j),
+                match self.pseudo().lookup(i, &name) {
+                    Some(Target::Pseudo(j)) => ctx.set_cur(Some(Fh::Pseudo(j))),
                     Some(Target::Export(fh)) => {
                         // Crossing into an export needs the export's permission.
-                        self.vfs.authorize(&fh, &ctx.client)?;
-                        Fh::Real(fh)
+                        let (c, n) = self.vfs.authorize(&fh, &ctx.client)?;
+                        ctx.set_cur_node(c, n);
                     }
                     None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
-                });
+                }
             }
             Fh::Real(_) => {
                 let (c, n) = self.real(ctx)?;
@@ -227,8 +223,8 @@ impl Nfs4 {
                     _ => return Err(Nfsstat4::NFS4ERR_NOTDIR.into()),
                 }
                 let name = check_name(&name)?;
-                let (fh, _) = self.vfs.lookup(&c, &n, &name)?;
-                ctx.cur = Some(Fh::Real(fh));
+                let found = self.vfs.lookup(&c, &n, &name)?;
+                ctx.set_cur_node(c, found);
             }
         }
         Ok(())
@@ -241,7 +237,7 @@ impl Nfs4 {
                     return Err(Nfsstat4::NFS4ERR_NOENT.into());
                 }
                 let parent = self.pseudo().dir(i).map(|d| d.parent);
-                ctx.cur = Some(Fh::Pseudo(parent.ok_or(Nfsstat4::NFS4ERR_STALE)?));
+                ctx.set_cur(Some(Fh::Pseudo(parent.ok_or(Nfsstat4::NFS4ERR_STALE)?)));
             }
             Fh::Real(_) => {
                 let (c, n) = self.real(ctx)?;
@@ -253,12 +249,12 @@ impl Nfs4 {
                 if self.vfs.is_export_root(&n) {
                     let parent = self.pseudo().parent_of_export(&n.fh);
                     match parent {
-                        Some(p) => ctx.cur = Some(Fh::Pseudo(p)),
+                        Some(p) => ctx.set_cur(Some(Fh::Pseudo(p))),
                         None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
                     }
                 } else {
-                    let (fh, _) = self.vfs.lookup(&c, &n, b"..")?;
-                    ctx.cur = Some(Fh::Real(fh));
+                    let found = self.vfs.lookup(&c, &n, b"..")?;
+                    ctx.set_cur_node(c, found);
                 }
             }
         }
@@ -359,7 +355,7 @@ impl Nfs4 {
             }
         };
         if ctx.minor >= 1 {
-            ctx.cur = None;
+            ctx.set_cur(None);
         }
         Ok(flavors)
     }
@@ -400,7 +396,7 @@ impl Nfs4 {
             Fh::Real(fh) => self.flavors(ctx, fh)?,
             Fh::Pseudo(_) => secinfo_sys(),
         };
-        ctx.cur = None;
+        ctx.set_cur(None);
         Ok(flavors)
     }
 

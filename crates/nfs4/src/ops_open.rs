@@ -159,7 +159,7 @@ impl Nfs4 {
             return Err(e);
         }
         let r = self.open_reply(ctx, &mut self.state.lock(), client, &a, &f, sid, false);
-        ctx.cur = Some(Fh::Real(f.node.fh.clone()));
+        ctx.set_cur(Some(Fh::Real(f.node.fh.clone())));
         ctx.cur_sid = Some(sid);
         Ok(Encoded::of(&r))
     }
@@ -191,7 +191,7 @@ impl Nfs4 {
             None => s.owners.get(&key).and_then(|o| o.last_open.clone()),
         };
         if let (Ok(_), Some((fh, sid))) = (&r, made_current) {
-            ctx.cur = Some(Fh::Real(fh));
+            ctx.set_cur(Some(Fh::Real(fh)));
             ctx.cur_sid = Some(sid);
         }
         r
@@ -304,7 +304,7 @@ impl Nfs4 {
         }
         let (fh, created, attrset) = match &a.create {
             None => (
-                self.vfs.lookup(&c, &dir, &name)?.0,
+                self.vfs.lookup(&c, &dir, &name)?.fh,
                 false,
                 Bitmap::default(),
             ),

@@ -16,17 +16,13 @@ pub struct Pos {
     pub count: usize,
 }
 
-/// An operation's handler: decodes its arguments from the decoder, runs, and returns its
-/// result body (after the status) or its failure.
-pub type Handler = fn(&Nfs4, &mut Ctx<'_>, &mut Decoder, Pos) -> OpResult;
+/// An operation's handler: decodes its arguments from the decoder, runs, and encodes its
+/// result body (what follows NFS4_OK) into the reply, or returns its failure.
+pub type Handler = fn(&Nfs4, &mut Ctx<'_>, &mut Decoder, Pos, &mut Encoder) -> OpResult;
 
-/// Encodes an operation's typed result (what follows NFS4_OK) for the COMPOUND reply.
-pub fn body<R: Encode>(r: Result<R, OpFail>) -> OpResult {
-    r.map(|r| {
-        let mut e = Encoder::new();
-        r.encode(&mut e);
-        e
-    })
+/// Encodes an operation's typed result (what follows NFS4_OK) into the COMPOUND reply.
+pub fn body<R: Encode>(r: Result<R, OpFail>, out: &mut Encoder) -> OpResult {
+    r.map(|r| r.encode(out))
 }
 
 /// The handler of an operation whose arguments are the generated type `$args`: decodes them
@@ -34,9 +30,9 @@ pub fn body<R: Encode>(r: Result<R, OpFail>) -> OpResult {
 macro_rules! typed {
     ($args:ty, |$n:ident, $c:ident, $a:ident| $run:expr) => {
         Some(
-            |$n: &Nfs4, $c: &mut Ctx<'_>, d: &mut Decoder, _: Pos| -> OpResult {
+            |$n: &Nfs4, $c: &mut Ctx<'_>, d: &mut Decoder, _: Pos, out: &mut Encoder| -> OpResult {
                 let $a = <$args as xdr::Decode>::decode(d)?;
-                body($run)
+                body($run, out)
             },
         )
     };
@@ -45,7 +41,11 @@ macro_rules! typed {
 /// The handler of an operation without arguments: runs `$run`, encodes its typed result.
 macro_rules! no_args {
     (|$n:ident, $c:ident| $run:expr) => {
-        Some(|$n: &Nfs4, $c: &mut Ctx<'_>, _: &mut Decoder, _: Pos| -> OpResult { body($run) })
+        Some(
+            |$n: &Nfs4, $c: &mut Ctx<'_>, _: &mut Decoder, _: Pos, out: &mut Encoder| -> OpResult {
+                body($run, out)
+            },
+        )
     };
 }
 
@@ -98,6 +98,12 @@ impl OpDef {
             .is_ok_and(|count| count <= vfs::nowait::READ_MAX)
     }
 
+    /// Whether this operation changes nothing and reads no file data, so it may use the
+    /// current object as an earlier operation found it (a READ looks at the file afresh).
+    pub fn changes_nothing(&self) -> bool {
+        self.flags & flag::TRY != 0
+    }
+
     /// Whether this operation may start an NFSv4.1+ COMPOUND without SEQUENCE.
     pub fn sessionless(&self) -> bool {
         self.flags & flag::SESSIONLESS != 0
@@ -109,12 +115,19 @@ impl OpDef {
     }
 
     /// Runs the operation in a COMPOUND of minor version `ctx.minor`.
-    pub fn run(&self, n: &Nfs4, ctx: &mut Ctx<'_>, d: &mut Decoder, pos: Pos) -> OpResult {
+    pub fn run(
+        &self,
+        n: &Nfs4,
+        ctx: &mut Ctx<'_>,
+        d: &mut Decoder,
+        pos: Pos,
+        out: &mut Encoder,
+    ) -> OpResult {
         if ctx.minor < self.since {
             return Err(Nfsstat4::NFS4ERR_OP_ILLEGAL.into());
         }
         match self.handler {
-            Some(h) if ctx.minor <= self.until => h(n, ctx, d, pos),
+            Some(h) if ctx.minor <= self.until => h(n, ctx, d, pos, out),
             _ => Err(Nfsstat4::NFS4ERR_NOTSUPP.into()),
         }
     }
@@ -384,9 +397,9 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             1,
             ALL,
             SESSIONLESS,
-            Some(|n, c, d, p| {
+            Some(|n, c, d, p, out| {
                 let a = <DestroySession4args as xdr::Decode>::decode(d)?;
-                body(n.destroy_session(c, a, p.index, p.count))
+                body(n.destroy_session(c, a, p.index, p.count), out)
             }),
         ),
         def_op(
@@ -440,7 +453,7 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             1,
             ALL,
             TRY,
-            Some(|_, _, _, _| Err(Nfsstat4::NFS4ERR_SEQUENCE_POS.into())),
+            Some(|_, _, _, _, _| Err(Nfsstat4::NFS4ERR_SEQUENCE_POS.into())),
         ),
         def_op("SET_SSV", 1, ALL, 0, None),
         def_op(
@@ -555,11 +568,10 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
 
 /// RESTOREFH: the saved file handle and stateid become current.
 fn restorefh(ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
-    ctx.cur = Some(
-        ctx.saved
-            .clone()
-            .ok_or(OpFail::from(Nfsstat4::NFS4ERR_RESTOREFH))?,
-    );
+    let saved = ctx.saved.clone();
+    ctx.set_cur(Some(
+        saved.ok_or(OpFail::from(Nfsstat4::NFS4ERR_RESTOREFH))?,
+    ));
     ctx.cur_sid = ctx.saved_sid;
     Ok(())
 }
@@ -578,17 +590,17 @@ impl Nfs4 {
         if let Fh::Real(b) = &fh {
             self.vfs.check_handle(b)?;
         }
-        ctx.cur = Some(fh);
+        ctx.set_cur(Some(fh));
         Ok(())
     }
 
     /// PUTROOTFH and PUTPUBFH: the root of the pseudo file system (or the export that is
     /// the NFSv4 root) becomes current.
     fn putrootfh(&self, ctx: &mut Ctx<'_>) -> Result<(), OpFail> {
-        ctx.cur = Some(match &self.pseudo().root_export {
+        ctx.set_cur(Some(match &self.pseudo().root_export {
             Some(fh) => Fh::Real(fh.clone()),
             None => Fh::Pseudo(crate::pseudo::PseudoId::ROOT),
-        });
+        }));
         Ok(())
     }
 

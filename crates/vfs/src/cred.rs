@@ -7,6 +7,7 @@
 //! identity afterwards, so only dedicated worker threads should call it.
 
 use std::cell::RefCell;
+use std::sync::{Arc, OnceLock};
 
 use crate::sys;
 
@@ -17,8 +18,9 @@ pub struct Creds {
     pub uid: u32,
     /// File-system group id.
     pub gid: u32,
-    /// Supplementary groups.
-    pub groups: Vec<u32>,
+    /// Supplementary groups: shared, since the identity is copied for each object a call
+    /// resolves.
+    pub groups: Arc<[u32]>,
 }
 
 impl Creds {
@@ -27,7 +29,7 @@ impl Creds {
         Self {
             uid: 0,
             gid: 0,
-            groups: Vec::new(),
+            groups: no_groups(),
         }
     }
 
@@ -35,6 +37,12 @@ impl Creds {
     pub fn in_group(&self, gid: u32) -> bool {
         self.gid == gid || self.groups.contains(&gid)
     }
+}
+
+/// An empty group list, shared (an `Arc` of nothing still allocates its counts).
+pub fn no_groups() -> Arc<[u32]> {
+    static NONE: OnceLock<Arc<[u32]>> = OnceLock::new();
+    NONE.get_or_init(|| Arc::from([])).clone()
 }
 
 thread_local! {
@@ -118,7 +126,7 @@ mod tests {
         let caller = Creds {
             uid: 4242,
             gid: 4242,
-            groups: vec![7],
+            groups: vec![7].into(),
         };
         let before = current();
         let tried = crate::nowait::without_blocking(|| assume(&caller));
@@ -150,7 +158,7 @@ mod tests {
                 let other = Creds {
                     uid: 4343,
                     gid: 4343,
-                    groups: vec![],
+                    groups: no_groups(),
                 };
                 assert_eq!(crate::nowait::without_blocking(|| assume(&other)), Some(()));
                 assert_eq!(current(), Some(other));

@@ -30,7 +30,7 @@ fn client(uid: u32) -> Client {
         ident: Some(Creds {
             uid,
             gid: uid,
-            groups: vec![],
+            groups: vec![].into(),
         }),
     }
 }
@@ -65,11 +65,11 @@ fn create_write_read_lookup() {
     assert_eq!(&data[..], b"hello");
     assert!(eof);
     assert_eq!(a.size, 5);
-    let (fh2, _) = vfs.lookup(&c, &r, b"f").unwrap();
+    let fh2 = vfs.lookup(&c, &r, b"f").unwrap().fh;
     assert_eq!(fh2, fh);
     assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"hello");
     // .. at the root is the root.
-    let (up, _) = vfs.lookup(&c, &r, b"..").unwrap();
+    let up = vfs.lookup(&c, &r, b"..").unwrap().fh;
     assert_eq!(up, root);
 }
 
@@ -91,7 +91,7 @@ fn a_cached_handle_vouches_only_for_its_exact_bytes() {
     let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
     std::fs::write(dir.path().join("f"), b"x").unwrap();
     // LOOKUP caches the file's descriptor under its handle; resolving it again needs no MAC
-    let (fh, _) = vfs.lookup(&c, &r, b"f").unwrap();
+    let fh = vfs.lookup(&c, &r, b"f").unwrap().fh;
     assert!(vfs.authorize(&fh, &client(0)).is_ok());
     for i in 0..fh.len() {
         for bit in [0x01u8, 0x80] {
@@ -236,7 +236,7 @@ fn read_to_takes_what_the_transport_offers() {
     let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
     let body: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(dir.path().join("f"), &body).unwrap();
-    let (fh, _) = vfs.lookup(&c, &r, b"f").unwrap();
+    let fh = vfs.lookup(&c, &r, b"f").unwrap().fh;
     let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
     let bytes = |p: &payload::Payload| match p {
         payload::Payload::Bytes(b) => b.clone(),
@@ -283,7 +283,7 @@ fn read_plus_into_a_buffer_matches_read_plus() {
         f.write_all_at(&[b'a'; 65536], 0).unwrap();
         f.write_all_at(&[b'b'; 65536], 65536 + (1 << 20)).unwrap();
     }
-    let (fh, _) = vfs.lookup(&c, &r, b"sparse").unwrap();
+    let fh = vfs.lookup(&c, &r, b"sparse").unwrap().fh;
     let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
     for (offset, count) in [
         (0u64, 1u32 << 20),
@@ -451,7 +451,7 @@ fn listing_cached_files_gives_fresh_attributes_and_current_handles() {
         if name == b"." || name == b".." {
             continue;
         }
-        let (lfh, lattr) = vfs.lookup(&c, &r, name).unwrap();
+        let (lfh, lattr) = vfs.lookup(&c, &r, name).map(|n| (n.fh, n.attr)).unwrap();
         assert_eq!((&lfh, lattr.fileid), (fh, attr.fileid), "{name:?}");
     }
 }
@@ -474,7 +474,7 @@ fn a_file_system_mounted_inside_an_export_is_not_crossed() {
     let root = root_fh(&vfs, std::path::Path::new("/dev"));
     let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
     // an object of the export's own file system has a handle
-    let (null, attr) = vfs.lookup(&c, &r, b"null").unwrap();
+    let (null, attr) = vfs.lookup(&c, &r, b"null").map(|n| (n.fh, n.attr)).unwrap();
     assert_eq!(attr.fsid, dev);
     vfs.authorize(&null, &client(0)).unwrap();
     // the mount point's file system is another: no handle, whose bytes would be resolved
@@ -597,7 +597,7 @@ fn a_read_that_contradicts_the_resolved_size_reports_the_file_as_it_is_now() {
     let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
     let path = dir.path().join("f");
     std::fs::write(&path, vec![7u8; 100]).unwrap();
-    let (fh, _) = vfs.lookup(&c, &r, b"f").unwrap();
+    let fh = vfs.lookup(&c, &r, b"f").unwrap().fh;
 
     // Nothing changed since the handle was resolved: a read up to the end is at EOF.
     let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
@@ -748,7 +748,7 @@ fn a_lookup_tried_without_blocking_answers_from_the_dentry_cache() {
     let vfs = std::sync::Arc::new(vfs);
     // the root of the export is open; "d" and "d/f" were made behind the server's back
     let (c, r) = vfs.authorize(&root, &user).unwrap();
-    let (d, _) = vfs.lookup(&c, &r, b"d").unwrap();
+    let d = vfs.lookup(&c, &r, b"d").unwrap().fh;
     let (c, dn) = vfs.authorize(&d, &user).unwrap();
     // a thread whose tries may not switch (and that has not taken this user's identity
     // yet): the try gives up
@@ -773,11 +773,14 @@ fn a_lookup_tried_without_blocking_answers_from_the_dentry_cache() {
             Some(Err(vfs::VfsError::Errno(libc::ENOENT)))
         ));
         // a cached name: the handle and attributes of the blocking LOOKUP
-        let (fh, attr) = v.lookup(&c, &dn, b"f").unwrap();
-        let (fh2, attr2) = without_blocking(|| v.lookup(&c, &dn, b"f"))
+        let n = v.lookup(&c, &dn, b"f").unwrap();
+        let n2 = without_blocking(|| v.lookup(&c, &dn, b"f"))
             .expect("a cached name is looked up without blocking")
             .unwrap();
-        assert_eq!((fh2, attr2.fileid, attr2.size), (fh, attr.fileid, 1));
+        assert_eq!(
+            (n2.fh, n2.attr.fileid, n2.attr.size),
+            (n.fh, n.attr.fileid, 1)
+        );
     })
     .join()
     .expect("lookup thread");

@@ -12,7 +12,7 @@ fn client(ident: bool) -> Client {
         ident: ident.then(|| Creds {
             uid: 0,
             gid: 0,
-            groups: vec![],
+            groups: vec![].into(),
         }),
     }
 }

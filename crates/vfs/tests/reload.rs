@@ -12,7 +12,7 @@ fn client(port: u16) -> Client {
         ident: Some(Creds {
             uid: 0,
             gid: 0,
-            groups: vec![],
+            groups: vec![].into(),
         }),
     }
 }
@@ -59,7 +59,7 @@ fn mount(vfs: &Vfs, dir: &std::path::Path) -> Result<bytes::Bytes, VfsError> {
 fn file_f(s: &Setup) -> (bytes::Bytes, vfs::Caller, vfs::Node) {
     let root = mount(&s.vfs, s.a.path()).unwrap();
     let (c, r) = s.vfs.authorize(&root, &client(700)).unwrap();
-    let (f, _) = s.vfs.lookup(&c, &r, b"f").unwrap();
+    let f = s.vfs.lookup(&c, &r, b"f").unwrap().fh;
     let (c, n) = s.vfs.authorize(&f, &client(700)).unwrap();
     (f, c, n)
 }
@@ -107,7 +107,7 @@ fn a_removed_export_answers_stale_and_a_new_one_mounts() {
     let s = setup();
     let root = mount(&s.vfs, s.a.path()).unwrap();
     let (c, r) = s.vfs.authorize(&root, &client(700)).unwrap();
-    let (f, _) = s.vfs.lookup(&c, &r, b"f").unwrap();
+    let f = s.vfs.lookup(&c, &r, b"f").unwrap().fh;
     drop((c, r));
     assert!(matches!(
         mount(&s.vfs, s.b.path()),

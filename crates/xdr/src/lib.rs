@@ -484,6 +484,60 @@ impl Encoder {
         }
     }
 
+    /// Appends what `other` encoded, moving its segments and copying its unflushed inline
+    /// bytes: a message built in two parts (a header whose values are known only after the
+    /// body) without freezing the body into a [`Reply`] first, which allocates.
+    pub fn append_encoder(&mut self, other: Encoder) {
+        if !other.segments.is_empty() {
+            self.flush_inline();
+            for s in other.segments {
+                match s {
+                    Segment::Inline(b) if b.len() <= APPEND_COPY_MAX => self.put(&b),
+                    s => {
+                        self.flush_inline();
+                        self.segments.push(s);
+                    }
+                }
+            }
+        }
+        self.put(&other.cur);
+    }
+
+    /// Drops everything encoded after the first `len` bytes: an item that turned out not to
+    /// belong (an operation's result replaced by its error). `len` must be a length this
+    /// encoder had, so that no bulk segment is cut in two.
+    pub fn truncate(&mut self, len: usize) {
+        let mut end = self.len();
+        if end <= len {
+            return;
+        }
+        let cur_start = end - self.cur.len();
+        if len >= cur_start {
+            self.cur.truncate(len - cur_start);
+            return;
+        }
+        self.cur.clear();
+        end = cur_start;
+        while let Some(last) = self.segments.last_mut() {
+            let start = end - last.wire_len();
+            if len > start {
+                match last {
+                    Segment::Inline(b) => b.truncate(len - start),
+                    // not at a length this encoder had: keep the whole payload
+                    Segment::Bulk(_) | Segment::Pages(_) => {
+                        debug_assert!(false, "truncate inside a bulk segment");
+                    }
+                }
+                return;
+            }
+            self.segments.pop();
+            end = start;
+            if end == len {
+                return;
+            }
+        }
+    }
+
     /// Makes room for `n` more inline bytes at once: a result that knows its size (a long
     /// listing) is encoded without regrowing and copying its buffer on the way.
     pub fn reserve(&mut self, n: usize) {
@@ -594,6 +648,64 @@ impl Encode for bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn truncate_drops_inline_and_bulk_tails() {
+        let mut e = Encoder::new();
+        e.u32(1);
+        let mark = e.len();
+        e.u32(2);
+        e.opaque_bulk(Bytes::from_static(b"abcde"));
+        e.u32(3);
+        e.truncate(mark);
+        e.u32(4);
+        assert_eq!(e.len(), 8);
+        assert_eq!(&e.finish().to_bytes()[..], &[0, 0, 0, 1, 0, 0, 0, 4]);
+
+        // a mark inside an inline segment that a bulk payload flushed
+        let mut e = Encoder::new();
+        e.u32(7);
+        e.u32(8);
+        e.opaque_bulk(Bytes::from_static(b"xy"));
+        e.truncate(4);
+        assert_eq!(&e.finish().to_bytes()[..], &[0, 0, 0, 7]);
+
+        // a mark right after a bulk payload keeps it
+        let mut e = Encoder::new();
+        e.opaque_bulk(Bytes::from_static(b"xy"));
+        let mark = e.len();
+        e.u32(9);
+        e.truncate(mark);
+        assert_eq!(&e.finish().to_bytes()[..], &[0, 0, 0, 2, b'x', b'y', 0, 0]);
+    }
+
+    #[test]
+    fn append_encoder_keeps_order_and_payloads() {
+        let mut body = Encoder::new();
+        body.u32(2);
+        body.opaque_bulk(Bytes::from(vec![5u8; 2000]));
+        body.u32(3);
+        let mut head = Encoder::new();
+        head.u32(1);
+        head.append_encoder(body);
+        let r = head.finish();
+        // the large payload stays a segment of its own
+        assert!(r
+            .segments
+            .iter()
+            .any(|s| matches!(s, Segment::Bulk(b) if b.len() == 2000)));
+        let b = r.to_bytes();
+        assert_eq!(&b[..12], &[0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 7, 208]);
+        assert_eq!(&b[b.len() - 4..], &[0, 0, 0, 3]);
+        assert_eq!(b.len(), 4 + 4 + 4 + 2000 + 4);
+
+        let mut small = Encoder::new();
+        small.u32(6);
+        let mut e = Encoder::new();
+        e.u32(5);
+        e.append_encoder(small);
+        assert_eq!(&e.finish().to_bytes()[..], &[0, 0, 0, 5, 0, 0, 0, 6]);
+    }
 
     fn dec(v: Vec<u8>) -> Decoder {
         Decoder::new(Bytes::from(v))

@@ -314,7 +314,7 @@ fn setup() -> Env {
     };
     let lookup = |dir: &Bytes, name: &[u8]| -> Option<Bytes> {
         let (caller, node) = vfs.authorize(dir, &client).ok()?;
-        vfs.lookup(&caller, &node, name).ok().map(|(fh, _)| fh)
+        vfs.lookup(&caller, &node, name).ok().map(|n| n.fh)
     };
     let root_fh = vfs.mount(rw.as_os_str().as_bytes(), &client).ok().map(|(fh, _)| fh);
     let ro_fh = vfs.mount(ro.as_os_str().as_bytes(), &client).ok().map(|(fh, _)| fh);

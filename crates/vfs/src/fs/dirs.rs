@@ -143,7 +143,7 @@ impl Vfs {
             return Some((dir.fh.clone(), dir.attr.clone()));
         }
         if raw == b".." {
-            return self.lookup(caller, dir, raw).ok();
+            return self.lookup(caller, dir, raw).ok().map(|n| (n.fh, n.attr));
         }
         if let Some((fh, fd)) = cached {
             // The descriptor, cached before the listing was read, keeps inode `ino` alive, so

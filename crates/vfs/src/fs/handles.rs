@@ -74,11 +74,11 @@ impl Vfs {
         let mut node = self.resolve(&root_fh)?;
         for comp in rest.components() {
             let name = comp.as_os_str().as_encoded_bytes();
-            let (fh, attr) = self.lookup(&caller, &node, name)?;
-            if attr.ftype != FileType::Directory {
+            let child = self.lookup(&caller, &node, name)?;
+            if child.attr.ftype != FileType::Directory {
                 return Err(VfsError::Errno(libc::ENOTDIR));
             }
-            node = self.resolve(&fh)?;
+            node = child;
         }
         let flavors = self.flavors(&node, client)?;
         Ok((node.fh, flavors))

@@ -295,7 +295,7 @@ pub fn squash(opts: &ExportOptions, ident: Option<&Creds>) -> Creds {
     let anon = Creds {
         uid: opts.anonuid,
         gid: opts.anongid,
-        groups: Vec::new(),
+        groups: crate::cred::no_groups(),
     };
     let Some(id) = ident else {
         return anon;
@@ -306,11 +306,14 @@ pub fn squash(opts: &ExportOptions, ident: Option<&Creds>) -> Creds {
         Squash::Root => Creds {
             uid: if id.uid == 0 { opts.anonuid } else { id.uid },
             gid: if id.gid == 0 { opts.anongid } else { id.gid },
-            groups: id
-                .groups
-                .iter()
-                .map(|g| if *g == 0 { opts.anongid } else { *g })
-                .collect(),
+            groups: if id.groups.contains(&0) {
+                id.groups
+                    .iter()
+                    .map(|g| if *g == 0 { opts.anongid } else { *g })
+                    .collect()
+            } else {
+                id.groups.clone()
+            },
         },
     }
 }

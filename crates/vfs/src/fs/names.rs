@@ -42,8 +42,10 @@ impl Vfs {
         Ok((FileId::of(&fh, &attr), attr))
     }
 
-    /// LOOKUP: the handle and attributes of `name` in `dir`. `..` of an export root is the root.
-    pub fn lookup(&self, caller: &Caller, dir: &Node, name: &[u8]) -> VfsResult<(Bytes, Attr)> {
+    /// LOOKUP: the object `name` in `dir` (its handle, descriptor and attributes, which a
+    /// COMPOUND's next operations on it use without resolving the handle again). `..` of an
+    /// export root is the root.
+    pub fn lookup(&self, caller: &Caller, dir: &Node, name: &[u8]) -> VfsResult<Node> {
         self.same_export(caller, dir)?;
         if dir.attr.ftype != FileType::Directory {
             return Err(VfsError::Errno(libc::ENOTDIR));
@@ -51,21 +53,25 @@ impl Vfs {
         if !mode_allows(&caller.creds, &dir.attr, 1, false) {
             return Err(VfsError::Errno(libc::EACCES));
         }
-        if name == b"." || (name == b".." && self.is_export_root(dir)) {
-            let root = if name == b"." {
-                dir.clone()
-            } else {
-                let root_fh = self.table().get(dir.export)?.root_fh.clone();
-                self.resolve(&root_fh)?
-            };
-            return Ok((root.fh.clone(), root.attr));
+        if name == b"." {
+            return Ok(dir.clone());
+        }
+        if name == b".." && self.is_export_root(dir) {
+            let root_fh = self.table().get(dir.export)?.root_fh.clone();
+            return self.resolve(&root_fh);
         }
         if name == b".." {
             let parent = cred::with_creds(&caller.creds, || {
                 sys::openat(dir.fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)
             })?;
             let fh = self.handle_at(dir.export, parent.as_fd(), c"", libc::AT_EMPTY_PATH)?;
-            return Ok((fh, self.attr(parent.as_fd())?));
+            let attr = self.attr(parent.as_fd())?;
+            return Ok(Node {
+                fh,
+                fd: Arc::new(parent),
+                attr,
+                export: dir.export,
+            });
         }
         let c = cname(name)?;
         if nowait::active() {
@@ -77,8 +83,13 @@ impl Vfs {
             // a descriptor cached before the stat pins the inode, so its number names this
             // file (cache.rs)
             if let Some(key) = self.inode_key(dir.export, &st) {
-                if let Some((fh, _)) = self.paths.by_inode(&key, read_at) {
-                    return Ok((fh, Attr::from_stat(&st)));
+                if let Some((fh, fd)) = self.paths.by_inode(&key, read_at) {
+                    return Ok(Node {
+                        fh,
+                        fd,
+                        attr: Attr::from_stat(&st),
+                        export: dir.export,
+                    });
                 }
             }
             // The client is about to use the handle: open the object once and keep the
@@ -90,31 +101,43 @@ impl Vfs {
         })
     }
 
-    /// The handle and attributes of the object a LOOKUP in `dir` opened as `fd` (`st`: its
-    /// stat): the cached handle when the inode index held it before `read_at`, otherwise a new
-    /// one, with the descriptor kept for the client's next call on it.
+    /// The object a LOOKUP in `dir` opened as `fd` (`st`: its stat), with the cached handle
+    /// and descriptor when the inode index held them before `read_at`, otherwise a new handle,
+    /// with the descriptor kept for the client's next call on it.
     fn looked_up(
         &self,
         dir: &Node,
         fd: OwnedFd,
         st: &libc::stat64,
         read_at: Epoch,
-    ) -> VfsResult<(Bytes, Attr)> {
+    ) -> VfsResult<Node> {
         let key = self.inode_key(dir.export, st);
+        let attr = Attr::from_stat(st);
         if let Some(k) = &key {
-            if let Some((fh, _)) = self.paths.by_inode(k, read_at) {
-                return Ok((fh, Attr::from_stat(st)));
+            if let Some((fh, fd)) = self.paths.by_inode(k, read_at) {
+                return Ok(Node {
+                    fh,
+                    fd,
+                    attr,
+                    export: dir.export,
+                });
             }
         }
         let fh = self.handle_at(dir.export, fd.as_fd(), c"", libc::AT_EMPTY_PATH)?;
-        self.paths.put(fh.clone(), Arc::new(fd), key);
-        Ok((fh, Attr::from_stat(st)))
+        let fd = Arc::new(fd);
+        self.paths.put(fh.clone(), fd.clone(), key);
+        Ok(Node {
+            fh,
+            fd,
+            attr,
+            export: dir.export,
+        })
     }
 
     /// LOOKUP of `c` in `dir` by a call that must not block: the name resolved through the
     /// kernel's lookup cache only (a name not cached, positive or negative, gives up), then
     /// as [`Vfs::lookup`].
-    fn lookup_cached(&self, caller: &Caller, dir: &Node, c: &CStr) -> VfsResult<(Bytes, Attr)> {
+    fn lookup_cached(&self, caller: &Caller, dir: &Node, c: &CStr) -> VfsResult<Node> {
         cred::with_creds(&caller.creds, || {
             let read_at = self.paths.epoch();
             let fd = match sys::openat_cached(dir.fd(), c, libc::O_PATH | libc::O_NOFOLLOW) {
