@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use std::sync::Weak;
 
 use bytes::{BufMut, BytesMut};
+use smallvec::SmallVec;
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -91,7 +92,9 @@ static ZEROS: [u8; 4] = [0; 4];
 /// between them, each with the index in `mem` it goes before and how many of its bytes are
 /// still to go. Memory runs are slices of `mem`, so a reply without pages costs one vector.
 struct Parts<'a> {
-    mem: Vec<IoSlice<'a>>,
+    /// Inline on the stack for a few records of a few segments: a reply's send allocates
+    /// nothing of its own.
+    mem: SmallVec<[IoSlice<'a>; 8]>,
     pages: Vec<(usize, &'a dyn xdr::Pages, usize)>,
 }
 
@@ -102,7 +105,7 @@ fn record_parts<'a>(
     mut offset: usize,
 ) -> Parts<'a> {
     let mut out = Parts {
-        mem: Vec::with_capacity(headers.len() * 4),
+        mem: SmallVec::with_capacity(headers.len() * 4),
         pages: Vec::new(),
     };
     let push = |b: &'a [u8], out: &mut Parts<'a>, offset: &mut usize| {
@@ -202,7 +205,7 @@ impl ReplyOut {
         }
         let mut written = 0;
         if st.queue.is_empty() {
-            let headers: Vec<[u8; 4]> = batch
+            let headers: SmallVec<[[u8; 4]; 4]> = batch
                 .iter()
                 .map(|(r, _)| record_header(r.wire_len()))
                 .collect();
