@@ -778,3 +778,57 @@ fn a_compound_that_gives_up_on_the_reader_runs_again_in_its_slot() {
         r.summary()
     );
 }
+
+/// Operations that change nothing use the current object as an earlier one of the COMPOUND
+/// found it (LOOKUP's attributes serve GETFH and GETATTR); one that changes something makes
+/// the next look again: a GETATTR after SETATTR or WRITE in the same COMPOUND shows the change,
+/// and after a RESTOREFH the restored object's own attributes.
+#[test]
+fn attributes_within_a_compound_follow_its_changes() {
+    let fx = Fixture::new();
+    user_file(&fx, "f", b"hello");
+    let mut c = V4::session(fx.server.port, 1, "current-object");
+    let root = c.path_fh(&fx.export);
+    let bits = [FATTR4_SIZE, FATTR4_MODE, FATTR4_FILEID];
+    let getattrs = |r: &CompoundRes| -> Vec<Attrs> {
+        r.results
+            .iter()
+            .filter(|x| x.op == NfsOpnum4::OP_GETATTR)
+            .map(|x| Attrs::of(&x.getattr().obj_attributes))
+            .collect()
+    };
+    let r = c
+        .call(
+            Ops::new()
+                .putfh(&root)
+                .savefh()
+                .lookup("f")
+                .getfh()
+                .getattr(&bits)
+                .setattr(&ANON_STATEID, &Sattr::mode(0o640))
+                .getattr(&bits)
+                .write(&ANON_STATEID, 5, StableHow4::FileSync4, b", world")
+                .getattr(&bits)
+                .restorefh()
+                .getattr(&bits),
+        )
+        .ok("LOOKUP, SETATTR, WRITE with GETATTRs between");
+    let a = getattrs(&r);
+    assert_eq!(a.len(), 4, "{}", r.summary());
+    let ino = std::fs::metadata(fx.export.join("f")).unwrap().ino();
+    assert_eq!(
+        (a[0].size, a[0].fileid),
+        (Some(5), Some(ino)),
+        "after LOOKUP"
+    );
+    assert_ne!(a[0].mode, Some(0o640));
+    assert_eq!(a[1].mode, Some(0o640), "after SETATTR");
+    assert_eq!(a[1].size, Some(5));
+    assert_eq!(a[2].size, Some(12), "after WRITE");
+    assert_eq!(a[2].mode, Some(0o640));
+    // the export root, not the file LOOKUP found
+    let root_ino = std::fs::metadata(&fx.export).unwrap().ino();
+    assert_eq!(a[3].fileid, Some(root_ino), "after RESTOREFH");
+    assert_eq!(r.fh(), c.path_fh(&fx.export.join("f")));
+    assert_eq!(std::fs::read(fx.export.join("f")).unwrap(), b"hello, world");
+}

@@ -203,6 +203,8 @@ builders! {
     getfh() => OpGetfh;
     /// SAVEFH.
     savefh() => OpSavefh;
+    /// RESTOREFH.
+    restorefh() => OpRestorefh;
     /// GETATTR of the attribute numbers `bits`.
     getattr(bits: &[u32]) => OpGetattr(w::Getattr4args { attr_request: super::bitmap(bits) });
     /// READDIR, with the attribute numbers `bits` of each entry.
