@@ -741,7 +741,7 @@ impl Program for Nfs3 {
         })
     }
 
-    fn is_idempotent(&self, _vers: u32, p: u32) -> bool {
+    fn skips_drc(&self, _vers: u32, p: u32, _args: &Decoder) -> bool {
         !matches!(
             p,
             NFSPROC3_SETATTR

@@ -653,6 +653,13 @@ impl Nfs4 {
     }
 }
 
+/// The minor version of COMPOUND arguments (after the tag), None when they are malformed.
+fn compound_minor(args: &Decoder) -> Option<u32> {
+    let mut d = args.clone();
+    d.opaque(1024).ok()?;
+    d.u32().ok()
+}
+
 /// A COMPOUND reply: its status, tag and count, then the operations' results.
 fn put_reply(out: &mut Encoder, status: Nfsstat4, tag: &[u8], count: u32, results: Encoder) {
     out.encode(&status);
@@ -687,10 +694,13 @@ impl Program for Nfs4 {
         (NFS_V4, NFS_V4)
     }
 
-    /// COMPOUNDs may change state; NFSv4.0 relies on the duplicate request cache for them
-    /// (sessions have their own reply cache, but the DRC is harmless there).
-    fn is_idempotent(&self, _vers: u32, p: u32) -> bool {
-        p != 1
+    /// NFSv4.0 COMPOUNDs may change state and rely on the duplicate request cache; from 4.1
+    /// a session's slot recognises a retransmission (RFC 8881 section 2.10.6.1), and what
+    /// runs outside one (EXCHANGE_ID, CREATE_SESSION with its own sequence) is safe to
+    /// repeat, so they skip the DRC: no lock rounds and reply copy per call, as knfsd keeps
+    /// no DRC for NFSv4.
+    fn skips_drc(&self, _vers: u32, p: u32, args: &Decoder) -> bool {
+        p != 1 || compound_minor(args).is_some_and(|m| m >= 1)
     }
 
     fn proc_name(&self, _vers: u32, p: u32) -> Option<&'static str> {
@@ -725,5 +735,31 @@ impl Program for Nfs4 {
 
     fn register_metrics(&self, metrics: &RpcMetrics) {
         let _ = self.metrics.set(metrics.nfs("4"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(tag: &[u8], minor: u32) -> Decoder {
+        let mut e = Encoder::new();
+        e.opaque(tag);
+        e.u32(minor);
+        e.u32(0);
+        Decoder::new(e.finish().to_bytes())
+    }
+
+    #[test]
+    fn the_drc_is_for_nfsv40_compounds_only() {
+        assert_eq!(compound_minor(&args(b"", 0)), Some(0));
+        assert_eq!(compound_minor(&args(b"tag", 1)), Some(1));
+        assert_eq!(compound_minor(&args(b"tag", 2)), Some(2));
+        // a tag past its limit, or arguments that end early: malformed, so through the DRC
+        assert_eq!(compound_minor(&args(&[b'x'; 1025], 1)), None);
+        assert_eq!(
+            compound_minor(&Decoder::new(Bytes::from_static(&[0, 0]))),
+            None
+        );
     }
 }

@@ -405,7 +405,7 @@ impl Program for Nlm4 {
         })
     }
 
-    fn is_idempotent(&self, _vers: u32, p: u32) -> bool {
+    fn skips_drc(&self, _vers: u32, p: u32, _args: &Decoder) -> bool {
         matches!(
             p,
             0 | NLM4_TEST | NLM4_TEST_MSG | NLM4_GRANTED | NLM4_GRANTED_MSG

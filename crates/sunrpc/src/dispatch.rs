@@ -169,8 +169,10 @@ pub trait Program: Send + Sync + 'static {
     fn versions(&self) -> (u32, u32);
     /// Procedure name for logs and metrics; `None` when the procedure does not exist.
     fn proc_name(&self, vers: u32, proc_: u32) -> Option<&'static str>;
-    /// Whether repeating the call is harmless; non-idempotent calls go through the DRC.
-    fn is_idempotent(&self, _vers: u32, _proc_: u32) -> bool {
+    /// Whether the call does without the duplicate request cache: repeating it is harmless,
+    /// or its protocol recognises a retransmission itself (NFSv4.1 sessions). Others go
+    /// through the DRC. `args`: the call's arguments, not yet decoded.
+    fn skips_drc(&self, _vers: u32, _proc_: u32, _args: &Decoder) -> bool {
         true
     }
     /// Executes a call whose accepted SUCCESS header is already in `reply`; appends the result.
@@ -414,7 +416,7 @@ impl Dispatcher {
             self.metrics.count_error("proc_unavail");
             return Some(accepted_only(hdr.xid, AcceptStat::ProcUnavail));
         };
-        let cached = !prog.is_idempotent(hdr.vers, hdr.proc_);
+        let cached = !prog.skips_drc(hdr.vers, hdr.proc_, &args);
         let key = DrcKey {
             peer,
             xid: hdr.xid,
@@ -605,7 +607,7 @@ mod tests {
                 _ => None,
             }
         }
-        fn is_idempotent(&self, _v: u32, p: u32) -> bool {
+        fn skips_drc(&self, _v: u32, p: u32, _args: &Decoder) -> bool {
             p != 1
         }
         fn call(
