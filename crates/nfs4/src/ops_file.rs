@@ -382,11 +382,13 @@ impl Nfs4 {
             Fh::Pseudo(_) => return Err(Nfsstat4::NFS4ERR_ISDIR.into()),
             Fh::Real(_) => self.real(ctx)?,
         };
+        // RFC 8881 sections 18.22.3 and 18.32.3; NFSv4.0 (RFC 7530) has INVAL for both
         match n.attr.ftype {
             FileType::Regular => Ok((c, n)),
             FileType::Directory => Err(Nfsstat4::NFS4ERR_ISDIR.into()),
-            FileType::Symlink if ctx.minor == 0 => Err(Nfsstat4::NFS4ERR_INVAL.into()),
-            _ => Err(Nfsstat4::NFS4ERR_INVAL.into()),
+            _ if ctx.minor == 0 => Err(Nfsstat4::NFS4ERR_INVAL.into()),
+            FileType::Symlink => Err(Nfsstat4::NFS4ERR_SYMLINK.into()),
+            _ => Err(Nfsstat4::NFS4ERR_WRONG_TYPE.into()),
         }
     }
 

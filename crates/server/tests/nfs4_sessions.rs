@@ -832,3 +832,46 @@ fn attributes_within_a_compound_follow_its_changes() {
     assert_eq!(r.fh(), c.path_fh(&fx.export.join("f")));
     assert_eq!(std::fs::read(fx.export.join("f")).unwrap(), b"hello, world");
 }
+
+/// READ and WRITE of what is not a regular file: ISDIR for a directory; from NFSv4.1 SYMLINK
+/// for a symbolic link and WRONG_TYPE for the rest (RFC 8881 sections 18.22.3, 18.32.3);
+/// NFSv4.0 answers INVAL for both (RFC 7530).
+#[test]
+fn read_and_write_of_other_types() {
+    let fx = Fixture::new();
+    std::fs::create_dir(fx.export.join("d")).unwrap();
+    std::os::unix::fs::symlink("d", fx.export.join("l")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(fx.export.join("p"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for minor in [0, 1] {
+        let mut c = match minor {
+            0 => V4::v40(fx.server.port, "types-40"),
+            _ => V4::session(fx.server.port, minor, "types-41"),
+        };
+        for (name, want) in [
+            ("d", Nfsstat4::NFS4ERR_ISDIR),
+            (
+                "l",
+                [Nfsstat4::NFS4ERR_INVAL, Nfsstat4::NFS4ERR_SYMLINK][minor as usize],
+            ),
+            (
+                "p",
+                [Nfsstat4::NFS4ERR_INVAL, Nfsstat4::NFS4ERR_WRONG_TYPE][minor as usize],
+            ),
+        ] {
+            let fh = c.path_fh(&fx.export.join(name));
+            let r = c.call(Ops::new().putfh(&fh).read(&ANON_STATEID, 0, 10));
+            assert_eq!(r.status, want, "4.{minor} READ of {name}: {}", r.summary());
+            let r = c.call(Ops::new().putfh(&fh).write(
+                &ANON_STATEID,
+                0,
+                StableHow4::FileSync4,
+                b"x",
+            ));
+            assert_eq!(r.status, want, "4.{minor} WRITE of {name}: {}", r.summary());
+        }
+    }
+}
