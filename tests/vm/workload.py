@@ -1324,6 +1324,40 @@ def mount_point_of(path):
     return path
 
 
+def op_stats(mnt):
+    """Per NFS operation of the mount at `mnt`, from /proc/self/mountstats: (calls, cumulative
+    RTT ms, cumulative execute ms), as the client counted them."""
+    with open("/proc/self/mountstats") as f:
+        text = f.read()
+    for b in text.split("device ")[1:]:
+        if f" mounted on {mnt} with fstype nfs" not in b.split("\n", 1)[0]:
+            continue
+        ops, in_ops = {}, False
+        for line in b.splitlines():
+            s = line.strip()
+            if s.startswith("per-op statistics"):
+                in_ops = True
+            elif in_ops and ":" in s:
+                name, rest = s.split(":", 1)
+                f = rest.split()
+                if len(f) >= 8 and f[0].isdigit():
+                    ops[name] = (int(f[0]), int(f[6]), int(f[7]))
+        return ops
+    return {}
+
+
+def op_stats_line(before, after):
+    """The calls a case made, per operation (most first): NAME=calls/mean RTT µs/mean execute
+    µs, the client's view of each round trip."""
+    out = []
+    for name, (n, rtt, ex) in after.items():
+        n0, rtt0, ex0 = before.get(name, (0, 0, 0))
+        if n > n0:
+            k = n - n0
+            out.append((k, f"{name}={k}/{(rtt - rtt0) * 1000 / k:.0f}/{(ex - ex0) * 1000 / k:.0f}"))
+    return " ".join(x for _, x in sorted(out, reverse=True))
+
+
 def scale_phase(cmds, a):
     """Runs `cmds` (one per client) at once; returns (seconds, server CPU s, guest busy CPU s)."""
     hz = os.sysconf("SC_CLK_TCK")
@@ -1470,6 +1504,9 @@ def main():
     ap.add_argument("--perf-runs", type=int, default=1, help="rounds of the perf case")
     ap.add_argument("--mount-source", help="ADDR:PATH of the mount, for extra mounts")
     ap.add_argument("--mount-opts", default="", help="options of the mount, for extra mounts")
+    ap.add_argument("--opstats", action="store_true",
+                    help="after each case, the NFS calls it made per operation with their mean "
+                    "round trip and execute time in µs (/proc/self/mountstats)")
     a = ap.parse_args()
     LOG = open(a.log, "a") if a.log else sys.stderr
     failed = 0
@@ -1485,6 +1522,7 @@ def main():
         d = os.path.join(a.dir, name)
         log(f"=== {a.label} case={name}")
         t0 = time.monotonic()
+        ops0 = op_stats(mount_point_of(a.dir)) if a.opstats else None
         status, reason = "PASS", "-"
         if fn is None:
             status, reason = "FAIL", f"unknown case {name}"
@@ -1508,6 +1546,10 @@ def main():
         log(f"=== {a.label} case={name} status={status} time={dt:.2f} reason={reason}")
         print(f"RESULT {a.label} case={name} status={status} time={dt:.2f} reason={reason}",
               flush=True)
+        if ops0 is not None:
+            # shown by tests/vm/run beside the harness's own lines
+            ops = op_stats_line(ops0, op_stats(mount_point_of(a.dir)))
+            print(f"RNFS-VM: opstats {a.label} case={name} {ops}", flush=True)
         failed += status == "FAIL"
     return 1 if failed else 0
 

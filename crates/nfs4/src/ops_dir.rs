@@ -1,6 +1,6 @@
 //! Namespace-changing operations: CREATE, REMOVE, RENAME, LINK.
 
-use vfs::{FileType, Node, SetAttrs, SpecialFile};
+use vfs::{DirChange, FileType, Node, SetAttrs, SpecialFile};
 
 use crate::attr;
 use crate::compound::{Ctx, Fh, Nfs4, OpFail};
@@ -10,12 +10,23 @@ use nfs4wire::{
     Remove4args, Remove4resok, Rename4args, Rename4resok,
 };
 
-/// change_info4 from a directory's attributes before and after.
+/// change_info4 of an object from its attributes before and after a change, taken apart
+/// from it (not atomic: another change may lie between them).
 pub fn change_info(before: &vfs::Attr, after: Option<&vfs::Attr>) -> ChangeInfo4 {
     ChangeInfo4 {
         atomic: false,
         before: attr::change(before),
         after: after.map_or(attr::change(before), attr::change),
+    }
+}
+
+/// change_info4 of a directory changed by [`vfs::Vfs::change_dir`]: atomic, as no other
+/// change through this server came between its attributes.
+pub fn dir_change_info<T>(c: &DirChange<T>) -> ChangeInfo4 {
+    ChangeInfo4 {
+        atomic: true,
+        before: attr::change(&c.before),
+        after: attr::change(&c.after),
     }
 }
 
@@ -52,15 +63,14 @@ impl Nfs4 {
             }
         }
         let s = SetAttrs { size: None, ..s };
-        let (fh, _) = match kind {
-            Kind::Link(target) => self.vfs.symlink(&c, &dir, &name, &target, &s)?,
-            Kind::Dir => self.vfs.mkdir(&c, &dir, &name, &s)?,
-            Kind::Special(k) => self.vfs.mknod(&c, &dir, &name, k, &s)?,
-        };
-        let after = self.vfs.getattr(&dir).ok();
-        ctx.set_cur(Some(Fh::Real(fh)));
+        let made = self.vfs.change_dir(&dir, || match kind {
+            Kind::Link(target) => self.vfs.symlink(&c, &dir, &name, &target, &s),
+            Kind::Dir => self.vfs.mkdir(&c, &dir, &name, &s),
+            Kind::Special(k) => self.vfs.mknod(&c, &dir, &name, k, &s),
+        })?;
+        ctx.set_cur(Some(Fh::Real(made.value.0.clone())));
         Ok(Create4resok {
-            cinfo: change_info(&dir.attr, after.as_ref()),
+            cinfo: dir_change_info(&made),
             attrset: bm.into_wire(),
         })
     }
@@ -71,11 +81,12 @@ impl Nfs4 {
         // what is removed: a directory or not, and whose delegations to recall
         let a = self.vfs.entry_attr(&c, &dir, &name)?;
         self.recall_before_name_change(ctx, &c, &dir, &name)?;
-        self.vfs
-            .remove(&c, &dir, &name, a.ftype == FileType::Directory)?;
-        let after = self.vfs.getattr(&dir).ok();
+        let removed = self.vfs.change_dir(&dir, || {
+            self.vfs
+                .remove(&c, &dir, &name, a.ftype == FileType::Directory)
+        })?;
         Ok(Remove4resok {
-            cinfo: change_info(&dir.attr, after.as_ref()),
+            cinfo: dir_change_info(&removed),
         })
     }
 
@@ -99,12 +110,12 @@ impl Nfs4 {
         for (dir, name) in [(&from, &old), (&to, &new)] {
             self.recall_before_name_change(ctx, &c, dir, name)?;
         }
-        self.vfs.rename(&c, &from, &old, &to, &new)?;
-        let fa = self.vfs.getattr(&from).ok();
-        let ta = self.vfs.getattr(&to).ok();
+        let (source, target) = self
+            .vfs
+            .change_dirs(&from, &to, || self.vfs.rename(&c, &from, &old, &to, &new))?;
         Ok(Rename4resok {
-            source_cinfo: change_info(&from.attr, fa.as_ref()),
-            target_cinfo: change_info(&to.attr, ta.as_ref()),
+            source_cinfo: dir_change_info(&source),
+            target_cinfo: dir_change_info(&target),
         })
     }
 
@@ -124,10 +135,11 @@ impl Nfs4 {
             return Err(Nfsstat4::NFS4ERR_ISDIR.into());
         }
         self.recall_before_change(ctx, src.file_id())?;
-        self.vfs.link(&c, &src, &dir, &name)?;
-        let after = self.vfs.getattr(&dir).ok();
+        let linked = self
+            .vfs
+            .change_dir(&dir, || self.vfs.link(&c, &src, &dir, &name))?;
         Ok(Link4resok {
-            cinfo: change_info(&dir.attr, after.as_ref()),
+            cinfo: dir_change_info(&linked),
         })
     }
 }

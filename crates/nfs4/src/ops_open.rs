@@ -16,7 +16,7 @@ use vfs::{CreateMode, FileType, Node, SetAttrs};
 
 use crate::attr::{self, Bitmap};
 use crate::compound::{Ctx, Encoded, Fh, Nfs4, OpFail};
-use crate::ops_dir::change_info;
+use crate::ops_dir::{change_info, dir_change_info};
 use crate::ops_file::file_key;
 use crate::state::{access_bits, Open, Other, OwnerKey, OwnerSeq, State, StateObj, Stateid};
 use nfs4wire::{
@@ -119,9 +119,9 @@ impl OpenArgs {
 /// The file an OPEN names, after the file-system work.
 struct Opened {
     node: Node,
-    /// The directory's attributes before and after a create by name (change_info4).
-    dir_before: Option<vfs::Attr>,
-    dir_after: Option<vfs::Attr>,
+    /// The directory's change around an open by name (change_info4); None for an open by
+    /// handle, which changed no directory.
+    cinfo: Option<ChangeInfo4>,
     /// Attributes the create set (attrset).
     attrset: Bitmap,
     /// This OPEN made the file.
@@ -247,8 +247,7 @@ impl Nfs4 {
                 }
                 Opened {
                     node: self.real(ctx)?.1,
-                    dir_before: None,
-                    dir_after: None,
+                    cinfo: None,
                     attrset: Bitmap::default(),
                     created: false,
                 }
@@ -302,32 +301,22 @@ impl Nfs4 {
             FileType::Symlink => return Err(Nfsstat4::NFS4ERR_SYMLINK.into()),
             _ => return Err(Nfsstat4::NFS4ERR_NOTDIR.into()),
         }
-        let (fh, created, attrset) = match &a.create {
+        let (fh, created, attrset, cinfo) = match &a.create {
             None => (
                 self.vfs.lookup(&c, &dir, &name)?.fh,
                 false,
                 Bitmap::default(),
+                // nothing changed: the directory as resolved, before and after
+                change_info(&dir.attr, None),
             ),
             Some((how, sattr)) => {
                 let (sa, mut bm) = sattr.clone().unwrap_or_default();
-                let existed = self.vfs.lookup(&c, &dir, &name).is_ok();
-                // On an existing file UNCHECKED ignores the attributes but a truncation to zero
-                // (RFC 7530 section 16.16.5), made once the caller's access and the file's
-                // share reservations allow it (`open_truncate`). A name absent a moment ago is
-                // created GUARDED, so that a file made meanwhile by someone else is not taken
-                // for a new one (which skips the permission check).
                 let exclusive = matches!(how, CreateMode::Exclusive(_));
-                let (first, sa_create) = match (how, existed) {
-                    (CreateMode::Unchecked, false) => (CreateMode::Guarded, sa.clone()),
-                    (CreateMode::Guarded, false) => (*how, sa.clone()),
-                    _ => (*how, SetAttrs::default()),
-                };
-                let made = match self.vfs.create_file(&c, &dir, &name, first, &sa_create) {
-                    Err(vfs::VfsError::Errno(libc::EEXIST)) if first != *how => self
-                        .vfs
-                        .create_file(&c, &dir, &name, *how, &SetAttrs::default())?,
-                    r => r?,
-                };
+                let made = self
+                    .vfs
+                    .change_dir(&dir, || self.create_by_name(&c, &dir, &name, how, &sa))?;
+                let cinfo = dir_change_info(&made);
+                let made = made.value;
                 if exclusive && made.created {
                     // EXCLUSIVE4_1 attributes other than the times holding the verifier.
                     let rest = SetAttrs {
@@ -346,18 +335,45 @@ impl Nfs4 {
                     bm.set(nfs4wire::FATTR4_TIME_MODIFY);
                 }
                 let bm = if made.created { bm } else { Bitmap::default() };
-                (made.fh, made.created, bm)
+                (made.fh, made.created, bm, cinfo)
             }
         };
         let node = self.vfs.authorize(&fh, &ctx.client)?.1;
-        let dir_after = self.vfs.getattr(&dir).ok();
         Ok(Opened {
             node,
-            dir_before: Some(dir.attr.clone()),
-            dir_after,
+            cinfo: Some(cinfo),
             attrset,
             created,
         })
+    }
+
+    /// The create of an OPEN by name, as `how` says, with the attributes `sa`.
+    fn create_by_name(
+        &self,
+        c: &vfs::Caller,
+        dir: &Node,
+        name: &[u8],
+        how: &CreateMode,
+        sa: &SetAttrs,
+    ) -> vfs::VfsResult<vfs::Created> {
+        let existed = self.vfs.lookup(c, dir, name).is_ok();
+        // On an existing file UNCHECKED ignores the attributes but a truncation to zero (RFC
+        // 7530 section 16.16.5), made once the caller's access and the file's share
+        // reservations allow it (`open_truncate`). A name absent a moment ago is created
+        // GUARDED, so that a file made meanwhile by someone else is not taken for a new one
+        // (which skips the permission check).
+        let (first, sa_create) = match (how, existed) {
+            (CreateMode::Unchecked, false) => (CreateMode::Guarded, sa.clone()),
+            (CreateMode::Guarded, false) => (*how, sa.clone()),
+            _ => (*how, SetAttrs::default()),
+        };
+        match self.vfs.create_file(c, dir, name, first, &sa_create) {
+            Err(vfs::VfsError::Errno(libc::EEXIST)) if first != *how => {
+                self.vfs
+                    .create_file(c, dir, name, *how, &SetAttrs::default())
+            }
+            r => r,
+        }
     }
 
     /// The open state an OPEN takes on the file: checks a claimed delegation, recalls
@@ -464,14 +480,11 @@ impl Nfs4 {
         new_owner: bool,
     ) -> Open4resok {
         let file = file_key(&f.node);
-        let cinfo = match &f.dir_before {
-            Some(b) => change_info(b, f.dir_after.as_ref()),
-            None => ChangeInfo4 {
-                atomic: false,
-                before: 0,
-                after: 0,
-            },
-        };
+        let cinfo = f.cinfo.clone().unwrap_or(ChangeInfo4 {
+            atomic: false,
+            before: 0,
+            after: 0,
+        });
         let mut rflags = nfs4wire::OPEN4_RESULT_LOCKTYPE_POSIX;
         if new_owner {
             rflags |= nfs4wire::OPEN4_RESULT_CONFIRM;

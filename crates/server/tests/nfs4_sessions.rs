@@ -875,3 +875,48 @@ fn read_and_write_of_other_types() {
         }
     }
 }
+
+/// Creates, removes and renames report their directory's change as atomic (change_info4,
+/// RFC 8881 section 3.3.6): no other change through the server lies between `before` and
+/// `after`, so while nothing else changes the directory each change's `before` is the
+/// previous one's `after`, and a client keeps its cached entries and access rights instead of
+/// asking again (the Linux client does when `atomic` is false).
+#[test]
+fn directory_changes_are_reported_atomically() {
+    let fx = Fixture::new();
+    let mut c = V4::session(fx.server.port, 1, "cinfo");
+    let dir = c.path_fh(&fx.export);
+    let mut cinfos: Vec<(&str, ChangeInfo4)> = Vec::new();
+    let r = c.open(
+        &dir,
+        "a",
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o600)),
+    );
+    let r = r.ok("OPEN a");
+    cinfos.push(("OPEN", r.get(NfsOpnum4::OP_OPEN).open().cinfo.clone()));
+    c.close_ok(&r.fh(), &r.open_stateid());
+    let r = c
+        .call(Ops::new().putfh(&dir).mkdir("d", &Sattr::mode(0o755)))
+        .ok("CREATE d");
+    cinfos.push(("CREATE", r.get(NfsOpnum4::OP_CREATE).create().cinfo.clone()));
+    let r = c
+        .call(Ops::new().putfh(&dir).savefh().putfh(&dir).rename("a", "b"))
+        .ok("RENAME a b");
+    let rn = r.get(NfsOpnum4::OP_RENAME).rename();
+    assert_eq!(rn.source_cinfo, rn.target_cinfo, "one directory");
+    cinfos.push(("RENAME", rn.source_cinfo.clone()));
+    for name in ["b", "d"] {
+        let r = c.call(Ops::new().putfh(&dir).remove(name)).ok("REMOVE");
+        cinfos.push(("REMOVE", r.get(NfsOpnum4::OP_REMOVE).remove().cinfo.clone()));
+    }
+    // (whether `after` differs from `before` is the file system's timestamp granularity)
+    for (op, ci) in &cinfos {
+        assert!(ci.atomic, "{op}: {ci:?}");
+    }
+    for w in cinfos.windows(2) {
+        assert_eq!(w[1].1.before, w[0].1.after, "{} after {}", w[1].0, w[0].0);
+    }
+}

@@ -24,5 +24,5 @@ pub mod nss {
 pub use cache::IdHasher;
 pub use cred::Creds;
 pub use error::{VfsError, VfsResult};
-pub use fs::{Caller, ChangeGuard, Client, Node, RemoteData, Vfs, VfsConfig};
+pub use fs::{Caller, ChangeGuard, Client, DirChange, Node, RemoteData, Vfs, VfsConfig};
 pub use types::*;

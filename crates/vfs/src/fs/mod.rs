@@ -14,6 +14,7 @@
 //! extents, ALLOCATE, COPY).
 
 mod attrs;
+mod dirchange;
 mod dirs;
 mod handles;
 mod io;
@@ -23,6 +24,7 @@ mod remote;
 mod sparse;
 mod table;
 
+pub use dirchange::DirChange;
 pub use remote::RemoteData;
 pub use table::{ExportChanges, ExportCounters, ExportView};
 use table::{ExportTable, NowaitReads};
@@ -174,6 +176,8 @@ pub struct Vfs {
     pipes: Arc<PipePool>,
     /// Turns of large unstable WRITEs, one per file (by inode, striped; see [`Vfs::write`]).
     write_turns: Box<[parking_lot::Mutex<()>]>,
+    /// Locks held over a change of names in a directory (striped; see [`Vfs::change_dir`]).
+    dir_turns: Box<[parking_lot::Mutex<()>]>,
     /// Where the data of files placed elsewhere lives (a pNFS metadata server's data servers).
     remote: std::sync::OnceLock<Arc<dyn RemoteData>>,
 }
@@ -246,6 +250,9 @@ impl Vfs {
             write_verifier: verifier,
             pipes: Arc::default(),
             write_turns: (0..WRITE_TURNS)
+                .map(|_| parking_lot::Mutex::new(()))
+                .collect(),
+            dir_turns: (0..dirchange::DIR_TURNS)
                 .map(|_| parking_lot::Mutex::new(()))
                 .collect(),
             remote: std::sync::OnceLock::new(),

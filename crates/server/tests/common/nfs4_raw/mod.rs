@@ -99,6 +99,9 @@ ok_results! {
     getattr: OpGetattr(Getattr4res) -> w::Getattr4resok;
     sequence: OpSequence(Sequence4res) -> w::Sequence4resok;
     open: OpOpen(Open4res) -> w::Open4resok;
+    create: OpCreate(Create4res) -> w::Create4resok;
+    remove: OpRemove(Remove4res) -> w::Remove4resok;
+    rename: OpRename(Rename4res) -> w::Rename4resok;
     read: OpRead(Read4res) -> w::Read4resok;
     write: OpWrite(Write4res) -> w::Write4resok;
     readdir: OpReaddir(Readdir4res) -> w::Readdir4resok;
