@@ -356,16 +356,14 @@ impl Nfs4 {
         how: &CreateMode,
         sa: &SetAttrs,
     ) -> vfs::VfsResult<vfs::Created> {
-        let existed = self.vfs.lookup(c, dir, name).is_ok();
-        // On an existing file UNCHECKED ignores the attributes but a truncation to zero (RFC
-        // 7530 section 16.16.5), made once the caller's access and the file's share
-        // reservations allow it (`open_truncate`). A name absent a moment ago is created
-        // GUARDED, so that a file made meanwhile by someone else is not taken for a new one
-        // (which skips the permission check).
-        let (first, sa_create) = match (how, existed) {
-            (CreateMode::Unchecked, false) => (CreateMode::Guarded, sa.clone()),
-            (CreateMode::Guarded, false) => (*how, sa.clone()),
-            _ => (*how, SetAttrs::default()),
+        // UNCHECKED is tried as GUARDED first (no look-up before: the create tells), so that
+        // only a file this OPEN made counts as new (a new file skips the permission check).
+        // On an existing one (EEXIST) UNCHECKED ignores the attributes but a truncation to
+        // zero (RFC 7530 section 16.16.5), made once the caller's access and the file's share
+        // reservations allow it (`open_truncate`).
+        let (first, sa_create) = match how {
+            CreateMode::Unchecked | CreateMode::Guarded => (CreateMode::Guarded, sa.clone()),
+            CreateMode::Exclusive(_) => (*how, SetAttrs::default()),
         };
         match self.vfs.create_file(c, dir, name, first, &sa_create) {
             Err(vfs::VfsError::Errno(libc::EEXIST)) if first != *how => {
