@@ -37,28 +37,7 @@ import subprocess
 import sys
 import time
 
-
-def mountstats(mnt):
-    """The mountstats block of the mount at `mnt`: its text and per-operation counts."""
-    with open("/proc/self/mountstats") as f:
-        text = f.read()
-    blocks = text.split("device ")
-    for b in blocks:
-        if f" mounted on {mnt} with fstype nfs4" in b.split("\n", 1)[0]:
-            ops = {}
-            in_ops = False
-            for line in b.splitlines():
-                s = line.strip()
-                if s.startswith("per-op statistics"):
-                    in_ops = True
-                    continue
-                if in_ops and ":" in s:
-                    name, rest = s.split(":", 1)
-                    fields = rest.split()
-                    if fields and fields[0].isdigit():
-                        ops[name] = int(fields[0])
-            return b, ops
-    raise RuntimeError(f"{mnt} is not in /proc/self/mountstats")
+from workload import mountstats  # the same directory: python puts it on sys.path
 
 
 def metric(url, name):
@@ -171,7 +150,7 @@ def main():
             state[n] = hashlib.sha256(data).hexdigest()
         _, ops1 = mountstats(a.mnt)
         # (the mount's per-operation counts include the I/O to the DSes)
-        d = {k: ops1.get(k, 0) - ops0.get(k, 0) for k in ops1}
+        d = {k: ops1[k][0] - ops0.get(k, (0,))[0] for k in ops1}
         print(f"# ops during the writes: { {k: v for k, v in d.items() if v} }", flush=True)
         for n in names:
             st = os.stat(os.path.join(local, n))

@@ -1324,9 +1324,9 @@ def mount_point_of(path):
     return path
 
 
-def op_stats(mnt):
-    """Per NFS operation of the mount at `mnt`, from /proc/self/mountstats: (calls, cumulative
-    RTT ms, cumulative execute ms), as the client counted them."""
+def mountstats(mnt):
+    """The /proc/self/mountstats block of the NFS mount at `mnt`: its text, and per operation
+    (calls, cumulative RTT ms, cumulative execute ms) as the client counted them."""
     with open("/proc/self/mountstats") as f:
         text = f.read()
     for b in text.split("device ")[1:]:
@@ -1342,8 +1342,8 @@ def op_stats(mnt):
                 f = rest.split()
                 if len(f) >= 8 and f[0].isdigit():
                     ops[name] = (int(f[0]), int(f[6]), int(f[7]))
-        return ops
-    return {}
+        return b, ops
+    raise RuntimeError(f"{mnt} is not in /proc/self/mountstats")
 
 
 def op_stats_line(before, after):
@@ -1522,7 +1522,7 @@ def main():
         d = os.path.join(a.dir, name)
         log(f"=== {a.label} case={name}")
         t0 = time.monotonic()
-        ops0 = op_stats(mount_point_of(a.dir)) if a.opstats else None
+        ops0 = mountstats(mount_point_of(a.dir))[1] if a.opstats else None
         status, reason = "PASS", "-"
         if fn is None:
             status, reason = "FAIL", f"unknown case {name}"
@@ -1548,7 +1548,7 @@ def main():
               flush=True)
         if ops0 is not None:
             # shown by tests/vm/run beside the harness's own lines
-            ops = op_stats_line(ops0, op_stats(mount_point_of(a.dir)))
+            ops = op_stats_line(ops0, mountstats(mount_point_of(a.dir))[1])
             print(f"RNFS-VM: opstats {a.label} case={name} {ops}", flush=True)
         failed += status == "FAIL"
     return 1 if failed else 0
