@@ -119,6 +119,8 @@ impl OpenArgs {
 /// The file an OPEN names, after the file-system work.
 struct Opened {
     node: Node,
+    /// The caller admitted to the file's export.
+    caller: vfs::Caller,
     /// The directory's change around an open by name (change_info4); None for an open by
     /// handle, which changed no directory.
     cinfo: Option<ChangeInfo4>,
@@ -245,8 +247,10 @@ impl Nfs4 {
                 if a.create.is_some() {
                     return Err(Nfsstat4::NFS4ERR_INVAL.into());
                 }
+                let (caller, node) = self.real(ctx)?;
                 Opened {
-                    node: self.real(ctx)?.1,
+                    node,
+                    caller,
                     cinfo: None,
                     attrset: Bitmap::default(),
                     created: false,
@@ -258,7 +262,7 @@ impl Nfs4 {
         };
         self.regular(ctx, &f.node)?;
         if !f.created {
-            let (c, _) = self.vfs.authorize(&f.node.fh, &ctx.client)?;
+            let c = &f.caller;
             let mut want = 0;
             if a.access & nfs4wire::OPEN4_SHARE_ACCESS_READ != 0 {
                 want |= vfs::access::READ;
@@ -266,7 +270,7 @@ impl Nfs4 {
             if a.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE != 0 {
                 want |= vfs::access::MODIFY;
             }
-            let got = self.vfs.access(&c, &f.node, want);
+            let got = self.vfs.access(c, &f.node, want);
             // The mode decides, for the owner too, as for a local open. The owner override
             // (what the owner may do whatever the mode) is for I/O on what is already open and
             // for files this OPEN created (see `vfs::Vfs::write`), and for an open the client
@@ -338,9 +342,10 @@ impl Nfs4 {
                 (made.fh, made.created, bm, cinfo)
             }
         };
-        let node = self.vfs.authorize(&fh, &ctx.client)?.1;
+        let (caller, node) = self.vfs.authorize(&fh, &ctx.client)?;
         Ok(Opened {
             node,
+            caller,
             cinfo: Some(cinfo),
             attrset,
             created,
