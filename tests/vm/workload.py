@@ -1149,6 +1149,132 @@ def case_profile(d, a):
         shutil.rmtree(files, ignore_errors=True)
 
 
+def unit_costs():
+    """This machine's price of what a user-space server pays per call and per byte and a kernel
+    server does not: a system call (`perf bench syscall basic`), a wake-up of another process
+    and back (`perf bench sched pipe`: two processes taking turns through pipes, 4 system calls
+    and 2 wake-ups per round), and a byte copied from user memory into the page cache (pwrite)
+    against a byte copied inside the kernel into the same pages (copy_file_range): both rewrite
+    pages a first pass allocated, so only the copy differs. {figure: value}."""
+    out = {}
+    for key, args in (("syscall_us", ["syscall", "basic", "-l", "20000"]),
+                      ("pipe_round_us", ["sched", "pipe", "-l", "2000"])):
+        r = subprocess.run(["perf", "bench"] + args, capture_output=True, text=True, timeout=600)
+        m = re.search(r"([0-9.]+) usecs/op", r.stdout)
+        check(r.returncode == 0 and m, f"perf bench {' '.join(args)}: {one_line(r.stderr)}")
+        out[key] = float(m.group(1))
+    size, chunk = 64 * MiB, MiB
+    scratch = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        src, dst = os.path.join(scratch, "src"), os.path.join(scratch, "dst")
+        buf = bytes(random.Random(7).getrandbits(8) for _ in range(4096)) * (chunk // 4096)
+        for path in (src, dst):
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+            for off in range(0, size, chunk):
+                pwrite_all(fd, buf, off)
+            os.close(fd)
+        fs, fd = os.open(src, os.O_RDONLY), os.open(dst, os.O_WRONLY)
+        try:
+            t0 = time.monotonic()
+            for off in range(0, size, chunk):
+                pwrite_all(fd, buf, off)
+            out["user_copy_mbs"] = size / 1e6 / (time.monotonic() - t0)
+            t0 = time.monotonic()
+            done = 0
+            while done < size:
+                n = os.copy_file_range(fs, fd, size - done, done, done)
+                check(n > 0, "copy_file_range copied nothing")
+                done += n
+            out["kernel_copy_mbs"] = size / 1e6 / (time.monotonic() - t0)
+        finally:
+            os.close(fs)
+            os.close(fd)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def server_events(data, a):
+    """From a `perf record -a` of system-call entries and context switches: how many of each
+    the server's threads made (rnfsd's process, or knfsd's `nfsd` threads)."""
+    pid = None
+    if os.path.exists("/run/rnfsd.pid") and a.metrics_url:
+        with open("/run/rnfsd.pid") as f:
+            pid = f.read().strip()
+    r = subprocess.run(["perf", "script", "-i", data, "-F", "comm,pid,event"],
+                       capture_output=True, text=True, timeout=900)
+    check(r.returncode == 0, f"perf script: {one_line(r.stderr)}")
+    counts = {"raw_syscalls:sys_enter": 0, "sched:sched_switch": 0}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) < 3:
+            continue
+        ours = f[-2] == pid if pid else f[0] == "nfsd"
+        ev = f[-1].rstrip(":")
+        if ours and ev in counts:
+            counts[ev] += 1
+    return counts["raw_syscalls:sys_enter"], counts["sched:sched_switch"]
+
+
+def case_costs(d, a):
+    """Not a test but figures (not in the default cases): where a metadata call's time goes
+    under this machine's emulation. Measures the unit prices of [`unit_costs`] and the server's
+    CPU per second while idle (10 s), then runs the `profile` case's files phase (1,000 small files created one by one from a shell, `ls -l`
+    after dropping caches, removed) twice: once timed, with the server's CPU seconds and the
+    client's calls (mountstats), once under `perf record -a` of system-call entries and context
+    switches, counted for the server's threads. Logs a COSTS line: per call, the server's CPU
+    µs, system calls and switches (docs/benchmarks.md, "In the guest")."""
+    if not shutil.which("perf"):
+        raise Skip("perf is not installed (Debian's linux-perf)")
+    if not os.path.ismount("/sys/kernel/tracing"):
+        subprocess.run(["mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing"],
+                       capture_output=True, timeout=30)
+    unit = unit_costs()
+    # what the server spends doing nothing (timers, pollers), which a phase's CPU includes
+    cpu0 = server_cpu_seconds(a)
+    time.sleep(10)
+    idle = (server_cpu_seconds(a) - cpu0) / 10
+    files = os.path.join(d, "files")
+    os.makedirs(files)
+    cmd = ["sh", "-c", "cd \"$1\" && i=0 && while [ $i -lt 1000 ]; do echo x > f$i || exit 1; "
+           "i=$((i+1)); done && sync && echo 3 > /proc/sys/vm/drop_caches && ls -l > /dev/null "
+           "&& rm -f f*", "sh", files]
+    mnt = mount_point_of(d)
+    calls0 = sum(n for n, _, _ in mountstats(mnt)[1].values())
+    cpu0 = server_cpu_seconds(a)
+    # a mark on the console for a profiler of the emulator on the host
+    print(f"COSTS {a.label}: files phase starts", flush=True)
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    took = time.monotonic() - t0
+    check(r.returncode == 0, f"files phase: {one_line(r.stderr)}")
+    cpu = server_cpu_seconds(a) - cpu0
+    calls = sum(n for n, _, _ in mountstats(mnt)[1].values()) - calls0
+    check(calls > 0, "the files phase made no NFS calls")
+    data = os.path.join(tempfile.gettempdir(), f"rnfs-costs-{os.getpid()}.data")
+    try:
+        calls0 = sum(n for n, _, _ in mountstats(mnt)[1].values())
+        r = subprocess.run(["perf", "record", "-a", "-m", "4096", "-e", "raw_syscalls:sys_enter",
+                            "-e", "sched:sched_switch", "-o", data, "--"] + cmd,
+                           capture_output=True, text=True, timeout=1800)
+        check(r.returncode == 0, f"perf record of the files phase: {one_line(r.stderr)}")
+        lost = "lost" in r.stderr.lower()
+        calls_traced = sum(n for n, _, _ in mountstats(mnt)[1].values()) - calls0
+        syscalls, switches = server_events(data, a)
+    finally:
+        if os.path.exists(data):
+            os.unlink(data)
+    os.rmdir(files)
+    text = (f"syscall {unit['syscall_us']:.2f} us, pipe round trip {unit['pipe_round_us']:.1f} us, "
+            f"user copy {unit['user_copy_mbs']:.0f} MB/s, kernel copy "
+            f"{unit['kernel_copy_mbs']:.0f} MB/s; server CPU idle {idle * 1000:.1f} ms/s; files phase {took:.1f} s, {calls} calls, "
+            f"per call: {took / calls * 1e6:.0f} us, server CPU {cpu / calls * 1e6:.0f} us, "
+            f"{syscalls / calls_traced:.1f} system calls, {switches / calls_traced:.2f} "
+            f"switches{' (perf lost events)' if lost else ''}")
+    log(f"COSTS {a.label}: {text}")
+    print(f"COSTS {a.label}: {text}", flush=True)
+
+
 def mount_port(addr):
     """The TCP port of MOUNT v3 at `addr`, from its rpcbind."""
     r = subprocess.run(["rpcinfo", "-p", addr], capture_output=True, text=True, timeout=30)
@@ -1469,6 +1595,7 @@ CASES = {
     "deleg": case_deleg,
     "perf": case_perf,
     "profile": case_profile,
+    "costs": case_costs,
     "bench": case_bench,
     "rdmaconns": case_rdmaconns,
     "scale": case_scale,
