@@ -1105,10 +1105,7 @@ def case_profile(d, a):
                                     "--iodepth=32", "--runtime=10", "--time_based"]))
     files = os.path.join(d, "profile-files")
     os.makedirs(files, exist_ok=True)
-    phases.append(("files", ["sh", "-c", "cd \"$1\" && i=0 && while [ $i -lt 1000 ]; do "
-                             "echo x > f$i || exit 1; i=$((i+1)); done && "
-                             "sync && echo 3 > /proc/sys/vm/drop_caches && ls -l > /dev/null && "
-                             "rm -f f*", "sh", files]))
+    phases.append(("files", files_phase(files)))
     try:
         for phase, cmd in phases:
             if phase == "read":
@@ -1147,6 +1144,14 @@ def case_profile(d, a):
             if os.path.exists(f):
                 os.unlink(f)
         shutil.rmtree(files, ignore_errors=True)
+
+
+def files_phase(path):
+    """The metadata phase of `profile` and `costs`: 1,000 small files created one by one from a
+    shell in `path`, listed with `ls -l` after dropping caches, removed."""
+    return ["sh", "-c", "cd \"$1\" && i=0 && while [ $i -lt 1000 ]; do echo x > f$i || exit 1; "
+            "i=$((i+1)); done && sync && echo 3 > /proc/sys/vm/drop_caches && ls -l > /dev/null "
+            "&& rm -f f*", "sh", path]
 
 
 def unit_costs():
@@ -1236,11 +1241,9 @@ def case_costs(d, a):
     idle = (server_cpu_seconds(a) - cpu0) / 10
     files = os.path.join(d, "files")
     os.makedirs(files)
-    cmd = ["sh", "-c", "cd \"$1\" && i=0 && while [ $i -lt 1000 ]; do echo x > f$i || exit 1; "
-           "i=$((i+1)); done && sync && echo 3 > /proc/sys/vm/drop_caches && ls -l > /dev/null "
-           "&& rm -f f*", "sh", files]
+    cmd = files_phase(files)
     mnt = mount_point_of(d)
-    calls0 = sum(n for n, _, _ in mountstats(mnt)[1].values())
+    calls0 = calls_made(mnt)
     cpu0 = server_cpu_seconds(a)
     # a mark on the console for a profiler of the emulator on the host
     print(f"COSTS {a.label}: files phase starts", flush=True)
@@ -1249,17 +1252,17 @@ def case_costs(d, a):
     took = time.monotonic() - t0
     check(r.returncode == 0, f"files phase: {one_line(r.stderr)}")
     cpu = server_cpu_seconds(a) - cpu0
-    calls = sum(n for n, _, _ in mountstats(mnt)[1].values()) - calls0
+    calls = calls_made(mnt) - calls0
     check(calls > 0, "the files phase made no NFS calls")
     data = os.path.join(tempfile.gettempdir(), f"rnfs-costs-{os.getpid()}.data")
     try:
-        calls0 = sum(n for n, _, _ in mountstats(mnt)[1].values())
+        calls0 = calls_made(mnt)
         r = subprocess.run(["perf", "record", "-a", "-m", "4096", "-e", "raw_syscalls:sys_enter",
                             "-e", "sched:sched_switch", "-o", data, "--"] + cmd,
                            capture_output=True, text=True, timeout=1800)
         check(r.returncode == 0, f"perf record of the files phase: {one_line(r.stderr)}")
         lost = "lost" in r.stderr.lower()
-        calls_traced = sum(n for n, _, _ in mountstats(mnt)[1].values()) - calls0
+        calls_traced = calls_made(mnt) - calls0
         syscalls, switches = server_events(data, a)
     finally:
         if os.path.exists(data):
@@ -1470,6 +1473,11 @@ def mountstats(mnt):
                     ops[name] = (int(f[0]), int(f[6]), int(f[7]))
         return b, ops
     raise RuntimeError(f"{mnt} is not in /proc/self/mountstats")
+
+
+def calls_made(mnt):
+    """All NFS calls the client has made on the mount at `mnt` so far."""
+    return sum(n for n, _, _ in mountstats(mnt)[1].values())
 
 
 def op_stats_line(before, after):
