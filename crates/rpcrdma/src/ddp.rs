@@ -38,8 +38,9 @@
 //!
 //! A Write chunk smaller than its payload is an error, not a partial write: the responder must
 //! not write past the chunk (RFC 8166 3.4.6) and a truncated READ payload would be returned
-//! with a count that lies. The program layer avoids it by reducing the READ count beforehand to
-//! [`write_chunk_capacity`] (a short read is legal NFS), which is why that function exists.
+//! with a count that lies. Such a READ is answered RDMA_ERROR / ERR_CHUNK, as knfsd answers it
+//! (`svc_rdma_xb_write` fails with -E2BIG for "the client-provided Write chunk is too small");
+//! the Linux client sizes each Write chunk to its READ's count.
 //!
 //! Every Write lands in the requester's memory before the Send that carries the reply (RDMA
 //! Writes and the Send are posted in order on one queue pair), so [`SendPlan::writes`] are
@@ -145,12 +146,6 @@ impl PlanError {
     pub fn disposition(&self) -> Disposition {
         Disposition::ReplyError(ErrorKind::Chunk)
     }
-}
-
-/// Bytes the `index`-th Write chunk of the call can take, if it exists; the program layer
-/// caps a READ count to this so the payload cannot overflow the chunk.
-pub fn write_chunk_capacity(call: &Header, index: usize) -> Option<u64> {
-    call.write_list.get(index).map(WriteChunk::capacity)
 }
 
 /// The R_key to invalidate with Send With Invalidate: `Some` when the call's chunks (Read list,

@@ -36,9 +36,7 @@ pub mod metrics;
 pub mod staging;
 pub mod transport;
 
-pub use ddp::{
-    plan_reply, remote_invalidate_rkey, write_chunk_capacity, PlanError, RdmaWrite, SendPlan,
-};
+pub use ddp::{plan_reply, remote_invalidate_rkey, PlanError, RdmaWrite, SendPlan};
 pub use header::{ErrorKind, Header, Proc, RdmaSegment, ReadChunk, ReadSegment, WriteChunk};
 pub use limits::{
     Call, Disposition, Limits, ValidationError, MAX_SEGMENTS, MIN_SEND_DEPTH, MIN_SHARE,

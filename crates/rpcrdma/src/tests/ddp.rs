@@ -175,8 +175,7 @@ fn write_chunk_too_small_is_an_error_not_a_partial_write() {
         vec![WriteChunk(vec![seg(1, 4096, 0), seg(2, 4096, 0)])],
         Some(WriteChunk(vec![seg(3, 1 << 20, 0)])),
     );
-    assert_eq!(write_chunk_capacity(&c, 0), Some(8192));
-    assert_eq!(write_chunk_capacity(&c, 1), None);
+    assert_eq!(c.write_list[0].capacity(), 8192);
     let e = plan_reply(&c, 1, &read_reply(&data, &[]), 4096).unwrap_err();
     assert_eq!(
         e,
@@ -187,7 +186,7 @@ fn write_chunk_too_small_is_an_error_not_a_partial_write() {
         }
     );
     assert_eq!(e.disposition(), Disposition::ReplyError(ErrorKind::Chunk));
-    // the program layer caps the READ count to the capacity beforehand
+    // a payload of the chunk's size fits
     let capped = payload(8192);
     assert!(plan_reply(&c, 1, &read_reply(&capped, &[]), 4096).is_ok());
 }
