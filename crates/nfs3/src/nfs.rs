@@ -287,11 +287,13 @@ impl Nfs3 {
         op: impl FnOnce(&Caller, &Node) -> Result<(Bytes, Attr), VfsError>,
     ) -> Created {
         let (c, d) = self.auth(ctx, dir).map_err(|e| (nfsstat(e), no_wcc()))?;
-        let r = op(&c, &d);
-        let dir_wcc = wcc(&d.attr, self.fresh(&d).as_ref());
-        match r {
-            Ok((fh, attr)) => Ok((NfsFh3 { data: fh }, post(Some(&attr)), dir_wcc)),
-            Err(e) => Err((nfsstat(e), dir_wcc)),
+        match self.vfs.change_dir(&d, || op(&c, &d)) {
+            Ok(made) => {
+                let (fh, attr) = made.value;
+                let dir_wcc = wcc(&made.before, Some(&made.after));
+                Ok((NfsFh3 { data: fh }, post(Some(&attr)), dir_wcc))
+            }
+            Err(e) => Err((nfsstat(e), wcc(&d.attr, self.fresh(&d).as_ref()))),
         }
     }
 
@@ -364,13 +366,13 @@ impl Nfs3 {
         dir_only: bool,
     ) -> Result<WccData, (Nfsstat3, WccData)> {
         let (c, d) = self.auth(ctx, &a.dir).map_err(|e| (nfsstat(e), no_wcc()))?;
-        let r = self
-            .before_name_change(&c, &d, &a.name)
-            .and_then(|()| self.vfs.remove(&c, &d, &a.name, dir_only));
-        let w = wcc(&d.attr, self.fresh(&d).as_ref());
+        let r = self.before_name_change(&c, &d, &a.name).and_then(|()| {
+            self.vfs
+                .change_dir(&d, || self.vfs.remove(&c, &d, &a.name, dir_only))
+        });
         match r {
-            Ok(()) => Ok(w),
-            Err(e) => Err((nfsstat(e), w)),
+            Ok(removed) => Ok(wcc(&removed.before, Some(&removed.after))),
+            Err(e) => Err((nfsstat(e), wcc(&d.attr, self.fresh(&d).as_ref()))),
         }
     }
 
@@ -396,19 +398,21 @@ impl Nfs3 {
         let r = self
             .before_name_change(&c, &from, &a.from.name)
             .and_then(|()| self.before_name_change(&c, &to, &a.to.name))
-            .and_then(|()| self.vfs.rename(&c, &from, &a.from.name, &to, &a.to.name));
-        let fromdir_wcc = wcc(&from.attr, self.fresh(&from).as_ref());
-        let todir_wcc = wcc(&to.attr, self.fresh(&to).as_ref());
+            .and_then(|()| {
+                self.vfs.change_dirs(&from, &to, || {
+                    self.vfs.rename(&c, &from, &a.from.name, &to, &a.to.name)
+                })
+            });
         match r {
-            Ok(()) => Rename3res::Ok(Rename3resok {
-                fromdir_wcc,
-                todir_wcc,
+            Ok((source, target)) => Rename3res::Ok(Rename3resok {
+                fromdir_wcc: wcc(&source.before, Some(&source.after)),
+                todir_wcc: wcc(&target.before, Some(&target.after)),
             }),
             Err(e) => Rename3res::Fail(
                 nfsstat(e),
                 Rename3resfail {
-                    fromdir_wcc,
-                    todir_wcc,
+                    fromdir_wcc: wcc(&from.attr, self.fresh(&from).as_ref()),
+                    todir_wcc: wcc(&to.attr, self.fresh(&to).as_ref()),
                 },
             ),
         }
@@ -432,16 +436,20 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None), no_wcc()),
         };
-        let r = self
-            .before_change(&file)
-            .and_then(|()| self.vfs.link(&c, &file, &dir, &a.link.name));
-        let linkdir_wcc = wcc(&dir.attr, self.fresh(&dir).as_ref());
+        let r = self.before_change(&file).and_then(|()| {
+            self.vfs
+                .change_dir(&dir, || self.vfs.link(&c, &file, &dir, &a.link.name))
+        });
         match r {
-            Ok(attr) => Link3res::Ok(Link3resok {
-                file_attributes: post(Some(&attr)),
-                linkdir_wcc,
+            Ok(linked) => Link3res::Ok(Link3resok {
+                file_attributes: post(Some(&linked.value)),
+                linkdir_wcc: wcc(&linked.before, Some(&linked.after)),
             }),
-            Err(e) => fail(e, post(Some(&file.attr)), linkdir_wcc),
+            Err(e) => fail(
+                e,
+                post(Some(&file.attr)),
+                wcc(&dir.attr, self.fresh(&dir).as_ref()),
+            ),
         }
     }
 

@@ -745,3 +745,78 @@ fn handle_of_removed_file_is_stale() {
     assert_ne!(g, f);
     assert_eq!(c.getattr(&f).status(), Nfsstat3::NFS3ERR_STALE);
 }
+
+/// The wcc data of a change to a directory is that change's own (RFC 1813 section 2.6): its
+/// pre-operation attributes are the directory's just before it and its post-operation ones
+/// just after, with no other change through the server in between, so a client whose cached
+/// attributes equal the pre-operation ones keeps its cached entries. Four clients create files
+/// in one directory at once; the directory's (size, mtime, ctime) only grow, so no two changes
+/// that changed something can report the same state before them, or after them.
+#[test]
+fn directory_wcc_is_each_changes_own_under_concurrent_creates() {
+    const CLIENTS: usize = 4;
+    const FILES: usize = 40;
+    let fx = Fixture::new();
+    let clients: Vec<_> = (0..CLIENTS).map(|_| fx.connect()).collect();
+    let key_pre = |a: &WccAttr| {
+        (
+            a.size,
+            a.mtime.seconds,
+            a.mtime.nseconds,
+            a.ctime.seconds,
+            a.ctime.nseconds,
+        )
+    };
+    let key_post = |a: &Fattr3| {
+        (
+            a.size,
+            a.mtime.seconds,
+            a.mtime.nseconds,
+            a.ctime.seconds,
+            a.ctime.nseconds,
+        )
+    };
+    let pairs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(t, (mut c, root))| {
+                s.spawn(move || {
+                    (0..FILES)
+                        .map(|i| {
+                            let ok = c
+                                .create(&root, format!("c{t}-{i}"), 0o644)
+                                .expect_ok("CREATE");
+                            let pre = ok.dir_wcc.before.0.expect("pre-operation attributes");
+                            let post = ok.dir_wcc.after.0.expect("post-operation attributes");
+                            (key_pre(&pre), key_post(&post))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let changed: Vec<_> = pairs.iter().filter(|(pre, post)| pre != post).collect();
+    assert!(
+        changed.len() >= pairs.len() / 2,
+        "only {} of {} creates changed the directory's attributes: nothing to judge by",
+        changed.len(),
+        pairs.len()
+    );
+    let mut before = std::collections::HashSet::new();
+    let mut after = std::collections::HashSet::new();
+    for (pre, post) in &changed {
+        assert!(
+            before.insert(*pre),
+            "two creates report the same directory before them: {pre:?}"
+        );
+        assert!(
+            after.insert(*post),
+            "two creates report the same directory after them: {post:?}"
+        );
+    }
+}

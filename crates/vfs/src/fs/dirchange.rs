@@ -1,7 +1,8 @@
 //! Changes to a directory between its attributes just before and just after, with no other
 //! change made through this server in between: what NFSv4's `change_info4` calls atomic (RFC
-//! 8881 section 3.3.6). A client whose cached change attribute equals `before` then knows
-//! its cached entries are still right apart from this change; without `atomic` the Linux
+//! 8881 section 3.3.6), and what NFSv3's wcc data means (RFC 1813 section 2.6). A client
+//! whose cached change attribute (NFSv3: size and times) equals `before` then knows its
+//! cached entries are still right apart from this change; without `atomic` the Linux
 //! client drops its access and lookup caches of the directory at every create or remove in
 //! it and asks again (an ACCESS and a LOOKUP more per file). knfsd holds the directory's
 //! inode lock for the same span; here a lock per directory (striped) does it for every
