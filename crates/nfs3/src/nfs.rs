@@ -366,10 +366,9 @@ impl Nfs3 {
         dir_only: bool,
     ) -> Result<WccData, (Nfsstat3, WccData)> {
         let (c, d) = self.auth(ctx, &a.dir).map_err(|e| (nfsstat(e), no_wcc()))?;
-        let r = self.before_name_change(&c, &d, &a.name).and_then(|()| {
-            self.vfs
-                .change_dir(&d, || self.vfs.remove(&c, &d, &a.name, dir_only))
-        });
+        let r = self
+            .before_name_change(&c, &d, &a.name)
+            .and_then(|()| self.vfs.remove(&c, &d, &a.name, dir_only));
         match r {
             Ok(removed) => Ok(wcc(&removed.before, Some(&removed.after))),
             Err(e) => Err((nfsstat(e), wcc(&d.attr, self.fresh(&d).as_ref()))),

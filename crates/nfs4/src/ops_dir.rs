@@ -81,10 +81,9 @@ impl Nfs4 {
         // what is removed: a directory or not, and whose delegations to recall
         let a = self.vfs.entry_attr(&c, &dir, &name)?;
         self.recall_before_name_change(ctx, &c, &dir, &name)?;
-        let removed = self.vfs.change_dir(&dir, || {
-            self.vfs
-                .remove(&c, &dir, &name, a.ftype == FileType::Directory)
-        })?;
+        let removed = self
+            .vfs
+            .remove(&c, &dir, &name, a.ftype == FileType::Directory)?;
         Ok(Remove4resok {
             cinfo: dir_change_info(&removed),
         })

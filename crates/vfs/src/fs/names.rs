@@ -439,14 +439,15 @@ impl Vfs {
         Ok(made)
     }
 
-    /// REMOVE (non-directories) or RMDIR (`dir_only`).
+    /// REMOVE (non-directories) or RMDIR (`dir_only`), with the directory's attributes just
+    /// before and after the name went (as [`Vfs::change_dir`]).
     pub fn remove(
         &self,
         caller: &Caller,
         dir: &Node,
         name: &[u8],
         dir_only: bool,
-    ) -> VfsResult<()> {
+    ) -> VfsResult<DirChange<()>> {
         self.check_dir_for_change(caller, dir)?;
         if name == b"." {
             return Err(VfsError::Errno(libc::EINVAL));
@@ -455,24 +456,33 @@ impl Vfs {
             return Err(VfsError::Errno(libc::ENOTEMPTY));
         }
         let c = cname(name)?;
-        let gone = cred::with_creds(&caller.creds, || {
-            let mut gone = None;
-            if !dir_only {
-                // unlink(2) gives EISDIR for directories; NFSv3 expects it too.
-                let read_at = self.paths.epoch();
-                let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
-                if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-                    return Err(VfsError::Errno(libc::EISDIR));
+        // in the directory's turn only what changes it: closing the freed file's descriptors
+        // (which frees its pages) and the flush wait outside it
+        let removed = self.change_dir(dir, || {
+            cred::with_creds(&caller.creds, || {
+                let mut gone = None;
+                if !dir_only {
+                    // unlink(2) gives EISDIR for directories; NFSv3 expects it too.
+                    let read_at = self.paths.epoch();
+                    let st = sys::fstatat(dir.fd(), &c, libc::AT_SYMLINK_NOFOLLOW)?;
+                    if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                        return Err(VfsError::Errno(libc::EISDIR));
+                    }
+                    gone = self.last_link_handle(dir, &c, &st, read_at);
                 }
-                gone = self.last_link_handle(dir, &c, &st, read_at);
-            }
-            sys::unlinkat(dir.fd(), &c, if dir_only { libc::AT_REMOVEDIR } else { 0 })?;
-            Ok(gone)
+                sys::unlinkat(dir.fd(), &c, if dir_only { libc::AT_REMOVEDIR } else { 0 })?;
+                Ok(gone)
+            })
         })?;
-        if let Some(fh) = gone {
-            self.forget(&fh);
+        if let Some(fh) = &removed.value {
+            self.forget(fh);
         }
-        self.commit_dir(caller, dir)
+        self.commit_dir(caller, dir)?;
+        Ok(DirChange {
+            value: (),
+            before: removed.before,
+            after: removed.after,
+        })
     }
 
     /// The handle of `c` in `dir` (whose stat `st` was read at epoch `read_at`) when removing
