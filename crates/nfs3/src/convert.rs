@@ -1,7 +1,7 @@
 //! Conversions between backend types and NFSv3 wire types, and the one errno/backend-error to
 //! nfsstat3 mapping.
 
-use vfs::{Attr, FileType, SetAttrs, VfsError};
+use vfs::{Attr, DirChange, FileType, SetAttrs, VfsError};
 
 use nfs3wire::*;
 
@@ -124,6 +124,11 @@ pub fn wcc(before: &Attr, after: Option<&Attr>) -> WccData {
         before: pre(before),
         after: post(after),
     }
+}
+
+/// wcc_data of a change made in a directory's turn ([`vfs::Vfs::change_dir`]).
+pub fn dir_wcc<T>(c: &DirChange<T>) -> WccData {
+    wcc(&c.before, Some(&c.after))
 }
 
 /// A SETATTR time: `t` is the client's time (`SET_TO_CLIENT_TIME`), `how` the

@@ -127,6 +127,12 @@ impl Nfs3 {
         self.vfs.getattr(n).ok()
     }
 
+    /// wcc data of `n` around a call that failed or changed it outside a turn: the attributes
+    /// the call started from and the current ones.
+    fn wcc_now(&self, n: &Node) -> WccData {
+        wcc(&n.attr, self.fresh(n).as_ref())
+    }
+
     fn getattr(&self, ctx: &CallContext, a: Getattr3args) -> Getattr3res {
         // the size and times of a file another client may hold unwritten changes of are not
         // known here: recalled first, as for a READ (close-to-open checks start here)
@@ -166,7 +172,7 @@ impl Nfs3 {
             Err(e) => Setattr3res::Fail(
                 nfsstat(e),
                 Setattr3resfail {
-                    obj_wcc: wcc(&n.attr, self.fresh(&n).as_ref()),
+                    obj_wcc: self.wcc_now(&n),
                 },
             ),
         }
@@ -272,7 +278,7 @@ impl Nfs3 {
                 },
                 verf: self.vfs.write_verifier(),
             }),
-            Err(e) => fail(nfsstat(e), wcc(&n.attr, self.fresh(&n).as_ref())),
+            Err(e) => fail(nfsstat(e), self.wcc_now(&n)),
         }
     }
 
@@ -289,11 +295,11 @@ impl Nfs3 {
         let (c, d) = self.auth(ctx, dir).map_err(|e| (nfsstat(e), no_wcc()))?;
         match self.vfs.change_dir(&d, || op(&c, &d)) {
             Ok(made) => {
+                let dir_wcc = dir_wcc(&made);
                 let (fh, attr) = made.value;
-                let dir_wcc = wcc(&made.before, Some(&made.after));
                 Ok((NfsFh3 { data: fh }, post(Some(&attr)), dir_wcc))
             }
-            Err(e) => Err((nfsstat(e), wcc(&d.attr, self.fresh(&d).as_ref()))),
+            Err(e) => Err((nfsstat(e), self.wcc_now(&d))),
         }
     }
 
@@ -370,8 +376,8 @@ impl Nfs3 {
             .before_name_change(&c, &d, &a.name)
             .and_then(|()| self.vfs.remove(&c, &d, &a.name, dir_only));
         match r {
-            Ok(removed) => Ok(wcc(&removed.before, Some(&removed.after))),
-            Err(e) => Err((nfsstat(e), wcc(&d.attr, self.fresh(&d).as_ref()))),
+            Ok(removed) => Ok(dir_wcc(&removed)),
+            Err(e) => Err((nfsstat(e), self.wcc_now(&d))),
         }
     }
 
@@ -404,14 +410,14 @@ impl Nfs3 {
             });
         match r {
             Ok((source, target)) => Rename3res::Ok(Rename3resok {
-                fromdir_wcc: wcc(&source.before, Some(&source.after)),
-                todir_wcc: wcc(&target.before, Some(&target.after)),
+                fromdir_wcc: dir_wcc(&source),
+                todir_wcc: dir_wcc(&target),
             }),
             Err(e) => Rename3res::Fail(
                 nfsstat(e),
                 Rename3resfail {
-                    fromdir_wcc: wcc(&from.attr, self.fresh(&from).as_ref()),
-                    todir_wcc: wcc(&to.attr, self.fresh(&to).as_ref()),
+                    fromdir_wcc: self.wcc_now(&from),
+                    todir_wcc: self.wcc_now(&to),
                 },
             ),
         }
@@ -442,13 +448,9 @@ impl Nfs3 {
         match r {
             Ok(linked) => Link3res::Ok(Link3resok {
                 file_attributes: post(Some(&linked.value)),
-                linkdir_wcc: wcc(&linked.before, Some(&linked.after)),
+                linkdir_wcc: dir_wcc(&linked),
             }),
-            Err(e) => fail(
-                e,
-                post(Some(&file.attr)),
-                wcc(&dir.attr, self.fresh(&dir).as_ref()),
-            ),
+            Err(e) => fail(e, post(Some(&file.attr)), self.wcc_now(&dir)),
         }
     }
 
@@ -630,7 +632,7 @@ impl Nfs3 {
                 file_wcc: wcc(&n.attr, Some(&after)),
                 verf: self.vfs.write_verifier(),
             }),
-            Err(e) => fail(e, wcc(&n.attr, self.fresh(&n).as_ref())),
+            Err(e) => fail(e, self.wcc_now(&n)),
         }
     }
 }

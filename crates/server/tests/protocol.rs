@@ -758,23 +758,9 @@ fn directory_wcc_is_each_changes_own_under_concurrent_creates() {
     const FILES: usize = 40;
     let fx = Fixture::new();
     let clients: Vec<_> = (0..CLIENTS).map(|_| fx.connect()).collect();
-    let key_pre = |a: &WccAttr| {
-        (
-            a.size,
-            a.mtime.seconds,
-            a.mtime.nseconds,
-            a.ctime.seconds,
-            a.ctime.nseconds,
-        )
-    };
-    let key_post = |a: &Fattr3| {
-        (
-            a.size,
-            a.mtime.seconds,
-            a.mtime.nseconds,
-            a.ctime.seconds,
-            a.ctime.nseconds,
-        )
+    // what a wcc_attr holds (size, mtime, ctime), from the pre- or the post-operation side
+    let key = |size: u64, m: &Nfstime3, c: &Nfstime3| {
+        (size, m.seconds, m.nseconds, c.seconds, c.nseconds)
     };
     let pairs: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = clients
@@ -789,7 +775,10 @@ fn directory_wcc_is_each_changes_own_under_concurrent_creates() {
                                 .expect_ok("CREATE");
                             let pre = ok.dir_wcc.before.0.expect("pre-operation attributes");
                             let post = ok.dir_wcc.after.0.expect("post-operation attributes");
-                            (key_pre(&pre), key_post(&post))
+                            (
+                                key(pre.size, &pre.mtime, &pre.ctime),
+                                key(post.size, &post.mtime, &post.ctime),
+                            )
                         })
                         .collect::<Vec<_>>()
                 })
