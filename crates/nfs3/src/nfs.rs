@@ -5,7 +5,9 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use sunrpc::metrics::{NfsMetrics, RpcMetrics};
 use sunrpc::{CallContext, Credential, ProcError, Program};
-use vfs::{Attr, Caller, Client, CreateMode, Creds, Node, SpecialFile, Stability, Vfs, VfsError};
+use vfs::{
+    Attr, Caller, Client, CreateMode, Creds, DirChange, Node, SpecialFile, Stability, Vfs, VfsError,
+};
 use xdr::{Decode, Decoder, Encoder};
 
 use nfs3wire::*;
@@ -290,10 +292,10 @@ impl Nfs3 {
         &self,
         ctx: &CallContext,
         dir: &NfsFh3,
-        op: impl FnOnce(&Caller, &Node) -> Result<(Bytes, Attr), VfsError>,
+        op: impl FnOnce(&Caller, &Node) -> Result<DirChange<(Bytes, Attr)>, VfsError>,
     ) -> Created {
         let (c, d) = self.auth(ctx, dir).map_err(|e| (nfsstat(e), no_wcc()))?;
-        match self.vfs.change_dir(&d, || op(&c, &d)) {
+        match op(&c, &d) {
             Ok(made) => {
                 let dir_wcc = dir_wcc(&made);
                 let (fh, attr) = made.value;
@@ -403,11 +405,7 @@ impl Nfs3 {
         let r = self
             .before_name_change(&c, &from, &a.from.name)
             .and_then(|()| self.before_name_change(&c, &to, &a.to.name))
-            .and_then(|()| {
-                self.vfs.change_dirs(&from, &to, || {
-                    self.vfs.rename(&c, &from, &a.from.name, &to, &a.to.name)
-                })
-            });
+            .and_then(|()| self.vfs.rename(&c, &from, &a.from.name, &to, &a.to.name));
         match r {
             Ok((source, target)) => Rename3res::Ok(Rename3resok {
                 fromdir_wcc: dir_wcc(&source),
@@ -441,10 +439,9 @@ impl Nfs3 {
             Ok(x) => x,
             Err(e) => return fail(e, PostOpAttr(None), no_wcc()),
         };
-        let r = self.before_change(&file).and_then(|()| {
-            self.vfs
-                .change_dir(&dir, || self.vfs.link(&c, &file, &dir, &a.link.name))
-        });
+        let r = self
+            .before_change(&file)
+            .and_then(|()| self.vfs.link(&c, &file, &dir, &a.link.name));
         match r {
             Ok(linked) => Link3res::Ok(Link3resok {
                 file_attributes: post(Some(&linked.value)),

@@ -63,11 +63,11 @@ impl Nfs4 {
             }
         }
         let s = SetAttrs { size: None, ..s };
-        let made = self.vfs.change_dir(&dir, || match kind {
+        let made = match kind {
             Kind::Link(target) => self.vfs.symlink(&c, &dir, &name, &target, &s),
             Kind::Dir => self.vfs.mkdir(&c, &dir, &name, &s),
             Kind::Special(k) => self.vfs.mknod(&c, &dir, &name, k, &s),
-        })?;
+        }?;
         ctx.set_cur(Some(Fh::Real(made.value.0.clone())));
         Ok(Create4resok {
             cinfo: dir_change_info(&made),
@@ -109,9 +109,7 @@ impl Nfs4 {
         for (dir, name) in [(&from, &old), (&to, &new)] {
             self.recall_before_name_change(ctx, &c, dir, name)?;
         }
-        let (source, target) = self
-            .vfs
-            .change_dirs(&from, &to, || self.vfs.rename(&c, &from, &old, &to, &new))?;
+        let (source, target) = self.vfs.rename(&c, &from, &old, &to, &new)?;
         Ok(Rename4resok {
             source_cinfo: dir_change_info(&source),
             target_cinfo: dir_change_info(&target),
@@ -134,9 +132,7 @@ impl Nfs4 {
             return Err(Nfsstat4::NFS4ERR_ISDIR.into());
         }
         self.recall_before_change(ctx, src.file_id())?;
-        let linked = self
-            .vfs
-            .change_dir(&dir, || self.vfs.link(&c, &src, &dir, &name))?;
+        let linked = self.vfs.link(&c, &src, &dir, &name)?;
         Ok(Link4resok {
             cinfo: dir_change_info(&linked),
         })

@@ -316,9 +316,7 @@ impl Nfs4 {
             Some((how, sattr)) => {
                 let (sa, mut bm) = sattr.clone().unwrap_or_default();
                 let exclusive = matches!(how, CreateMode::Exclusive(_));
-                let made = self
-                    .vfs
-                    .change_dir(&dir, || self.create_by_name(&c, &dir, &name, how, &sa))?;
+                let made = self.create_by_name(&c, &dir, &name, how, &sa)?;
                 let cinfo = dir_change_info(&made);
                 let made = made.value;
                 if exclusive && made.created {
@@ -360,7 +358,7 @@ impl Nfs4 {
         name: &[u8],
         how: &CreateMode,
         sa: &SetAttrs,
-    ) -> vfs::VfsResult<vfs::Created> {
+    ) -> vfs::VfsResult<vfs::DirChange<vfs::Created>> {
         // UNCHECKED is tried as GUARDED first (no look-up before: the create tells), so that
         // only a file this OPEN made counts as new (a new file skips the permission check).
         // On an existing one (EEXIST) UNCHECKED ignores the attributes but a truncation to

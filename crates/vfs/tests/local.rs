@@ -57,7 +57,8 @@ fn create_write_read_lookup() {
                 ..Default::default()
             },
         )
-        .unwrap();
+        .unwrap()
+        .value;
     assert_eq!(attr.mode, 0o640);
     let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
     vfs.write(&c, &n, 0, b"hello", Stability::FileSync).unwrap();
@@ -348,7 +349,8 @@ fn removing_the_last_link_closes_cached_descriptors() {
     let make = |name: &[u8]| {
         let (fh, _) = vfs
             .create(&c, &r, name, CreateMode::Unchecked, &SetAttrs::default())
-            .unwrap();
+            .unwrap()
+            .value;
         let (c2, n) = vfs.authorize(&fh, &client(0)).unwrap();
         vfs.write(&c2, &n, 0, &[7u8; 8192], Stability::FileSync)
             .unwrap();
@@ -405,7 +407,8 @@ fn listing_cached_files_gives_fresh_attributes_and_current_handles() {
     for name in [&b"a"[..], b"b", b"c"] {
         let (fh, _) = vfs
             .create(&c, &r, name, CreateMode::Unchecked, &SetAttrs::default())
-            .unwrap();
+            .unwrap()
+            .value;
         // resolving keeps a descriptor, which listings then find by inode number
         vfs.authorize(&fh, &client(0)).unwrap();
         handles.push(fh);
@@ -518,7 +521,8 @@ fn calls_tried_without_blocking_give_up_where_they_would_wait() {
     let data = vec![7u8; 256 * 1024];
     let (fh, _) = vfs
         .create(&c, &r, b"f", CreateMode::Guarded, &SetAttrs::default())
-        .unwrap();
+        .unwrap()
+        .value;
     let (c, n) = vfs.authorize(&fh, &client(0)).unwrap();
     vfs.write(&c, &n, 0, &data, Stability::FileSync).unwrap();
 
@@ -692,6 +696,7 @@ fn concurrent_large_unstable_writes_to_one_file_and_to_many_all_land() {
                 &SetAttrs::default(),
             )
             .unwrap()
+            .value
             .0
         })
         .collect();

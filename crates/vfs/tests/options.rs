@@ -89,7 +89,8 @@ fn sync_is_the_default_and_async_turns_it_off() {
     // every change goes through the directory commit on a sync export
     let (_, attr) = vfs
         .mkdir(&c, &root, b"d", &vfs::SetAttrs::default())
-        .unwrap();
+        .unwrap()
+        .value;
     assert_eq!(attr.ftype, vfs::FileType::Directory);
     vfs.rename(&c, &root, b"d", &root, b"e").unwrap();
     vfs.remove(&c, &root, b"e", true).unwrap();

@@ -29,7 +29,7 @@ pub struct DirChange<T> {
 impl Vfs {
     /// Runs `f`, a change of names in `dir` (create, remove, link), between a stat of `dir`
     /// before and one after, while no other change through this server reaches `dir`.
-    pub fn change_dir<T>(
+    pub(super) fn change_dir<T>(
         &self,
         dir: &Node,
         f: impl FnOnce() -> VfsResult<T>,
@@ -47,7 +47,7 @@ impl Vfs {
 
     /// [`Vfs::change_dir`] for a change of two directories at once (RENAME from `a` to `b`):
     /// both held, in stripe order; the result's attributes are `a`'s, the second `b`'s.
-    pub fn change_dirs<T>(
+    pub(super) fn change_dirs<T>(
         &self,
         a: &Node,
         b: &Node,
@@ -75,5 +75,25 @@ impl Vfs {
 
     fn dir_turn(&self, dir: &Node) -> usize {
         io::write_turn(&dir.attr, self.dir_turns.len())
+    }
+}
+
+impl<T> DirChange<T> {
+    /// The same change with its value turned by `f`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> DirChange<U> {
+        DirChange {
+            value: f(self.value),
+            before: self.before,
+            after: self.after,
+        }
+    }
+
+    /// [`DirChange::map`] with a step that may fail.
+    pub fn try_map<U>(self, f: impl FnOnce(T) -> VfsResult<U>) -> VfsResult<DirChange<U>> {
+        Ok(DirChange {
+            value: f(self.value)?,
+            before: self.before,
+            after: self.after,
+        })
     }
 }

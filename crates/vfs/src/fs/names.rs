@@ -179,33 +179,44 @@ impl Vfs {
         Ok(Bytes::from(sys::readlink_fd(node.fd())?))
     }
 
-    pub(super) fn finish_create(
+    /// Makes a name in `dir` with `make` (as the caller) in the directory's turn, with the
+    /// new file's handle and node: looked up in the same turn, so that a REMOVE of the new
+    /// name (which takes the turn too) finds it cached and closes it.
+    fn make_name(
         &self,
         caller: &Caller,
         dir: &Node,
         name: &CStr,
-        s: &SetAttrs,
-    ) -> VfsResult<(Bytes, Attr)> {
-        let (fh, _) = self.lookup_c(caller, dir, name)?;
-        let node = self.resolve(&fh)?;
-        let attr = self.set_after_create(caller, &node, s)?;
-        Ok((fh, attr))
+        make: impl FnOnce() -> std::io::Result<()>,
+    ) -> VfsResult<DirChange<Node>> {
+        self.change_dir(dir, || {
+            cred::with_creds(&caller.creds, make)?;
+            let (fh, _) = self.lookup_c(caller, dir, name)?;
+            self.resolve(&fh)
+        })
     }
 
-    /// [`Vfs::finish_create`] for a symbolic link or special file, for which a size means
-    /// nothing.
-    fn finish_special(
+    /// The rest of a create after [`Vfs::make_name`], outside the directory's turn: the
+    /// attributes asked for beyond the mode, and the directory's flush. Symbolic links and
+    /// special files have no size to set (`special`).
+    fn finish_create(
         &self,
         caller: &Caller,
         dir: &Node,
-        name: &CStr,
+        made: DirChange<Node>,
         s: &SetAttrs,
-    ) -> VfsResult<(Bytes, Attr)> {
+        special: bool,
+    ) -> VfsResult<DirChange<(Bytes, Attr)>> {
         let rest = SetAttrs {
-            size: None,
+            size: if special { None } else { s.size },
             ..s.clone()
         };
-        self.finish_create(caller, dir, name, &rest)
+        let made = made.try_map(|node| {
+            let attr = self.set_after_create(caller, &node, &rest)?;
+            Ok((node.fh, attr))
+        })?;
+        self.commit_dir(caller, dir)?;
+        Ok(made)
     }
 
     /// Applies what a create asked for beyond the mode (given at creation) to the new `node`;
@@ -256,7 +267,8 @@ impl Vfs {
         Ok(())
     }
 
-    /// CREATE a regular file.
+    /// CREATE a regular file, with the directory's attributes just before and after (a
+    /// [`DirChange`]).
     pub fn create(
         &self,
         caller: &Caller,
@@ -264,12 +276,15 @@ impl Vfs {
         name: &[u8],
         how: CreateMode,
         s: &SetAttrs,
-    ) -> VfsResult<(Bytes, Attr)> {
+    ) -> VfsResult<DirChange<(Bytes, Attr)>> {
         self.create_file(caller, dir, name, how, s)
-            .map(|c| (c.fh, c.attr))
+            .map(|d| d.map(|c| (c.fh, c.attr)))
     }
 
-    /// CREATE a regular file, telling whether it was made or found.
+    /// CREATE a regular file, telling whether it was made or found. Only the create itself
+    /// and the new file's node take the directory's turn; the attributes set after it and
+    /// the directory's flush (an fsync on `sync` exports) come after, so that creates in
+    /// one directory wait for each other's open(2) only.
     pub fn create_file(
         &self,
         caller: &Caller,
@@ -277,26 +292,49 @@ impl Vfs {
         name: &[u8],
         how: CreateMode,
         s: &SetAttrs,
-    ) -> VfsResult<Created> {
+    ) -> VfsResult<DirChange<Created>> {
         self.check_dir_for_change(caller, dir)?;
         let c = new_name(name)?;
         let mode = match how {
             CreateMode::Exclusive(_) => 0o600,
             _ => s.mode.unwrap_or(0o644) & 0o7777,
         };
-        let created = cred::with_creds(&caller.creds, || {
-            sys::openat(
-                dir.fd(),
-                &c,
-                // a new file opens read-write whatever its mode
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_NOFOLLOW,
-                mode,
-            )
-        });
-        match (created, how) {
-            (Ok(fd), CreateMode::Exclusive(verf)) => {
-                let node = self.created_node(dir, fd)?;
-                let fh = node.fh.clone();
+        let opened = self.change_dir(dir, || {
+            let fd = cred::with_creds(&caller.creds, || {
+                sys::openat(
+                    dir.fd(),
+                    &c,
+                    // a new file opens read-write whatever its mode
+                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_NOFOLLOW,
+                    mode,
+                )
+            });
+            // the new file's node in the same turn, as in make_name
+            Ok(match fd {
+                Ok(fd) => Ok(self.created_node(dir, fd)?),
+                Err(e) => Err(e),
+            })
+        })?;
+        let made_here = opened.value.is_ok();
+        let made = opened.try_map(|opened| self.after_create(caller, dir, &c, opened, how, s))?;
+        if made_here {
+            self.commit_dir(caller, dir)?;
+        }
+        Ok(made)
+    }
+
+    /// The rest of [`Vfs::create_file`] once the exclusive open(2) made `node` or failed.
+    fn after_create(
+        &self,
+        caller: &Caller,
+        dir: &Node,
+        c: &CStr,
+        opened: std::io::Result<Node>,
+        how: CreateMode,
+        s: &SetAttrs,
+    ) -> VfsResult<Created> {
+        match (opened, how) {
+            (Ok(node), CreateMode::Exclusive(verf)) => {
                 let t = exclusive_times(verf);
                 let attr = self.apply_setattr(
                     caller,
@@ -308,17 +346,14 @@ impl Vfs {
                     },
                     None,
                 )?;
-                self.commit_dir(caller, dir)?;
                 Ok(Created {
-                    fh,
+                    fh: node.fh,
                     attr,
                     created: true,
                 })
             }
-            (Ok(fd), _) => {
-                let node = self.created_node(dir, fd)?;
+            (Ok(node), _) => {
                 let attr = self.set_after_create(caller, &node, s)?;
-                self.commit_dir(caller, dir)?;
                 Ok(Created {
                     fh: node.fh,
                     attr,
@@ -326,7 +361,7 @@ impl Vfs {
                 })
             }
             (Err(e), CreateMode::Unchecked) if e.raw_os_error() == Some(libc::EEXIST) => {
-                let (fh, attr) = self.lookup_c(caller, dir, &c)?;
+                let (fh, attr) = self.lookup_c(caller, dir, c)?;
                 if attr.ftype != FileType::Regular {
                     return Err(VfsError::Errno(libc::EEXIST));
                 }
@@ -354,7 +389,7 @@ impl Vfs {
                 })
             }
             (Err(e), CreateMode::Exclusive(verf)) if e.raw_os_error() == Some(libc::EEXIST) => {
-                let (fh, attr) = self.lookup_c(caller, dir, &c)?;
+                let (fh, attr) = self.lookup_c(caller, dir, c)?;
                 let t = exclusive_times(verf);
                 if attr.ftype == FileType::Regular
                     && attr.atime.sec == t.0.sec
@@ -374,25 +409,23 @@ impl Vfs {
         }
     }
 
-    /// MKDIR.
+    /// MKDIR, with the directory's attributes around it (as [`Vfs::create`]).
     pub fn mkdir(
         &self,
         caller: &Caller,
         dir: &Node,
         name: &[u8],
         s: &SetAttrs,
-    ) -> VfsResult<(Bytes, Attr)> {
+    ) -> VfsResult<DirChange<(Bytes, Attr)>> {
         self.check_dir_for_change(caller, dir)?;
         let c = new_name(name)?;
-        cred::with_creds(&caller.creds, || {
+        let made = self.make_name(caller, dir, &c, || {
             sys::mkdirat(dir.fd(), &c, s.mode.unwrap_or(0o755) & 0o7777)
         })?;
-        let made = self.finish_create(caller, dir, &c, s)?;
-        self.commit_dir(caller, dir)?;
-        Ok(made)
+        self.finish_create(caller, dir, made, s, false)
     }
 
-    /// SYMLINK.
+    /// SYMLINK, with the directory's attributes around it (as [`Vfs::create`]).
     pub fn symlink(
         &self,
         caller: &Caller,
@@ -400,20 +433,19 @@ impl Vfs {
         name: &[u8],
         target: &[u8],
         s: &SetAttrs,
-    ) -> VfsResult<(Bytes, Attr)> {
+    ) -> VfsResult<DirChange<(Bytes, Attr)>> {
         self.check_dir_for_change(caller, dir)?;
         let c = new_name(name)?;
         if target.is_empty() {
             return Err(VfsError::Errno(libc::ENOENT));
         }
         let t = CString::new(target).map_err(|_| VfsError::Errno(libc::EINVAL))?;
-        cred::with_creds(&caller.creds, || sys::symlinkat(&t, dir.fd(), &c))?;
-        let made = self.finish_special(caller, dir, &c, s)?;
-        self.commit_dir(caller, dir)?;
-        Ok(made)
+        let made = self.make_name(caller, dir, &c, || sys::symlinkat(&t, dir.fd(), &c))?;
+        self.finish_create(caller, dir, made, s, true)
     }
 
-    /// MKNOD: a device, socket or pipe.
+    /// MKNOD: a device, socket or pipe, with the directory's attributes around it (as
+    /// [`Vfs::create`]).
     pub fn mknod(
         &self,
         caller: &Caller,
@@ -421,7 +453,7 @@ impl Vfs {
         name: &[u8],
         kind: SpecialFile,
         s: &SetAttrs,
-    ) -> VfsResult<(Bytes, Attr)> {
+    ) -> VfsResult<DirChange<(Bytes, Attr)>> {
         self.check_dir_for_change(caller, dir)?;
         let c = new_name(name)?;
         let perm = s.mode.unwrap_or(0o644) & 0o7777;
@@ -431,16 +463,14 @@ impl Vfs {
             SpecialFile::Socket => (libc::S_IFSOCK, 0),
             SpecialFile::Fifo => (libc::S_IFIFO, 0),
         };
-        cred::with_creds(&caller.creds, || {
+        let made = self.make_name(caller, dir, &c, || {
             sys::mknodat(dir.fd(), &c, fmt | perm, dev)
         })?;
-        let made = self.finish_special(caller, dir, &c, s)?;
-        self.commit_dir(caller, dir)?;
-        Ok(made)
+        self.finish_create(caller, dir, made, s, true)
     }
 
     /// REMOVE (non-directories) or RMDIR (`dir_only`), with the directory's attributes just
-    /// before and after the name went (as [`Vfs::change_dir`]).
+    /// before and after the name went (a [`DirChange`]).
     pub fn remove(
         &self,
         caller: &Caller,
@@ -520,7 +550,8 @@ impl Vfs {
         }
     }
 
-    /// RENAME `from_name` in `from` to `to_name` in `to` (same export only).
+    /// RENAME `from_name` in `from` to `to_name` in `to` (same export only), with both
+    /// directories' attributes just before and after (two [`DirChange`]s).
     pub fn rename(
         &self,
         caller: &Caller,
@@ -528,7 +559,7 @@ impl Vfs {
         from_name: &[u8],
         to: &Node,
         to_name: &[u8],
-    ) -> VfsResult<()> {
+    ) -> VfsResult<(DirChange<()>, DirChange<()>)> {
         self.check_dir_for_change(caller, from)?;
         self.check_dir_for_change(caller, to)?;
         let is_dot = |n: &[u8]| n == b"." || n == b"..";
@@ -537,27 +568,36 @@ impl Vfs {
         }
         let f = cname(from_name)?;
         let t = cname(to_name)?;
-        let gone = cred::with_creds(&caller.creds, || {
-            // a file the new name replaces may lose its last link
-            let read_at = self.paths.epoch();
-            let gone = sys::fstatat(to.fd(), &t, libc::AT_SYMLINK_NOFOLLOW)
-                .ok()
-                .and_then(|st| self.last_link_handle(to, &t, &st, read_at));
-            sys::renameat(from.fd(), &f, to.fd(), &t)?;
-            Ok::<_, VfsError>(gone)
+        let (source, target) = self.change_dirs(from, to, || {
+            cred::with_creds(&caller.creds, || {
+                // a file the new name replaces may lose its last link
+                let read_at = self.paths.epoch();
+                let gone = sys::fstatat(to.fd(), &t, libc::AT_SYMLINK_NOFOLLOW)
+                    .ok()
+                    .and_then(|st| self.last_link_handle(to, &t, &st, read_at));
+                sys::renameat(from.fd(), &f, to.fd(), &t)?;
+                Ok::<_, VfsError>(gone)
+            })
         })?;
-        if let Some(fh) = gone {
-            self.forget(&fh);
+        if let Some(fh) = &source.value {
+            self.forget(fh);
         }
         self.commit_dir(caller, from)?;
         if to.attr.fileid != from.attr.fileid || to.attr.fsid != from.attr.fsid {
             self.commit_dir(caller, to)?;
         }
-        Ok(())
+        Ok((source.map(|_| ()), target))
     }
 
-    /// LINK: a new name `name` in `dir` for `node` (same export only).
-    pub fn link(&self, caller: &Caller, node: &Node, dir: &Node, name: &[u8]) -> VfsResult<Attr> {
+    /// LINK: a new name `name` in `dir` for `node` (same export only); the file's attributes
+    /// after, with the directory's around the link (a [`DirChange`]).
+    pub fn link(
+        &self,
+        caller: &Caller,
+        node: &Node,
+        dir: &Node,
+        name: &[u8],
+    ) -> VfsResult<DirChange<Attr>> {
         self.same_export(caller, node)?;
         self.check_dir_for_change(caller, dir)?;
         if node.attr.ftype == FileType::Directory {
@@ -565,10 +605,12 @@ impl Vfs {
         }
         let c = new_name(name)?;
         let path = node.proc_path();
-        cred::with_creds(&caller.creds, || {
-            sys::linkat_follow(sys::cwd(), &path, dir.fd(), &c)
+        let linked = self.change_dir(dir, || {
+            Ok(cred::with_creds(&caller.creds, || {
+                sys::linkat_follow(sys::cwd(), &path, dir.fd(), &c)
+            })?)
         })?;
         self.commit_dir(caller, dir)?;
-        self.attr(node.fd())
+        linked.try_map(|()| self.attr(node.fd()))
     }
 }
