@@ -746,6 +746,109 @@ fn handle_of_removed_file_is_stale() {
     assert_eq!(c.getattr(&f).status(), Nfsstat3::NFS3ERR_STALE);
 }
 
+/// A directory's (size, mtime, ctime), from a wcc_attr or a fattr3: what NFSv3's wcc data lets
+/// a client compare its cache with.
+type DirKey = (u64, u32, u32, u32, u32);
+
+fn dir_key(size: u64, m: &Nfstime3, c: &Nfstime3) -> DirKey {
+    (size, m.seconds, m.nseconds, c.seconds, c.nseconds)
+}
+
+/// The (before, after) of one change's wcc data.
+fn wcc_keys(w: &WccData, what: &str) -> (DirKey, DirKey) {
+    let pre = w
+        .before
+        .0
+        .as_ref()
+        .unwrap_or_else(|| panic!("{what}: no pre-op attributes"));
+    let post = attrs(&w.after);
+    (
+        dir_key(pre.size, &pre.mtime, &pre.ctime),
+        dir_key(post.size, &post.mtime, &post.ctime),
+    )
+}
+
+/// Every kind of name change (CREATE, MKDIR, SYMLINK, MKNOD, LINK, RENAME, REMOVE, RMDIR) made
+/// by four clients in one directory at once: each reply's wcc data is that change's own, so
+/// the changes' (before, after) pairs chain, each one's before the previous one's after, from
+/// the directory as it was before the first to the directory as it is after the last (the
+/// directory's ctime, read before every change, is fine-grained, so no two states repeat).
+#[test]
+fn directory_wcc_of_every_name_change_chains_under_concurrent_clients() {
+    const CLIENTS: usize = 4;
+    const ROUNDS: usize = 12;
+    let fx = Fixture::new();
+    let (mut c0, root) = fx.connect();
+    let target = c0.create_ok(&root, "link-target", 0o644);
+    let start = attrs_key(&c0.getattr(&root).expect_ok("GETATTR"));
+    let clients: Vec<_> = (0..CLIENTS).map(|_| fx.connect()).collect();
+    let edges: Vec<(DirKey, DirKey)> = std::thread::scope(|s| {
+        let handles: Vec<_> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(t, (mut c, root))| {
+                let target = target.clone();
+                s.spawn(move || {
+                    let mut e = Vec::new();
+                    for i in 0..ROUNDS {
+                        let n = |k: &str| format!("{k}{t}-{i}");
+                        let ok = c.create(&root, n("f"), 0o644).expect_ok("CREATE");
+                        e.push(wcc_keys(&ok.dir_wcc, "CREATE"));
+                        let ok = c.mkdir(&root, n("d"), 0o755).expect_ok("MKDIR");
+                        e.push(wcc_keys(&ok.dir_wcc, "MKDIR"));
+                        let ok = c.symlink(&root, n("s"), "f").expect_ok("SYMLINK");
+                        e.push(wcc_keys(&ok.dir_wcc, "SYMLINK"));
+                        let ok = c.mkfifo(&root, n("p")).expect_ok("MKNOD");
+                        e.push(wcc_keys(&ok.dir_wcc, "MKNOD"));
+                        let ok = c.link(&target, &root, n("l")).expect_ok("LINK");
+                        e.push(wcc_keys(&ok.linkdir_wcc, "LINK"));
+                        let ok = c.rename(&root, n("f"), &root, n("g")).expect_ok("RENAME");
+                        let (from, to) = (
+                            wcc_keys(&ok.fromdir_wcc, "RENAME"),
+                            wcc_keys(&ok.todir_wcc, "RENAME"),
+                        );
+                        // one directory: one change, reported twice
+                        assert_eq!(from, to, "RENAME in one directory");
+                        e.push(from);
+                        let ok = c.remove(&root, n("g")).expect_ok("REMOVE");
+                        e.push(wcc_keys(&ok, "REMOVE"));
+                        let ok = c.rmdir(&root, n("d")).expect_ok("RMDIR");
+                        e.push(wcc_keys(&ok, "RMDIR"));
+                    }
+                    e
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let end = attrs_key(&c0.getattr(&root).expect_ok("GETATTR"));
+    let mut next: HashMap<DirKey, DirKey> = HashMap::new();
+    for (pre, post) in &edges {
+        assert_ne!(pre, post, "a change that did not change the directory");
+        if let Some(other) = next.insert(*pre, *post) {
+            panic!("two changes report the same directory before them: {pre:?} (after: {post:?}, {other:?})");
+        }
+    }
+    let mut at = start;
+    let mut walked = 0;
+    while let Some(post) = next.get(&at) {
+        at = *post;
+        walked += 1;
+    }
+    assert_eq!(
+        (walked, at),
+        (edges.len(), end),
+        "the changes' wcc data do not chain from the directory before them to the one after"
+    );
+}
+
+fn attrs_key(a: &Fattr3) -> DirKey {
+    dir_key(a.size, &a.mtime, &a.ctime)
+}
+
 /// The wcc data of a change to a directory is that change's own (RFC 1813 section 2.6): its
 /// pre-operation attributes are the directory's just before it and its post-operation ones
 /// just after, with no other change through the server in between, so a client whose cached

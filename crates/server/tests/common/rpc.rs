@@ -508,6 +508,20 @@ impl RpcClient {
         ok.obj.0.expect("CREATE returned no handle")
     }
 
+    /// MKNOD of a named pipe, mode 0644.
+    pub fn mkfifo(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>) -> Mknod3res {
+        self.nfs(
+            NFSPROC3_MKNOD,
+            &Mknod3args {
+                r#where: Diropargs3 {
+                    dir: dir.clone(),
+                    name: name(n),
+                },
+                what: Mknoddata3::Nf3fifo(sattr_mode(0o644)),
+            },
+        )
+    }
+
     /// MKDIR with `mode`.
     pub fn mkdir(&mut self, dir: &NfsFh3, n: impl AsRef<[u8]>, mode: u32) -> Mkdir3res {
         self.nfs(
