@@ -126,7 +126,7 @@ pub fn wcc(before: &Attr, after: Option<&Attr>) -> WccData {
     }
 }
 
-/// wcc_data of a change made in a directory's turn ([`vfs::Vfs::change_dir`]).
+/// wcc_data of a change made in a directory's turn (a [`vfs::DirChange`]).
 pub fn dir_wcc<T>(c: &DirChange<T>) -> WccData {
     wcc(&c.before, Some(&c.after))
 }

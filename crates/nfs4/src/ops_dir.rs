@@ -20,7 +20,7 @@ pub fn change_info(before: &vfs::Attr, after: Option<&vfs::Attr>) -> ChangeInfo4
     }
 }
 
-/// change_info4 of a directory changed by [`vfs::Vfs::change_dir`]: atomic, as no other
+/// change_info4 of a directory's [`vfs::DirChange`]: atomic, as no other
 /// change through this server came between its attributes.
 pub fn dir_change_info<T>(c: &DirChange<T>) -> ChangeInfo4 {
     ChangeInfo4 {

@@ -350,7 +350,12 @@ impl Nfs4 {
         })
     }
 
-    /// The create of an OPEN by name, as `how` says, with the attributes `sa`.
+    /// The create of an OPEN by name, as `how` says, with the attributes `sa`. Whether the
+    /// file is new is the create's own answer (its exclusive open(2)), so that only a file
+    /// this OPEN made counts as new (a new file skips the permission check). UNCHECKED
+    /// leaves an existing file as it is: its truncation to zero (RFC 7530 section 16.16.5)
+    /// comes once the caller's access and the file's share reservations allow it
+    /// (`open_truncate`). An exclusive create's other attributes are set after it (`open_by_name`).
     fn create_by_name(
         &self,
         c: &vfs::Caller,
@@ -359,22 +364,11 @@ impl Nfs4 {
         how: &CreateMode,
         sa: &SetAttrs,
     ) -> vfs::VfsResult<vfs::DirChange<vfs::Created>> {
-        // UNCHECKED is tried as GUARDED first (no look-up before: the create tells), so that
-        // only a file this OPEN made counts as new (a new file skips the permission check).
-        // On an existing one (EEXIST) UNCHECKED ignores the attributes but a truncation to
-        // zero (RFC 7530 section 16.16.5), made once the caller's access and the file's share
-        // reservations allow it (`open_truncate`).
-        let (first, sa_create) = match how {
-            CreateMode::Unchecked | CreateMode::Guarded => (CreateMode::Guarded, sa.clone()),
-            CreateMode::Exclusive(_) => (*how, SetAttrs::default()),
+        let attrs = match how {
+            CreateMode::Unchecked | CreateMode::Guarded => sa.clone(),
+            CreateMode::Exclusive(_) => SetAttrs::default(),
         };
-        match self.vfs.create_file(c, dir, name, first, &sa_create) {
-            Err(vfs::VfsError::Errno(libc::EEXIST)) if first != *how => {
-                self.vfs
-                    .create_file(c, dir, name, *how, &SetAttrs::default())
-            }
-            r => r,
-        }
+        self.vfs.create_file(c, dir, name, *how, &attrs)
     }
 
     /// The open state an OPEN takes on the file: checks a claimed delegation, recalls

@@ -5,6 +5,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -772,12 +773,30 @@ fn wcc_keys(w: &WccData, what: &str) -> (DirKey, DirKey) {
 /// by four clients in one directory at once: each reply's wcc data is that change's own, so
 /// the changes' (before, after) pairs chain, each one's before the previous one's after, from
 /// the directory as it was before the first to the directory as it is after the last (the
-/// directory's ctime, read before every change, is fine-grained, so no two states repeat).
+/// directory's ctime, read before every change, is fine-grained, so no two states repeat:
+/// Linux 6.13's multigrain timestamps, which the test checks first).
 #[test]
 fn directory_wcc_of_every_name_change_chains_under_concurrent_clients() {
     const CLIENTS: usize = 4;
     const ROUNDS: usize = 12;
     let fx = Fixture::new();
+    let probe = fx.tmp.path().join("ctime-probe");
+    std::fs::create_dir(&probe).unwrap();
+    let ctime = || {
+        let m = std::fs::metadata(&probe).unwrap();
+        (m.ctime(), m.ctime_nsec())
+    };
+    for i in 0..3 {
+        let before = ctime();
+        std::fs::create_dir(probe.join(i.to_string())).unwrap();
+        assert_ne!(
+            before,
+            ctime(),
+            "the file system of {} gives directories coarse ctimes (a kernel before 6.13?): \
+             changes cannot be told apart by their wcc data",
+            fx.tmp.path().display()
+        );
+    }
     let (mut c0, root) = fx.connect();
     let target = c0.create_ok(&root, "link-target", 0o644);
     let start = attrs_key(&c0.getattr(&root).expect_ok("GETATTR"));

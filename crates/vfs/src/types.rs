@@ -163,7 +163,8 @@ pub struct Created {
 /// How CREATE treats an existing name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CreateMode {
-    /// Succeed on an existing file (applying the size attribute).
+    /// Succeed on an existing regular file, leaving it as it is ([`crate::Vfs::create`],
+    /// NFSv3's CREATE, then sets its size when asked).
     Unchecked,
     /// Fail with EEXIST on an existing file.
     Guarded,

@@ -55,7 +55,11 @@ impl Vfs {
             })
         })?;
         let fd = Arc::new(fd);
-        self.data.put(node.fh.clone(), fd.clone());
+        // a file whose last name went after the caller resolved it: cached, its descriptor
+        // would keep its space until evicted (`Vfs::forget` has already run)
+        if sys::fstat(fd.as_fd())?.st_nlink > 0 {
+            self.data.put(node.fh.clone(), fd.clone());
+        }
         Ok(fd)
     }
 

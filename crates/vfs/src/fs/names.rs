@@ -196,19 +196,19 @@ impl Vfs {
         })
     }
 
-    /// The rest of a create after [`Vfs::make_name`], outside the directory's turn: the
-    /// attributes asked for beyond the mode, and the directory's flush. Symbolic links and
-    /// special files have no size to set (`special`).
+    /// The rest of a MKDIR, SYMLINK or MKNOD after [`Vfs::make_name`], outside the
+    /// directory's turn: the attributes asked for beyond the mode, and the directory's flush.
+    /// A size means nothing for these (knfsd ignores it too): applied to a new directory it
+    /// would fail the call after the directory was made.
     fn finish_create(
         &self,
         caller: &Caller,
         dir: &Node,
         made: DirChange<Node>,
         s: &SetAttrs,
-        special: bool,
     ) -> VfsResult<DirChange<(Bytes, Attr)>> {
         let rest = SetAttrs {
-            size: if special { None } else { s.size },
+            size: None,
             ..s.clone()
         };
         let made = made.try_map(|node| {
@@ -267,8 +267,9 @@ impl Vfs {
         Ok(())
     }
 
-    /// CREATE a regular file, with the directory's attributes just before and after (a
-    /// [`DirChange`]).
+    /// CREATE as NFSv3 has it: [`Vfs::create_file`], and UNCHECKED on an existing regular
+    /// file sets its size when asked (RFC 1813 section 3.3.8; knfsd applies only the size
+    /// too). With the directory's attributes just before and after (a [`DirChange`]).
     pub fn create(
         &self,
         caller: &Caller,
@@ -277,14 +278,28 @@ impl Vfs {
         how: CreateMode,
         s: &SetAttrs,
     ) -> VfsResult<DirChange<(Bytes, Attr)>> {
-        self.create_file(caller, dir, name, how, s)
-            .map(|d| d.map(|c| (c.fh, c.attr)))
+        let made = self.create_file(caller, dir, name, how, s)?;
+        made.try_map(|c| match s.size {
+            Some(size) if !c.created => {
+                let node = self.resolve(&c.fh)?;
+                let only_size = SetAttrs {
+                    size: Some(size),
+                    ..Default::default()
+                };
+                let attr = self.setattr(caller, &node, &only_size, None)?;
+                Ok((c.fh, attr))
+            }
+            _ => Ok((c.fh, c.attr)),
+        })
     }
 
-    /// CREATE a regular file, telling whether it was made or found. Only the create itself
-    /// and the new file's node take the directory's turn; the attributes set after it and
-    /// the directory's flush (an fsync on `sync` exports) come after, so that creates in
-    /// one directory wait for each other's open(2) only.
+    /// CREATE a regular file, telling whether it was made or found; an existing file that
+    /// UNCHECKED finds is left as it is. The directory's turn covers the create and what
+    /// decides its outcome: the new file's node and an exclusive create's verifier (so that
+    /// a retransmission waiting for the turn finds them), or the look-up of the name that
+    /// was there; the attributes set on a new file and the directory's flush (an fsync on
+    /// `sync` exports) come after it, so that creates in one directory wait for each other's
+    /// open(2) only.
     pub fn create_file(
         &self,
         caller: &Caller,
@@ -309,50 +324,35 @@ impl Vfs {
                     mode,
                 )
             });
-            // the new file's node in the same turn, as in make_name
-            Ok(match fd {
-                Ok(fd) => Ok(self.created_node(dir, fd)?),
-                Err(e) => Err(e),
-            })
-        })?;
-        let made_here = opened.value.is_ok();
-        let made = opened.try_map(|opened| self.after_create(caller, dir, &c, opened, how, s))?;
-        if made_here {
-            self.commit_dir(caller, dir)?;
-        }
-        Ok(made)
-    }
-
-    /// The rest of [`Vfs::create_file`] once the exclusive open(2) made `node` or failed.
-    fn after_create(
-        &self,
-        caller: &Caller,
-        dir: &Node,
-        c: &CStr,
-        opened: std::io::Result<Node>,
-        how: CreateMode,
-        s: &SetAttrs,
-    ) -> VfsResult<Created> {
-        match (opened, how) {
-            (Ok(node), CreateMode::Exclusive(verf)) => {
-                let t = exclusive_times(verf);
-                let attr = self.apply_setattr(
-                    caller,
-                    &node,
-                    &SetAttrs {
+            match (fd, how) {
+                (Ok(fd), CreateMode::Exclusive(verf)) => {
+                    let node = self.created_node(dir, fd)?;
+                    let t = exclusive_times(verf);
+                    let verifier = SetAttrs {
                         atime: SetTime::Client(t.0),
                         mtime: SetTime::Client(t.1),
                         ..Default::default()
-                    },
-                    None,
-                )?;
-                Ok(Created {
-                    fh: node.fh,
-                    attr,
-                    created: true,
-                })
+                    };
+                    let attr = self.apply_setattr(caller, &node, &verifier, None)?;
+                    Ok(Opened::Made(node, Some(attr)))
+                }
+                (Ok(fd), _) => Ok(Opened::Made(self.created_node(dir, fd)?, None)),
+                (Err(e), CreateMode::Unchecked | CreateMode::Exclusive(_))
+                    if e.raw_os_error() == Some(libc::EEXIST) =>
+                {
+                    Ok(Opened::Found(self.lookup_c(caller, dir, &c)?))
+                }
+                (Err(e), _) => Err(e.into()),
             }
-            (Ok(node), _) => {
+        })?;
+        let made_here = matches!(opened.value, Opened::Made(..));
+        let made = opened.try_map(|opened| match (opened, how) {
+            (Opened::Made(node, Some(attr)), _) => Ok(Created {
+                fh: node.fh,
+                attr,
+                created: true,
+            }),
+            (Opened::Made(node, None), _) => {
                 let attr = self.set_after_create(caller, &node, s)?;
                 Ok(Created {
                     fh: node.fh,
@@ -360,36 +360,7 @@ impl Vfs {
                     created: true,
                 })
             }
-            (Err(e), CreateMode::Unchecked) if e.raw_os_error() == Some(libc::EEXIST) => {
-                let (fh, attr) = self.lookup_c(caller, dir, c)?;
-                if attr.ftype != FileType::Regular {
-                    return Err(VfsError::Errno(libc::EEXIST));
-                }
-                if let Some(size) = s.size {
-                    let node = self.resolve(&fh)?;
-                    let a = self.setattr(
-                        caller,
-                        &node,
-                        &SetAttrs {
-                            size: Some(size),
-                            ..Default::default()
-                        },
-                        None,
-                    )?;
-                    return Ok(Created {
-                        fh,
-                        attr: a,
-                        created: false,
-                    });
-                }
-                Ok(Created {
-                    fh,
-                    attr,
-                    created: false,
-                })
-            }
-            (Err(e), CreateMode::Exclusive(verf)) if e.raw_os_error() == Some(libc::EEXIST) => {
-                let (fh, attr) = self.lookup_c(caller, dir, c)?;
+            (Opened::Found((fh, attr)), CreateMode::Exclusive(verf)) => {
                 let t = exclusive_times(verf);
                 if attr.ftype == FileType::Regular
                     && attr.atime.sec == t.0.sec
@@ -405,8 +376,21 @@ impl Vfs {
                     Err(VfsError::Errno(libc::EEXIST))
                 }
             }
-            (Err(e), _) => Err(e.into()),
+            (Opened::Found((fh, attr)), _) => {
+                if attr.ftype != FileType::Regular {
+                    return Err(VfsError::Errno(libc::EEXIST));
+                }
+                Ok(Created {
+                    fh,
+                    attr,
+                    created: false,
+                })
+            }
+        })?;
+        if made_here {
+            self.commit_dir(caller, dir)?;
         }
+        Ok(made)
     }
 
     /// MKDIR, with the directory's attributes around it (as [`Vfs::create`]).
@@ -422,7 +406,7 @@ impl Vfs {
         let made = self.make_name(caller, dir, &c, || {
             sys::mkdirat(dir.fd(), &c, s.mode.unwrap_or(0o755) & 0o7777)
         })?;
-        self.finish_create(caller, dir, made, s, false)
+        self.finish_create(caller, dir, made, s)
     }
 
     /// SYMLINK, with the directory's attributes around it (as [`Vfs::create`]).
@@ -441,7 +425,7 @@ impl Vfs {
         }
         let t = CString::new(target).map_err(|_| VfsError::Errno(libc::EINVAL))?;
         let made = self.make_name(caller, dir, &c, || sys::symlinkat(&t, dir.fd(), &c))?;
-        self.finish_create(caller, dir, made, s, true)
+        self.finish_create(caller, dir, made, s)
     }
 
     /// MKNOD: a device, socket or pipe, with the directory's attributes around it (as
@@ -466,7 +450,7 @@ impl Vfs {
         let made = self.make_name(caller, dir, &c, || {
             sys::mknodat(dir.fd(), &c, fmt | perm, dev)
         })?;
-        self.finish_create(caller, dir, made, s, true)
+        self.finish_create(caller, dir, made, s)
     }
 
     /// REMOVE (non-directories) or RMDIR (`dir_only`), with the directory's attributes just
@@ -613,4 +597,13 @@ impl Vfs {
         self.commit_dir(caller, dir)?;
         linked.try_map(|()| self.attr(node.fd()))
     }
+}
+
+/// What the exclusive open(2) of a create found, in the directory's turn.
+enum Opened {
+    /// It made the file: its node, and for an exclusive create the attributes with the
+    /// verifier set.
+    Made(Node, Option<Attr>),
+    /// A file of that name was there: its handle and attributes.
+    Found((Bytes, Attr)),
 }
