@@ -63,6 +63,9 @@ pub enum Response {
         nfs3: Vec<Nfs3Client>,
         /// NFSv4 clients, confirmed or not.
         nfs4: Vec<Nfs4Client>,
+        /// RPCSEC_GSS (Kerberos) contexts held, by client address (any program).
+        #[serde(default)]
+        gss: Vec<GssContextInfo>,
     },
     /// Answer to [`Request::Evict`]: what was released.
     Evicted {
@@ -169,6 +172,25 @@ pub struct Nfs4Client {
     pub locks: u64,
     /// Delegations.
     pub delegations: u64,
+    /// The flavor and principal (or AUTH_SYS uid) it introduced itself with:
+    /// `krb5p alice@EXAMPLE.COM`, `sys uid 1000`.
+    #[serde(default)]
+    pub auth: String,
+}
+
+/// An RPCSEC_GSS context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GssContextInfo {
+    /// Address of the client that established it.
+    pub address: String,
+    /// The Kerberos principal.
+    pub principal: String,
+    /// The local uid it maps to; none: the export's anonymous user.
+    pub uid: Option<u32>,
+    /// The services its calls used so far (`krb5`, `krb5i`, `krb5p`).
+    pub services: Vec<String>,
+    /// Seconds until it expires (its ticket's end).
+    pub expires_secs: u64,
 }
 
 /// Errors of a client of the admin socket.

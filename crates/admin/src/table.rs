@@ -60,7 +60,7 @@ pub fn render(resp: &Response) -> String {
                 .collect();
             columns(&["EXPORT", "FSID", "V4ROOT", "CLIENT", "OPTIONS"], &rows)
         }
-        Response::Clients { nfs3, nfs4 } => {
+        Response::Clients { nfs3, nfs4, gss } => {
             let mut out = String::new();
             let rows: Vec<Vec<String>> = nfs4
                 .iter()
@@ -75,6 +75,11 @@ pub fn render(resp: &Response) -> String {
                         c.opens.to_string(),
                         c.locks.to_string(),
                         c.delegations.to_string(),
+                        if c.auth.is_empty() {
+                            "-".into()
+                        } else {
+                            c.auth.clone()
+                        },
                         c.owner.clone(),
                     ]
                 })
@@ -92,6 +97,7 @@ pub fn render(resp: &Response) -> String {
                         "OPENS",
                         "LOCKS",
                         "DELEGS",
+                        "AUTH",
                         "OWNER",
                     ],
                     &rows,
@@ -143,6 +149,29 @@ pub fn render(resp: &Response) -> String {
                 out.push_str(&columns(
                     &["HOST", "TYPE", "OFFSET", "LENGTH", "FILE"],
                     &locks,
+                ));
+            }
+            if !gss.is_empty() {
+                let rows: Vec<Vec<String>> = gss
+                    .iter()
+                    .map(|g| {
+                        vec![
+                            g.address.clone(),
+                            g.principal.clone(),
+                            g.uid.map_or_else(|| "anonymous".into(), |u| u.to_string()),
+                            if g.services.is_empty() {
+                                "-".into()
+                            } else {
+                                g.services.join(",")
+                            },
+                            g.expires_secs.to_string(),
+                        ]
+                    })
+                    .collect();
+                let _ = writeln!(out, "Kerberos contexts: {}", rows.len());
+                out.push_str(&columns(
+                    &["ADDRESS", "PRINCIPAL", "UID", "SERVICES", "EXPIRES_S"],
+                    &rows,
                 ));
             }
             out

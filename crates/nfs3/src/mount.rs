@@ -13,11 +13,15 @@ use crate::convert::mountstat;
 use crate::nfs::client_of;
 use nfs3wire::*;
 
-/// The flavor numbers MOUNT's reply lists (RFC 5531).
+/// The flavor numbers MOUNT's reply lists (RFC 5531; the Kerberos pseudo-flavors of
+/// RFC 2623 section 2.2).
 fn flavor_number(f: &SecFlavor) -> i32 {
     match f {
         SecFlavor::None => 0,
         SecFlavor::Sys => 1,
+        SecFlavor::Krb5 => 390003,
+        SecFlavor::Krb5i => 390004,
+        SecFlavor::Krb5p => 390005,
     }
 }
 /// Mount-list entries kept (the list is advisory; bounded so clients cannot grow it forever).

@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use sunrpc::metrics::{NfsMetrics, RpcMetrics};
 use sunrpc::{CallContext, Credential, ProcError, Program};
+use vfs::exports::SecFlavor;
 use vfs::{
     Attr, Caller, Client, CreateMode, Creds, DirChange, Node, SpecialFile, Stability, Vfs, VfsError,
 };
@@ -98,6 +99,7 @@ pub fn client_of(ctx: &CallContext) -> Client {
                 groups: s.gids.as_slice().into(),
             }),
         },
+        flavor: SecFlavor::from_name(ctx.flavor().name()).unwrap_or(SecFlavor::None),
     }
 }
 

@@ -31,6 +31,8 @@ pub struct ClientView {
     pub locks: usize,
     /// Delegations.
     pub delegations: usize,
+    /// The flavor and principal (or uid) it introduced itself with.
+    pub auth: std::sync::Arc<str>,
 }
 
 impl Nfs4 {
@@ -61,6 +63,7 @@ impl Nfs4 {
                     opens,
                     locks,
                     delegations,
+                    auth: c.auth.clone(),
                 }
             })
             .collect();

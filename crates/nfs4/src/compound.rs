@@ -7,6 +7,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use sunrpc::metrics::{NfsMetrics, RpcMetrics};
 use sunrpc::{CallContext, Credential, ProcError, Program};
+use vfs::exports::SecFlavor;
 use vfs::{Caller, Client, Creds, Node, Vfs, VfsError};
 use xdr::{Decode, Decoder, Encoder, Reply};
 
@@ -437,6 +438,7 @@ impl Nfs4 {
                     groups: s.gids.as_slice().into(),
                 }),
             },
+            flavor: SecFlavor::from_name(rpc.flavor().name()).unwrap_or(SecFlavor::None),
         };
         let mut ctx = Ctx {
             rpc,

@@ -34,10 +34,27 @@ const EXCHGID4_FLAG_USE_PNFS_DS: u32 = 0x40000;
 const EXCHGID4_FLAG_UPD_CONFIRMED_REC_A: u32 = 0x4000_0000;
 const EXCHGID4_FLAG_CONFIRMED_R: u32 = 0x8000_0000;
 
-fn principal(ctx: &Ctx<'_>) -> u32 {
+/// Who the caller is, for the client record's principal checks: the Kerberos principal under
+/// RPCSEC_GSS (whatever local user it maps to: two principals that both map to nobody are
+/// still two), else the AUTH_SYS uid.
+fn principal(ctx: &Ctx<'_>) -> u64 {
+    if let Some(g) = &ctx.rpc.gss {
+        return g.principal_key() | 1 << 63;
+    }
     match &ctx.rpc.cred {
-        Credential::Sys(s) => s.uid,
-        Credential::None => u32::MAX,
+        Credential::Sys(s) => u64::from(s.uid),
+        Credential::None => u64::from(u32::MAX),
+    }
+}
+
+/// The flavor and identity a client record was created with, as the admin listing shows it:
+/// `krb5i daemon@EXAMPLE.COM`, `sys uid 1000`, `none`.
+fn auth_text(ctx: &Ctx<'_>) -> std::sync::Arc<str> {
+    let flavor = ctx.rpc.flavor().name();
+    match (&ctx.rpc.gss, &ctx.rpc.cred) {
+        (Some(g), _) => format!("{flavor} {}", g.peer.principal).into(),
+        (None, Credential::Sys(s)) => format!("{flavor} uid {}", s.uid).into(),
+        (None, _) => flavor.into(),
     }
 }
 
@@ -83,9 +100,9 @@ impl Nfs4 {
         s: &mut crate::state::State,
         owner: Bytes,
         verifier: [u8; 8],
-        principal: u32,
+        principal: u64,
         minor: u32,
-        addr: std::net::IpAddr,
+        ctx: &Ctx<'_>,
     ) -> u64 {
         let id = s.new_client_id();
         let mut confirm = [0u8; 8];
@@ -102,7 +119,8 @@ impl Nfs4 {
             cs_seq: 1,
             cs_reply: None,
             reclaim_complete: false,
-            addr,
+            addr: ctx.rpc.peer.ip(),
+            auth: auth_text(ctx),
         });
         id
     }
@@ -143,7 +161,7 @@ impl Nfs4 {
                 (c.id, r.confirm)
             }
             _ => {
-                let id = self.new_client(&mut s, owner, verf, who, 0, ctx.rpc.peer.ip());
+                let id = self.new_client(&mut s, owner, verf, who, 0, ctx);
                 (id, s.clients.get(id).map_or([0; 8], |c| c.confirm))
             }
         };
@@ -225,7 +243,7 @@ impl Nfs4 {
                         return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
                     }
                     s.expire(c.id);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx.rpc.peer.ip())
+                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx)
                 }
                 Some(c) if c.verifier == verf && !s.expired_clients().contains(&c.id) => {
                     let has_state = s.states.client_has_state(c.id);
@@ -233,11 +251,11 @@ impl Nfs4 {
                         return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
                     }
                     s.expire(c.id);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx.rpc.peer.ip())
+                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx)
                 }
                 _ => {
                     s.clients.drop_unconfirmed_of(&owner);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx.rpc.peer.ip())
+                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx)
                 }
             }
         };
@@ -402,9 +420,14 @@ impl Nfs4 {
         let Some(slot) = sess.slots.get_mut(slotid) else {
             return Err(Nfsstat4::NFS4ERR_BADSLOT.into());
         };
+        let who = principal(ctx);
         if seqid == slot.seqid {
             if slot.busy {
                 return Err(Nfsstat4::NFS4ERR_DELAY.into());
+            }
+            // a retry from another principal is not a retry of this request
+            if slot.principal.is_some_and(|p| p != who) {
+                return Err(Nfsstat4::NFS4ERR_SEQ_FALSE_RETRY.into());
             }
             return match &slot.reply {
                 Some(r) => Ok(SeqOutcome::Replay(r.clone())),
@@ -420,6 +443,7 @@ impl Nfs4 {
         slot.seqid = seqid;
         slot.busy = true;
         slot.reply = None;
+        slot.principal = Some(who);
         let client = sess.client;
         let limits = (
             sess.max_response as usize,

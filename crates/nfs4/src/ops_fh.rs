@@ -336,7 +336,7 @@ impl Nfs4 {
             Fh::Pseudo(i) => match self.pseudo().lookup(i, &name) {
                 None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
                 Some(Target::Export(fh)) => self.flavors(ctx, &fh)?,
-                Some(Target::Pseudo(_)) => secinfo_sys(),
+                Some(Target::Pseudo(_)) => self.pseudo_flavors(ctx),
             },
             Fh::Real(fh) => {
                 match self.real(ctx) {
@@ -366,12 +366,18 @@ impl Nfs4 {
         Ok(self
             .vfs
             .flavors(&n, &ctx.client)?
-            .iter()
-            .map(|f| match f {
-                vfs::exports::SecFlavor::Sys => Secinfo4::Default(nfs4wire::AUTH_SYS),
-                vfs::exports::SecFlavor::None => Secinfo4::Default(nfs4wire::AUTH_NONE),
-            })
+            .into_iter()
+            .map(secinfo)
             .collect())
+    }
+
+    /// What SECINFO lists in the pseudo file system: the flavors of the exports it leads to.
+    fn pseudo_flavors(&self, ctx: &Ctx<'_>) -> Secinfo4resok {
+        self.vfs
+            .all_flavors(&ctx.client)
+            .into_iter()
+            .map(secinfo)
+            .collect()
     }
 
     pub(crate) fn secinfo_no_name(
@@ -394,7 +400,7 @@ impl Nfs4 {
         }
         let flavors = match &cur {
             Fh::Real(fh) => self.flavors(ctx, fh)?,
-            Fh::Pseudo(_) => secinfo_sys(),
+            Fh::Pseudo(_) => self.pseudo_flavors(ctx),
         };
         ctx.set_cur(None);
         Ok(flavors)
@@ -590,7 +596,25 @@ fn pseudo_verifier() -> [u8; 8] {
     *b"rnfspsfs"
 }
 
-/// SECINFO result: AUTH_SYS only.
-fn secinfo_sys() -> Secinfo4resok {
-    vec![Secinfo4::Default(nfs4wire::AUTH_SYS)]
+/// The Kerberos V5 mechanism's OID (1.2.840.113554.1.2.2), DER contents without tag and
+/// length, as knfsd and the Linux client give it in SECINFO.
+const KRB5_OID: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02];
+
+/// One flavor as SECINFO lists it.
+fn secinfo(f: vfs::exports::SecFlavor) -> Secinfo4 {
+    use vfs::exports::SecFlavor as F;
+    let gss = |service| {
+        Secinfo4::RpcsecGss(nfs4wire::RpcsecGssInfo {
+            oid: Bytes::from_static(KRB5_OID),
+            qop: 0,
+            service,
+        })
+    };
+    match f {
+        F::Sys => Secinfo4::Default(nfs4wire::AUTH_SYS),
+        F::None => Secinfo4::Default(nfs4wire::AUTH_NONE),
+        F::Krb5 => gss(nfs4wire::RpcGssSvcT::RpcGssSvcNone),
+        F::Krb5i => gss(nfs4wire::RpcGssSvcT::RpcGssSvcIntegrity),
+        F::Krb5p => gss(nfs4wire::RpcGssSvcT::RpcGssSvcPrivacy),
+    }
 }

@@ -186,6 +186,22 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub pnfs_max_layouts: u64,
     // --- end pNFS ---
+    // --- Kerberos (RPCSEC_GSS) ---
+    /// Keytab whose keys accept RPCSEC_GSS contexts (exports with sec=krb5, krb5i, krb5p);
+    /// rnfsd reads it at start. Without the file, RPCSEC_GSS is off (and exports that need it
+    /// are refused).
+    #[arg(long, value_name = "FILE", default_value = "/etc/krb5.keytab")]
+    pub keytab: std::path::PathBuf,
+    /// Accept contexts only for this service principal, as SERVICE@HOST (nfs@server.example);
+    /// default: for any principal the keytab has a key of.
+    #[arg(long, value_name = "SERVICE@HOST")]
+    pub gss_principal: Option<String>,
+    /// Most RPCSEC_GSS contexts held at once (one per user and client machine); more INITs are
+    /// refused until contexts expire or are destroyed.
+    #[arg(long, value_name = "N", default_value_t = 65536,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub gss_max_contexts: u64,
+    // --- end Kerberos ---
     /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
     #[arg(long, default_value = "info")]
     pub log_level: String,

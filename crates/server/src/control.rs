@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use admin::{ExportInfo, LockInfo, Nfs3Client, Nfs4Client, Request, Response, MAX_REQUEST};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use vfs::exports::{ClientRule, SecFlavor, Squash};
+use vfs::exports::{ClientRule, Squash};
 use vfs::Vfs;
 
 use crate::config::{self, Args};
@@ -32,6 +32,8 @@ pub struct Control {
     pub started: Instant,
     /// The pNFS metadata server, when there are data servers.
     pub pnfs: Option<Arc<pnfs::Mds>>,
+    /// The RPCSEC_GSS acceptor, when Kerberos is on.
+    pub gss: Option<Arc<sunrpc::gss::GssServer>>,
 }
 
 impl Control {
@@ -132,6 +134,7 @@ impl Control {
                 opens: c.opens as u64,
                 locks: c.locks as u64,
                 delegations: c.delegations as u64,
+                auth: c.auth.to_string(),
             })
             .collect();
         // one entry per NLM host (a client machine may lock under several names), its
@@ -171,7 +174,25 @@ impl Control {
                 }),
             }
         }
-        Response::Clients { nfs3, nfs4 }
+        let gss = self
+            .gss
+            .as_ref()
+            .map(|g| g.views())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| admin::GssContextInfo {
+                address: v.addr.to_string(),
+                principal: v.peer.principal.to_string(),
+                uid: v.peer.ident.as_ref().map(|i| i.uid),
+                services: v
+                    .services
+                    .iter()
+                    .map(|s| s.krb5_name().to_string())
+                    .collect(),
+                expires_secs: v.expires_in.as_secs(),
+            })
+            .collect();
+        Response::Clients { nfs3, nfs4, gss }
     }
 
     fn evict(&self, who: &str) -> Response {
@@ -271,14 +292,7 @@ fn options_text(r: &ClientRule) -> String {
         v.push(format!("fsid={f}"));
     }
     if !o.sec.is_empty() {
-        let names: Vec<&str> = o
-            .sec
-            .iter()
-            .map(|f| match f {
-                SecFlavor::Sys => "sys",
-                SecFlavor::None => "none",
-            })
-            .collect();
+        let names: Vec<&str> = o.sec.iter().map(|f| f.name()).collect();
         v.push(format!("sec={}", names.join(":")));
     }
     if o.mountpoint {

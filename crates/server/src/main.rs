@@ -20,6 +20,9 @@ use crate::portmap::{Mapping, Portmap, IPPROTO_TCP, IPPROTO_UDP};
 
 fn main() {
     let args = Args::parse();
+    // The GSS-API reads the acceptor keytab's name from the environment: set it while this
+    // is the only thread.
+    std::env::set_var("KRB5_KTNAME", &args.keytab);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
     if args.log_json {
@@ -91,6 +94,46 @@ async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
         .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))
 }
 
+/// The RPCSEC_GSS acceptor, from the keytab: `None` (RPCSEC_GSS calls refused) when there is
+/// no keytab and no export asks for Kerberos; an error when one does and it cannot be had.
+fn gss_acceptor(
+    args: &Args,
+    vfs: &Vfs,
+    metrics: &Arc<RpcMetrics>,
+) -> Result<Option<Arc<sunrpc::gss::GssServer>>, String> {
+    let krb5_exports = vfs.exports().iter().any(|e| {
+        e.rules
+            .iter()
+            .any(|r| r.options.sec.iter().any(|f| f.is_krb5()))
+    });
+    let keytab = args.keytab.display().to_string();
+    if !args.keytab.exists() {
+        if krb5_exports {
+            return Err(format!(
+                "exports ask for sec=krb5* but the keytab {keytab} does not exist"
+            ));
+        }
+        tracing::info!(keytab = %keytab, "no keytab: RPCSEC_GSS (Kerberos) is off");
+        return Ok(None);
+    }
+    let ids = Arc::new(gss::IdentityCache::default());
+    match gss::Krb5Acceptor::new(&keytab, args.gss_principal.as_deref(), ids) {
+        Ok(a) => {
+            let a = a.with_privileged(|f| vfs::cred::as_root(f));
+            let max = usize::try_from(args.gss_max_contexts).unwrap_or(usize::MAX);
+            tracing::info!(keytab = %keytab, principal = ?args.gss_principal, max_contexts = max,
+                "RPCSEC_GSS (Kerberos V5) on");
+            let server = sunrpc::gss::GssServer::new(Arc::new(a), max).with_events(metrics.clone());
+            Ok(Some(Arc::new(server)))
+        }
+        Err(e) if krb5_exports => Err(e.to_string()),
+        Err(e) => {
+            tracing::warn!("{e}: RPCSEC_GSS (Kerberos) is off");
+            Ok(None)
+        }
+    }
+}
+
 /// The pNFS metadata server's data servers, when `--pnfs-ds` names any: the backend sends
 /// placed files' data to them, and the reconciler starts.
 fn pnfs_mds(args: &Args, vfs: &Arc<Vfs>) -> Result<Option<Arc<pnfs::Mds>>, String> {
@@ -152,6 +195,11 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let metrics = Arc::new(RpcMetrics::default());
     let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
+    let gss = gss_acceptor(&args, &vfs, &metrics)?;
+    if let Some(g) = &gss {
+        disp.set_gss(g.clone());
+        metrics.add_source(g.clone());
+    }
     let mds = pnfs_mds(&args, &vfs)?;
     let mut v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
         .map_err(|e| e.to_string())?
@@ -210,6 +258,7 @@ async fn run(args: Args) -> Result<(), String> {
         metrics: metrics.clone(),
         started: std::time::Instant::now(),
         pnfs: mds.clone(),
+        gss: gss.clone(),
     });
     let tcp_cfg = TcpConfig {
         max_record: args.max_record,
@@ -249,6 +298,9 @@ async fn run(args: Args) -> Result<(), String> {
     let mut dispatchers = vec![disp.clone()];
     if let Some((svc, nlm4, nsm)) = &lock_programs {
         let mut ld = Dispatcher::new(args.drc_entries.min(4096), metrics.clone());
+        if let Some(g) = &gss {
+            ld.set_gss(g.clone());
+        }
         ld.register(nlm4.clone());
         ld.register(nsm.clone());
         let ld = Arc::new(ld);

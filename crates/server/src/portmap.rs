@@ -199,6 +199,7 @@ mod tests {
             vers: 2,
             proc_,
             cred: Credential::None,
+            gss: None,
             peer: peer.parse().unwrap(),
             local: None,
             transport: TransportKind::Udp,

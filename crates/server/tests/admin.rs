@@ -239,7 +239,7 @@ fn the_admin_socket_lists_exports_and_clients_and_status() {
         OpenHow::Unchecked(Sattr::mode(0o644)),
     );
     match s.server.admin(Request::Clients) {
-        Response::Clients { nfs3, nfs4 } => {
+        Response::Clients { nfs3, nfs4, .. } => {
             let h = nfs3
                 .iter()
                 .find(|h| h.address == "127.0.0.1")

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use xdr::{Decoder, Encoder, Reply};
 
 use crate::drc::{DrcKey, DrcLookup, DuplicateCache};
+use crate::gss::{GssCaller, GssServer, Seal, Verdict};
 use crate::metrics::{ClientStats, ProcStats, RpcMetrics};
 use crate::msg::{self, AcceptStat, AuthStat, CallHeader, Credential, HeaderError};
 
@@ -95,8 +96,11 @@ pub struct CallContext {
     pub vers: u32,
     /// Procedure number.
     pub proc_: u32,
-    /// Caller's credential.
+    /// Caller's credential; for RPCSEC_GSS, the identity its principal maps to (AUTH_SYS
+    /// with the mapped ids, or [`Credential::None`] when it maps to none).
     pub cred: Credential,
+    /// The RPCSEC_GSS principal and service, when the call came under a GSS context.
+    pub gss: Option<Arc<GssCaller>>,
     /// Caller's address and source port.
     pub peer: SocketAddr,
     /// The address the call came to, when the transport knows it (see [`Origin::local`]).
@@ -118,6 +122,37 @@ impl CallContext {
     /// Linux client, pNFS data server connections included, connects from any port).
     pub fn from_privileged_port(&self) -> bool {
         self.transport == TransportKind::Rdma || self.peer.port() < 1024
+    }
+
+    /// The security flavor the call came with.
+    pub fn flavor(&self) -> AuthFlavor {
+        match (&self.gss, &self.cred) {
+            (Some(g), _) => AuthFlavor::Gss(g.service),
+            (None, Credential::Sys(_)) => AuthFlavor::Sys,
+            (None, _) => AuthFlavor::None,
+        }
+    }
+}
+
+/// The security flavor of a call, as exports' `sec=` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuthFlavor {
+    /// AUTH_NONE.
+    None,
+    /// AUTH_SYS.
+    Sys,
+    /// RPCSEC_GSS with the Kerberos V5 mechanism and this service.
+    Gss(crate::gss::wire::GssService),
+}
+
+impl AuthFlavor {
+    /// The name exports' `sec=` gives the flavor.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthFlavor::None => "none",
+            AuthFlavor::Sys => "sys",
+            AuthFlavor::Gss(s) => s.krb5_name(),
+        }
     }
 }
 
@@ -267,6 +302,8 @@ pub struct Dispatcher {
     drc: DuplicateCache,
     metrics: Arc<RpcMetrics>,
     running: Running,
+    /// The RPCSEC_GSS acceptor; `None`: RPCSEC_GSS calls are refused as an unknown flavor.
+    gss: Option<Arc<GssServer>>,
 }
 
 impl Dispatcher {
@@ -279,7 +316,18 @@ impl Dispatcher {
             drc: DuplicateCache::new(drc_entries),
             metrics,
             running,
+            gss: None,
         }
+    }
+
+    /// Accepts RPCSEC_GSS calls with `gss`.
+    pub fn set_gss(&mut self, gss: Arc<GssServer>) {
+        self.gss = Some(gss);
+    }
+
+    /// The RPCSEC_GSS acceptor, if any.
+    pub fn gss(&self) -> Option<&Arc<GssServer>> {
+        self.gss.as_ref()
     }
 
     /// Stops taking calls (a server that is stopping): calls that arrive from now on are
@@ -392,38 +440,70 @@ impl Dispatcher {
 
     /// Decodes, routes and runs one call: [`Dispatcher::dispatch_from`] less the counting of
     /// the caller's traffic.
-    fn execute(&self, msg: Bytes, origin: Origin) -> Option<Reply> {
+    fn execute(&self, msg: Bytes, mut origin: Origin) -> Option<Reply> {
         let peer = origin.peer;
-        let args_len = msg.len();
-        let (hdr, args) = match msg::decode_call(msg) {
+        let msg_len = msg.len();
+        let (mut hdr, args) = match msg::decode_call(msg) {
             Ok(x) => x,
             Err(e) => return self.header_error(e),
         };
+        let xid = hdr.xid;
+        // RPCSEC_GSS: authenticate and unwrap first, so that every accepted reply, errors
+        // included, carries the context's verifier.
+        let (args, gss) = match hdr.gss.take() {
+            None => (args, None),
+            Some(g) => {
+                let Some(server) = &self.gss else {
+                    let stat = AuthStat::BadCred;
+                    return self.header_error(HeaderError::Auth { xid, stat });
+                };
+                let max = args.remaining();
+                match server.accept(peer.ip(), xid, hdr.proc_, &g, args, max) {
+                    Verdict::Call { args, caller, seal } => {
+                        hdr.cred = caller.credential();
+                        if caller.service != crate::gss::wire::GssService::None {
+                            // the reply is signed or encrypted whole: no payload placed or
+                            // spliced apart from it
+                            origin.pages = false;
+                            origin.bulk = None;
+                        }
+                        (args, Some((server, caller, seal)))
+                    }
+                    Verdict::Answer(r) => return Some(r),
+                    Verdict::Drop => return None,
+                }
+            }
+        };
+        let seal = gss.as_ref().map(|(s, _, seal)| (s.as_ref(), seal));
         let Some(reg) = self.find(hdr.prog, hdr.vers) else {
             let impls = self.programs.iter().filter(|r| r.number == hdr.prog);
             let Some(lo) = impls.clone().map(|r| r.versions.0).min() else {
                 self.metrics.count_error("prog_unavail");
-                return Some(accepted_only(hdr.xid, AcceptStat::ProgUnavail));
+                return answer(xid, seal, AcceptStat::ProgUnavail, &[]);
             };
             self.metrics.count_error("prog_mismatch");
             let hi = impls.map(|r| r.versions.1).max().unwrap_or(0);
-            let mut e = Encoder::with_capacity(40);
-            msg::encode_prog_mismatch(&mut e, hdr.xid, lo, hi);
-            return Some(e.finish());
+            return answer(xid, seal, AcceptStat::ProgMismatch, &[lo, hi]);
         };
         let prog = &reg.prog;
         let Some(name) = prog.proc_name(hdr.vers, hdr.proc_) else {
             self.metrics.count_error("proc_unavail");
-            return Some(accepted_only(hdr.xid, AcceptStat::ProcUnavail));
+            return answer(xid, seal, AcceptStat::ProcUnavail, &[]);
         };
         let cached = !prog.skips_drc(hdr.vers, hdr.proc_, &args);
+        // A GSS retransmission has a new sequence number, so a new verifier and wrapping:
+        // it is matched by what it carries unwrapped, and by whom.
         let key = DrcKey {
             peer,
-            xid: hdr.xid,
+            xid,
             prog: hdr.prog,
             vers: hdr.vers,
             proc_: hdr.proc_,
-            len: args_len,
+            len: match &gss {
+                None => msg_len,
+                Some(_) => args.remaining(),
+            },
+            principal: gss.as_ref().map_or(0, |(_, c, _)| c.principal_key()),
         };
         if cached {
             match self.drc.begin(key) {
@@ -434,26 +514,70 @@ impl Dispatcher {
                 }
                 DrcLookup::Done(r) => {
                     self.metrics.count_error("drc_hit");
-                    return Some(Reply {
-                        segments: vec![xdr::Segment::Inline(r)],
-                    });
+                    return match seal {
+                        None => Some(Reply {
+                            segments: vec![xdr::Segment::Inline(r)],
+                        }),
+                        // the results again, sealed under this call's sequence number
+                        Some((server, seal)) => {
+                            let mut body = Encoder::with_capacity(r.len());
+                            body.opaque_fixed(&r);
+                            server.seal(seal, xid, Ok(body))
+                        }
+                    };
                 }
             }
         }
         let start = Instant::now();
         let (vers, proc_) = (hdr.vers, hdr.proc_);
-        let reply = self.run(prog.as_ref(), hdr, args, origin);
+        let caller = gss.as_ref().map(|(_, c, _)| c.clone());
+        let ctx = call_context(hdr, origin, caller);
+        let reply = match seal {
+            None => {
+                let mut e = reply_encoder(xid);
+                let r = prog.call(&ctx, args, &mut e);
+                let reply = self.finish(xid, peer, r, e);
+                if cached {
+                    // Large replies come from reads, which are safe to redo; don't hold them.
+                    if reply.wire_len() <= crate::drc::MAX_CACHED_REPLY {
+                        self.drc.finish(key, reply.to_bytes());
+                    } else {
+                        self.drc.forget(key);
+                    }
+                }
+                Some(reply)
+            }
+            Some((server, seal)) => {
+                let mut body = Encoder::with_capacity(512);
+                let r = prog.call(&ctx, args, &mut body);
+                if cached {
+                    match &r {
+                        Ok(()) if body.len() <= crate::drc::MAX_CACHED_REPLY => {
+                            let kept = body.finish();
+                            let bytes = kept.to_bytes();
+                            self.drc.finish(key, bytes);
+                            body = Encoder::new();
+                            body.append(kept);
+                        }
+                        _ => self.drc.forget(key),
+                    }
+                }
+                match r {
+                    Ok(()) => server.seal(seal, xid, Ok(body)),
+                    Err(ProcError::Auth(stat)) => {
+                        Some(self.finish(xid, peer, Err(ProcError::Auth(stat)), body))
+                    }
+                    Err(err) => {
+                        tracing::debug!(xid = xid, peer = %peer, error = %err, "call failed");
+                        self.count_proc_error(err);
+                        server.seal(seal, xid, Err((proc_error_stat(err), &[])))
+                    }
+                }
+            }
+        };
         let secs = start.elapsed().as_secs_f64();
         reg.observe(&self.metrics, vers, proc_, name, secs);
-        if cached {
-            // Large replies come from reads, which are safe to redo; don't hold them.
-            if reply.wire_len() <= crate::drc::MAX_CACHED_REPLY {
-                self.drc.finish(key, reply.to_bytes());
-            } else {
-                self.drc.forget(key);
-            }
-        }
-        Some(reply)
+        reply
     }
 
     /// Runs the call on this thread when its program can complete it without blocking (see
@@ -464,6 +588,10 @@ impl Dispatcher {
             return Some(None);
         };
         let (hdr, args) = msg::decode_call(msg.clone()).ok()?;
+        // an RPCSEC_GSS call moves its context's sequence window: it runs once, there
+        if hdr.gss.is_some() {
+            return None;
+        }
         let reg = self.find(hdr.prog, hdr.vers)?;
         let prog = &reg.prog;
         let name = prog.proc_name(hdr.vers, hdr.proc_)?;
@@ -475,6 +603,7 @@ impl Dispatcher {
             vers,
             proc_,
             cred: hdr.cred,
+            gss: None,
             peer,
             local: origin.local,
             transport: origin.transport,
@@ -500,38 +629,32 @@ impl Dispatcher {
         Some(Some(reply))
     }
 
-    fn run(&self, prog: &dyn Program, hdr: CallHeader, args: Decoder, origin: Origin) -> Reply {
-        let (xid, peer) = (hdr.xid, origin.peer);
-        let ctx = call_context(hdr, origin);
-        let mut e = reply_encoder(xid);
-        let r = prog.call(&ctx, args, &mut e);
-        self.finish(xid, peer, r, e)
-    }
-
     /// The reply to call `xid` from what its program returned.
     fn finish(&self, xid: u32, peer: SocketAddr, r: Result<(), ProcError>, e: Encoder) -> Reply {
         match r {
             Ok(()) => e.finish(),
             Err(err) => {
                 tracing::debug!(xid = xid, peer = %peer, error = %err, "call failed");
+                self.count_proc_error(err);
                 match err {
-                    ProcError::ProcUnavail => accepted_only(xid, AcceptStat::ProcUnavail),
-                    ProcError::GarbageArgs => {
-                        self.metrics.count_error("garbage_args");
-                        accepted_only(xid, AcceptStat::GarbageArgs)
-                    }
-                    ProcError::SystemErr => {
-                        self.metrics.count_error("system_err");
-                        accepted_only(xid, AcceptStat::SystemErr)
-                    }
                     ProcError::Auth(stat) => {
-                        self.metrics.count_error("auth_error");
                         let mut e = Encoder::with_capacity(24);
                         msg::encode_auth_error(&mut e, xid, stat);
                         e.finish()
                     }
+                    err => accepted_only(xid, proc_error_stat(err)),
                 }
             }
+        }
+    }
+
+    /// Counts a procedure's failure in the metrics.
+    fn count_proc_error(&self, err: ProcError) {
+        match err {
+            ProcError::ProcUnavail => {}
+            ProcError::GarbageArgs => self.metrics.count_error("garbage_args"),
+            ProcError::SystemErr => self.metrics.count_error("system_err"),
+            ProcError::Auth(_) => self.metrics.count_error("auth_error"),
         }
     }
 
@@ -555,12 +678,43 @@ impl Dispatcher {
     }
 }
 
-fn call_context(hdr: CallHeader, origin: Origin) -> CallContext {
+/// The accept_stat of a procedure's failure other than an authentication error.
+fn proc_error_stat(err: ProcError) -> AcceptStat {
+    match err {
+        ProcError::ProcUnavail => AcceptStat::ProcUnavail,
+        ProcError::GarbageArgs => AcceptStat::GarbageArgs,
+        ProcError::SystemErr | ProcError::Auth(_) => AcceptStat::SystemErr,
+    }
+}
+
+/// An accepted reply carrying only `stat` and the words `info` (PROG_MISMATCH's range), with
+/// the call's GSS verifier when it has one.
+fn answer(
+    xid: u32,
+    seal: Option<(&GssServer, &Seal)>,
+    stat: AcceptStat,
+    info: &[u32],
+) -> Option<Reply> {
+    match seal {
+        Some((server, seal)) => server.seal(seal, xid, Err((stat, info))),
+        None => {
+            let mut e = Encoder::with_capacity(40);
+            msg::encode_accepted(&mut e, xid, stat);
+            for w in info {
+                e.u32(*w);
+            }
+            Some(e.finish())
+        }
+    }
+}
+
+fn call_context(hdr: CallHeader, origin: Origin, gss: Option<Arc<GssCaller>>) -> CallContext {
     CallContext {
         xid: hdr.xid,
         vers: hdr.vers,
         proc_: hdr.proc_,
         cred: hdr.cred,
+        gss,
         peer: origin.peer,
         local: origin.local,
         transport: origin.transport,
@@ -840,6 +994,7 @@ mod tests {
             vers: 3,
             proc_: 6,
             cred: Credential::None,
+            gss: None,
             peer: PEER.parse().unwrap(),
             local: None,
             transport: TransportKind::Rdma,

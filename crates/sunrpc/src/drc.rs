@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 /// Largest reply kept; larger ones are answered again by executing the call.
 pub const MAX_CACHED_REPLY: usize = 4096;
 
-/// What identifies a retransmission: same peer, xid, procedure and message length.
+/// What identifies a retransmission: same peer, xid, procedure, message length and principal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DrcKey {
     /// Client address and port.
@@ -25,8 +25,10 @@ pub struct DrcKey {
     pub vers: u32,
     /// Procedure.
     pub proc_: u32,
-    /// Length of the whole call message.
+    /// Length of the whole call message; of the unwrapped arguments for RPCSEC_GSS.
     pub len: usize,
+    /// The RPCSEC_GSS principal's key ([`crate::gss::GssCaller::principal_key`]); 0 otherwise.
+    pub principal: u64,
 }
 
 /// Result of looking a call up.
@@ -127,6 +129,7 @@ mod tests {
             vers: 3,
             proc_: 8,
             len: 100,
+            principal: 0,
         }
     }
 

@@ -12,6 +12,7 @@ pub mod channel;
 pub mod client;
 pub mod dispatch;
 pub mod drc;
+pub mod gss;
 pub mod metrics;
 pub mod msg;
 pub mod record;

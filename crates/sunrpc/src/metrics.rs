@@ -589,6 +589,14 @@ impl RpcMetrics {
     }
 }
 
+/// RPCSEC_GSS events count as kinds of `rnfs_rpc_events_total` (`gss_init`, `gss_replay`,
+/// `gss_credproblem`, ...).
+impl crate::gss::GssEvents for RpcMetrics {
+    fn count(&self, kind: &'static str) {
+        self.count_error(kind);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

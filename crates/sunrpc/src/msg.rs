@@ -22,6 +22,8 @@ pub mod flavor {
     pub const NONE: u32 = 0;
     /// AUTH_SYS (AUTH_UNIX).
     pub const SYS: u32 = 1;
+    /// RPCSEC_GSS (RFC 2203).
+    pub const RPCSEC_GSS: u32 = 6;
 }
 
 /// accept_stat values of an accepted reply.
@@ -62,6 +64,10 @@ pub enum AuthStat {
     InvalidResp = 6,
     /// Unknown reason.
     Failed = 7,
+    /// RPCSEC_GSS: no context for the handle, or its header did not verify (RFC 2203 5.3.3.3).
+    GssCredProblem = 13,
+    /// RPCSEC_GSS: the context cannot serve the call (sequence number past MAXSEQ).
+    GssCtxProblem = 14,
 }
 
 /// An AUTH_SYS credential.
@@ -118,6 +124,19 @@ pub enum Credential {
     Sys(AuthSys),
 }
 
+/// The RPCSEC_GSS part of a call header, for [`crate::gss::GssServer::accept`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GssHeader {
+    /// The decoded credential.
+    pub cred: crate::gss::wire::GssCred,
+    /// The header from the xid up to and including the credential: what the verifier signs.
+    pub signed: Bytes,
+    /// The verifier's flavor.
+    pub verf_flavor: u32,
+    /// The verifier's body (the MIC of `signed`).
+    pub verf: Bytes,
+}
+
 /// The fixed part of a CALL message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallHeader {
@@ -129,8 +148,10 @@ pub struct CallHeader {
     pub vers: u32,
     /// Procedure number.
     pub proc_: u32,
-    /// Decoded credential.
+    /// Decoded credential ([`Credential::None`] for RPCSEC_GSS until authenticated).
     pub cred: Credential,
+    /// The RPCSEC_GSS credential and verifier, when the call has them.
+    pub gss: Option<GssHeader>,
 }
 
 /// Why a message could not be accepted as a call.
@@ -162,6 +183,7 @@ pub enum HeaderError {
 
 /// Decodes a CALL header; returns it and a decoder positioned at the procedure arguments.
 pub fn decode_call(msg: Bytes) -> Result<(CallHeader, Decoder), HeaderError> {
+    let whole = msg.clone();
     let mut d = Decoder::new(msg);
     let xid = d.u32().map_err(HeaderError::Garbage)?;
     let mtype = d.u32().map_err(HeaderError::Garbage)?;
@@ -181,8 +203,15 @@ pub fn decode_call(msg: Bytes) -> Result<(CallHeader, Decoder), HeaderError> {
     let proc_ = d.u32().map_err(|_| badcred.clone())?;
     let cred_flavor = d.u32().map_err(|_| badcred.clone())?;
     let cred_body = d.opaque(MAX_AUTH_BYTES).map_err(|_| badcred.clone())?;
+    let mut gss = None;
     let cred = match cred_flavor {
         flavor::NONE => Credential::None,
+        flavor::RPCSEC_GSS => {
+            let cred = crate::gss::wire::GssCred::decode(cred_body).map_err(|_| badcred.clone())?;
+            let signed = whole.slice(..whole.len() - d.remaining());
+            gss = Some((cred, signed));
+            Credential::None
+        }
         flavor::SYS => {
             let mut cd = Decoder::new(cred_body);
             let sys = AuthSys::decode(&mut cd).map_err(|_| badcred.clone())?;
@@ -197,8 +226,8 @@ pub fn decode_call(msg: Bytes) -> Result<(CallHeader, Decoder), HeaderError> {
         xid,
         stat: AuthStat::BadVerf,
     };
-    let _verf_flavor = d.u32().map_err(|_| badverf.clone())?;
-    d.opaque(MAX_AUTH_BYTES).map_err(|_| badverf)?;
+    let verf_flavor = d.u32().map_err(|_| badverf.clone())?;
+    let verf = d.opaque(MAX_AUTH_BYTES).map_err(|_| badverf)?;
     Ok((
         CallHeader {
             xid,
@@ -206,6 +235,12 @@ pub fn decode_call(msg: Bytes) -> Result<(CallHeader, Decoder), HeaderError> {
             vers,
             proc_,
             cred,
+            gss: gss.map(|(cred, signed)| GssHeader {
+                cred,
+                signed,
+                verf_flavor,
+                verf,
+            }),
         },
         d,
     ))

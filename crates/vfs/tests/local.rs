@@ -32,6 +32,7 @@ fn client(uid: u32) -> Client {
             gid: uid,
             groups: vec![].into(),
         }),
+        flavor: vfs::exports::SecFlavor::Sys,
     }
 }
 

@@ -14,6 +14,10 @@ fn client(ident: bool) -> Client {
             gid: 0,
             groups: vec![].into(),
         }),
+        flavor: match ident {
+            true => vfs::exports::SecFlavor::Sys,
+            false => vfs::exports::SecFlavor::None,
+        },
     }
 }
 

@@ -14,6 +14,7 @@ fn client(port: u16) -> Client {
             gid: 0,
             groups: vec![].into(),
         }),
+        flavor: vfs::exports::SecFlavor::Sys,
     }
 }
 

@@ -300,6 +300,7 @@ fn setup() -> Env {
         addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
         privileged: true,
         ident: Some(Creds::root()),
+        flavor: vfs::exports::SecFlavor::Sys,
     };
     let mut values: Vec<([u8; 8], Vec<u8>)> = vec![
         (*b"@EXPORT@", rw.as_os_str().as_bytes().to_vec()),

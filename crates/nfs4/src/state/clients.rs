@@ -15,8 +15,8 @@ pub struct ClientRec {
     pub owner: Bytes,
     /// The client's boot verifier.
     pub verifier: [u8; 8],
-    /// uid that created the record (principal checks).
-    pub principal: u32,
+    /// Who created the record (principal checks): a uid, or a Kerberos principal's key.
+    pub principal: u64,
     /// Confirmed (SETCLIENTID_CONFIRM or CREATE_SESSION done).
     pub confirmed: bool,
     /// NFSv4.0 SETCLIENTID_CONFIRM verifier.
@@ -33,6 +33,8 @@ pub struct ClientRec {
     pub reclaim_complete: bool,
     /// Address the client called from when it introduced itself (for the admin listing).
     pub addr: std::net::IpAddr,
+    /// The flavor and principal or uid it introduced itself with (for the admin listing).
+    pub auth: std::sync::Arc<str>,
 }
 
 /// The client records.

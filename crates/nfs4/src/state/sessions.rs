@@ -18,6 +18,9 @@ pub struct Slot {
     pub reply: Option<Reply>,
     /// A request is executing in the slot.
     pub busy: bool,
+    /// Who sent that request ([`crate::ops_client`]'s principal key): a retry must come from
+    /// the same principal (RFC 8881 section 2.10.6.1.3.1). None until the slot served one.
+    pub principal: Option<u64>,
 }
 
 /// An NFSv4.1 session.

@@ -150,6 +150,8 @@ pub struct RpcClient {
     pub cred: Credential,
     /// Calls from the server (the NFSv4.1 back channel) read while a reply was awaited.
     callbacks: std::collections::VecDeque<Bytes>,
+    /// An RPCSEC_GSS context: calls go under it instead of [`RpcClient::cred`].
+    pub gss: Option<sunrpc::gss::client::GssClient<gss::Krb5Initiator>>,
 }
 
 fn name(n: impl AsRef<[u8]>) -> Bytes {
@@ -172,6 +174,7 @@ impl RpcClient {
             xid: first_xid(),
             cred: auth_sys(TEST_UID, TEST_UID),
             callbacks: Default::default(),
+            gss: None,
         }
     }
 
@@ -182,6 +185,7 @@ impl RpcClient {
             xid: first_xid(),
             cred: auth_sys(TEST_UID, TEST_UID),
             callbacks: Default::default(),
+            gss: None,
         }
     }
 
@@ -211,6 +215,72 @@ impl RpcClient {
         panic!("no privileged source port available");
     }
 
+    /// Establishes an RPCSEC_GSS context as Kerberos principal `user` with the server's
+    /// `nfs@localhost` (over the NFS program's NULL procedure); calls go under it from now on.
+    pub fn with_gss(mut self, user: &str, service: sunrpc::gss::wire::GssService) -> RpcClient {
+        self.gss = Some(
+            self.establish_gss(user, service)
+                .expect("RPCSEC_GSS context"),
+        );
+        self
+    }
+
+    /// A context as `user`, established over this connection, or why not.
+    pub fn establish_gss(
+        &mut self,
+        user: &str,
+        service: sunrpc::gss::wire::GssService,
+    ) -> Result<sunrpc::gss::client::GssClient<gss::Krb5Initiator>, sunrpc::gss::client::ClientError>
+    {
+        let init = gss::Krb5Initiator::new(Some(user), "nfs@localhost")?;
+        let mut rpc = |m: Bytes| {
+            self.send_record(&m)?;
+            self.read_record()
+        };
+        sunrpc::gss::client::GssClient::establish(init, service, NFS3_PROGRAM, NFS_V3, &mut rpc)
+    }
+
+    /// Sends a call under the GSS context with transaction id `xid` and returns it (the reply
+    /// is checked against it by [`RpcClient::recv_gss`]).
+    pub fn send_gss<A: Encode + ?Sized>(
+        &mut self,
+        xid: u32,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: &A,
+    ) -> sunrpc::gss::client::GssCall {
+        let a = encode(args);
+        let g = self.gss.as_mut().expect("no GSS context");
+        let c = g.call(xid, prog, vers, proc_, &a);
+        self.send_record(&c.msg).expect("send call");
+        c
+    }
+
+    /// The reply to GSS call `c`: its results checked and unprotected, or the reply's status.
+    pub fn recv_gss(&mut self, c: &sunrpc::gss::client::GssCall) -> (u32, RpcReply) {
+        let rec = loop {
+            let rec = self.read_record().expect("read reply");
+            if rec.get(4..8) == Some(&[0, 0, 0, 0]) {
+                self.callbacks.push_back(rec);
+                continue;
+            }
+            break rec;
+        };
+        let (xid, parsed) = parse_reply(rec.clone());
+        let g = self.gss.as_mut().expect("no GSS context");
+        match parsed {
+            RpcReply::Success(_) => (
+                xid,
+                RpcReply::Success(
+                    g.reply(c, rec)
+                        .expect("the reply's verifier and protection"),
+                ),
+            ),
+            other => (xid, other),
+        }
+    }
+
     /// Calls as `uid`/`gid` from now on.
     pub fn with_user(mut self, uid: u32, gid: u32) -> RpcClient {
         self.cred = auth_sys(uid, gid);
@@ -230,6 +300,7 @@ impl RpcClient {
             xid: self.xid,
             cred: self.cred.clone(),
             callbacks: Default::default(),
+            gss: None,
         }
     }
 
@@ -354,6 +425,13 @@ impl RpcClient {
         proc_: u32,
         args: &A,
     ) -> RpcReply {
+        if self.gss.is_some() {
+            let xid = self.next_xid();
+            let c = self.send_gss(xid, prog, vers, proc_, args);
+            let (rxid, r) = self.recv_gss(&c);
+            assert_eq!(rxid, xid, "reply xid does not match the call");
+            return r;
+        }
         let xid = self.send_call(prog, vers, proc_, args);
         let (rxid, r) = self.recv_reply();
         assert_eq!(rxid, xid, "reply xid does not match the call");

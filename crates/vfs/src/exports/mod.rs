@@ -56,6 +56,42 @@ pub enum SecFlavor {
     Sys,
     /// `AUTH_NONE` (`sec=none`).
     None,
+    /// RPCSEC_GSS Kerberos V5, authentication only (`sec=krb5`).
+    Krb5,
+    /// RPCSEC_GSS Kerberos V5 with integrity (`sec=krb5i`).
+    Krb5i,
+    /// RPCSEC_GSS Kerberos V5 with privacy (`sec=krb5p`).
+    Krb5p,
+}
+
+impl SecFlavor {
+    /// The name `sec=` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SecFlavor::Sys => "sys",
+            SecFlavor::None => "none",
+            SecFlavor::Krb5 => "krb5",
+            SecFlavor::Krb5i => "krb5i",
+            SecFlavor::Krb5p => "krb5p",
+        }
+    }
+
+    /// The flavor `sec=` calls `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "sys" => SecFlavor::Sys,
+            "none" => SecFlavor::None,
+            "krb5" => SecFlavor::Krb5,
+            "krb5i" => SecFlavor::Krb5i,
+            "krb5p" => SecFlavor::Krb5p,
+            _ => return None,
+        })
+    }
+
+    /// Whether this is a Kerberos flavor.
+    pub fn is_krb5(self) -> bool {
+        matches!(self, SecFlavor::Krb5 | SecFlavor::Krb5i | SecFlavor::Krb5p)
+    }
 }
 
 /// The options of one client rule; `Default` gives the `exports(5)` defaults.
@@ -108,8 +144,12 @@ impl Default for ExportOptions {
 impl ExportOptions {
     /// Whether a call with flavor `f` is admitted: one `sec=` lists, or, without `sec=`,
     /// AUTH_SYS and AUTH_NONE (as knfsd, where AUTH_NONE callers are the anonymous user).
+    /// Kerberos calls are admitted only where `sec=` lists their flavor, as in knfsd.
     pub fn admits(&self, f: SecFlavor) -> bool {
-        self.sec.is_empty() || self.sec.contains(&f)
+        if self.sec.is_empty() {
+            return matches!(f, SecFlavor::Sys | SecFlavor::None);
+        }
+        self.sec.contains(&f)
     }
 
     /// The flavors MOUNT and SECINFO list: `sec=`'s, or AUTH_SYS without it (as nfs-utils).
@@ -206,7 +246,7 @@ pub enum ExportsErrorKind {
     BadAnonGid(String),
     /// `fsid=` is not a number, `root` or a UUID.
     BadFsid(String),
-    /// `sec=` names a flavor other than `sys` or `none`.
+    /// `sec=` names a flavor other than `sys`, `none`, `krb5`, `krb5i` or `krb5p`.
     UnsupportedSec(String),
     /// `mountpoint=` / `mp=` is not an absolute path.
     BadMountpoint(String),
@@ -243,7 +283,10 @@ impl fmt::Display for ExportsErrorKind {
             ExportsErrorKind::BadAnonGid(v) => write!(f, "bad anongid {v:?}"),
             ExportsErrorKind::BadFsid(v) => write!(f, "bad fsid {v:?}"),
             ExportsErrorKind::UnsupportedSec(v) => {
-                write!(f, "unsupported security flavor {v:?} (only sys and none)")
+                write!(
+                    f,
+                    "unsupported security flavor {v:?} (sys, none, krb5, krb5i, krb5p)"
+                )
             }
             ExportsErrorKind::BadMountpoint(v) => write!(f, "bad mountpoint {v:?}"),
             ExportsErrorKind::Unsupported { what, why } => {
@@ -682,15 +725,12 @@ fn valid_fsid(v: &str) -> bool {
             .all(|b| b.is_ascii_hexdigit() || matches!(b, b'-' | b':' | b'.'))
 }
 
-/// A colon-separated list of `sys` / `none`, without repeats.
+/// A colon-separated list of `sys` / `none` / `krb5` / `krb5i` / `krb5p`, without repeats.
 fn parse_sec(v: &str) -> Result<Vec<SecFlavor>, ExportsErrorKind> {
     let mut flavors = Vec::new();
     for name in v.split(':') {
-        let flavor = match name {
-            "sys" => SecFlavor::Sys,
-            "none" => SecFlavor::None,
-            _ => return Err(ExportsErrorKind::UnsupportedSec(name.to_owned())),
-        };
+        let flavor = SecFlavor::from_name(name)
+            .ok_or_else(|| ExportsErrorKind::UnsupportedSec(name.to_owned()))?;
         if !flavors.contains(&flavor) {
             flavors.push(flavor);
         }

@@ -103,6 +103,21 @@ fn every_option() {
         opts("sec=none:sys:none").sec,
         vec![SecFlavor::None, SecFlavor::Sys]
     );
+    let k = opts("sec=krb5p:krb5i:krb5:sys");
+    assert_eq!(
+        k.sec,
+        vec![
+            SecFlavor::Krb5p,
+            SecFlavor::Krb5i,
+            SecFlavor::Krb5,
+            SecFlavor::Sys
+        ]
+    );
+    assert_eq!(k.flavors(), k.sec, "listed in exports order");
+    assert!(k.admits(SecFlavor::Krb5i) && !k.admits(SecFlavor::None));
+    // without sec=, Kerberos is not admitted (knfsd's default)
+    let d = ExportOptions::default();
+    assert!(!d.admits(SecFlavor::Krb5) && !d.admits(SecFlavor::Krb5p));
     assert!(opts("mountpoint").mountpoint);
     assert!(opts("mp").mountpoint);
     let o = opts("mp=/mnt/disk");
@@ -562,12 +577,12 @@ fn error_messages() {
         ("/a h(RW)", "/etc/exports:1: unknown option \"RW\""),
         ("/a -rww h", "/etc/exports:1: unknown option \"rww\""),
         (
-            "/a h(sec=krb5)",
-            "/etc/exports:1: unsupported security flavor \"krb5\" (only sys and none)",
+            "/a h(sec=krb4)",
+            "/etc/exports:1: unsupported security flavor \"krb4\" (sys, none, krb5, krb5i, krb5p)",
         ),
         (
-            "/a h(sec=sys:krb5p)",
-            "/etc/exports:1: unsupported security flavor \"krb5p\" (only sys and none)",
+            "/a h(sec=sys:spkm3)",
+            "/etc/exports:1: unsupported security flavor \"spkm3\" (sys, none, krb5, krb5i, krb5p)",
         ),
         ("/a h(mp=rel)", "/etc/exports:1: bad mountpoint \"rel\""),
         ("/a h(mp=)", "/etc/exports:1: bad mountpoint \"\""),

@@ -33,7 +33,7 @@ impl Vfs {
         if opts.secure && !client.privileged {
             return Err(VfsError::ExportDenied);
         }
-        if check_flavor && !opts.admits(flavor_of(client)) {
+        if check_flavor && !opts.admits(client.flavor) {
             return Err(VfsError::WrongSec);
         }
         Ok(Caller {
@@ -48,6 +48,27 @@ impl Vfs {
     /// The security flavors `client` may use on `node`'s export (SECINFO, MOUNT's reply).
     pub fn flavors(&self, node: &Node, client: &Client) -> VfsResult<Vec<SecFlavor>> {
         Ok(self.table().options_for(node.export, client)?.flavors())
+    }
+
+    /// The security flavors of every export `client` may use, each once, in export order:
+    /// what the NFSv4 pseudo file system, which leads to all of them, lists (as nfs-utils
+    /// gives its pseudo root the flavors of the exports).
+    pub fn all_flavors(&self, client: &Client) -> Vec<SecFlavor> {
+        let t = self.table();
+        let mut out = Vec::new();
+        for (slot, _) in t.live() {
+            if let Ok(o) = t.options_for(slot, client) {
+                for f in o.flavors() {
+                    if !out.contains(&f) {
+                        out.push(f);
+                    }
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(SecFlavor::Sys);
+        }
+        out
     }
 
     /// MOUNT: the handle of `path` (an export or a directory below one) for `client`, and the
@@ -244,13 +265,4 @@ impl Vfs {
 fn inode_key(slot: usize, e: &table::Export, st: &libc::stat64) -> Option<InodeKey> {
     (e.by_inode && st.st_mode & libc::S_IFMT != libc::S_IFDIR)
         .then_some((slot, st.st_dev, st.st_ino))
-}
-
-/// The flavor a call came with: AUTH_SYS when it carries an identity, else AUTH_NONE.
-fn flavor_of(client: &Client) -> SecFlavor {
-    if client.ident.is_some() {
-        SecFlavor::Sys
-    } else {
-        SecFlavor::None
-    }
 }

@@ -76,8 +76,11 @@ pub struct Client {
     /// Whether the call came from a privileged source (a port below 1024, or a transport
     /// trusted as one): what `secure` exports require.
     pub privileged: bool,
-    /// AUTH_SYS identity, or `None` for AUTH_NONE.
+    /// The identity the call carries (AUTH_SYS's, or the one a Kerberos principal maps to),
+    /// or `None` (AUTH_NONE, or a principal that maps to no local user): anonymous.
     pub ident: Option<Creds>,
+    /// The security flavor the call came with (what `sec=` admits).
+    pub flavor: SecFlavor,
 }
 
 /// A caller admitted to one export: squashed identity and access mode.

@@ -115,6 +115,7 @@ ok_results! {
     getdeviceinfo: OpGetdeviceinfo(Getdeviceinfo4res) -> w::Getdeviceinfo4resok;
     layoutcommit: OpLayoutcommit(Layoutcommit4res) -> w::Layoutcommit4resok;
     layoutreturn: OpLayoutreturn(Layoutreturn4res) -> w::LayoutreturnStateid;
+    secinfo_no_name: OpSecinfoNoName(Secinfo4res) -> w::Secinfo4resok;
 }
 
 /// A decoded COMPOUND4res.

@@ -193,6 +193,8 @@ builders! {
             sa_slotid: slot, sa_highest_slotid: highest, sa_cachethis: cachethis });
     /// PUTROOTFH.
     putrootfh() => OpPutrootfh;
+    /// SECINFO_NO_NAME.
+    secinfo_no_name(style: w::SecinfoStyle4) => OpSecinfoNoName(style);
     /// PUTFH.
     putfh(fh: &[u8]) => OpPutfh(w::Putfh4args { object: bytes(fh) });
     /// LOOKUP.
