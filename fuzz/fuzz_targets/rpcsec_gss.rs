@@ -39,17 +39,17 @@ impl SecContext for Plain {
             }),
         })
     }
-    fn get_mic(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(msg.iter().take(8).copied().collect())
+    fn get_mic(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+        Ok(Bytes::copy_from_slice(&msg[..msg.len().min(8)]))
     }
     fn verify_mic(&mut self, _msg: &[u8], _mic: &[u8]) -> Result<(), GssError> {
         Ok(())
     }
-    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(msg.to_vec())
+    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+        Ok(Bytes::copy_from_slice(msg))
     }
-    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(token.to_vec())
+    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
+        Ok(Bytes::copy_from_slice(token))
     }
 }
 

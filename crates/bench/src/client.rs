@@ -125,9 +125,15 @@ impl Session {
     pub async fn open(target: Target) -> Result<Session> {
         match target.proto {
             Proto::V3 => {
-                let root =
-                    v3::mount(target.mount, &target.export, target.cred, target.timeout).await?;
-                let c = V3::connect(target.nfs, target.via, target.cred, target.timeout).await?;
+                let root = v3::mount(
+                    target.mount,
+                    &target.export,
+                    target.cred.clone(),
+                    target.timeout,
+                )
+                .await?;
+                let c = V3::connect(target.nfs, target.via, target.cred.clone(), target.timeout)
+                    .await?;
                 let (rt, wt) = c.fsinfo(&root).await?;
                 Ok(Session {
                     root: root.data,
@@ -156,7 +162,16 @@ impl Session {
             who,
             crate::stats::unix_now()
         );
-        V4::connect(t.nfs, t.via, t.cred, t.timeout, minor, slots, &owner).await
+        V4::connect(
+            t.nfs,
+            t.via,
+            t.cred.clone(),
+            t.timeout,
+            minor,
+            slots,
+            &owner,
+        )
+        .await
     }
 
     /// A new connection able to carry `depth` calls at once.
@@ -166,7 +181,7 @@ impl Session {
                 V3::connect(
                     self.target.nfs,
                     self.target.via,
-                    self.target.cred,
+                    self.target.cred.clone(),
                     self.target.timeout,
                 )
                 .await?,

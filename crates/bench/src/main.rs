@@ -70,6 +70,14 @@ pub struct Common {
     /// AUTH_SYS gid of every call.
     #[arg(long, default_value_t = 1000)]
     gid: u32,
+    /// Calls under RPCSEC_GSS with this Kerberos flavor (krb5, krb5i, krb5p) instead of
+    /// AUTH_SYS, as the default principal of the ticket cache (or of the client keytab
+    /// KRB5_CLIENT_KTNAME names).
+    #[arg(long, value_parser = rpc::Krb5::parse_service)]
+    krb5: Option<sunrpc::gss::wire::GssService>,
+    /// The server's Kerberos service name.
+    #[arg(long, default_value = "nfs@localhost")]
+    krb5_target: String,
     /// Client threads (1: a single-threaded runtime).
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -108,6 +116,10 @@ impl Common {
             cred: Cred {
                 uid: self.uid,
                 gid: self.gid,
+                krb5: self.krb5.map(|service| rpc::Krb5 {
+                    service,
+                    target: self.krb5_target.as_str().into(),
+                }),
             },
             timeout: Duration::from_secs(self.timeout),
         })

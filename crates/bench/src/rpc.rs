@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
+use sunrpc::gss::client::GssClient;
+use sunrpc::gss::wire::GssService;
 use sunrpc::msg::AuthSys;
 use sunrpc::record::{RecordReader, LAST_FRAGMENT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -108,6 +110,9 @@ pub struct RpcConn {
     next_xid: AtomicU32,
     /// The credential and verifier, encoded once.
     auth: Bytes,
+    /// A Kerberos context: calls go under it instead of `auth` (its lock is held while a
+    /// call is signed or wrapped and while a reply is checked).
+    gss: Option<Mutex<GssClient<gss::Krb5Initiator>>>,
     timeout: Duration,
     /// Reply bytes received (record marks included).
     pub rx_bytes: Arc<AtomicU64>,
@@ -126,12 +131,34 @@ impl Drop for RpcConn {
 }
 
 /// The credential the benchmark calls with.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Cred {
     /// AUTH_SYS uid.
     pub uid: u32,
     /// AUTH_SYS gid.
     pub gid: u32,
+    /// Calls under RPCSEC_GSS instead, with this Kerberos service.
+    pub krb5: Option<Krb5>,
+}
+
+/// Kerberos for the benchmark's calls: the default principal's credentials (the ticket cache,
+/// or the client keytab `KRB5_CLIENT_KTNAME` names), a context per connection.
+#[derive(Debug, Clone)]
+pub struct Krb5 {
+    /// krb5, krb5i or krb5p.
+    pub service: GssService,
+    /// The server's service name, `nfs@HOST` (HOST: the name its key is for).
+    pub target: Arc<str>,
+}
+
+impl Krb5 {
+    /// Parses `krb5`, `krb5i` or `krb5p`.
+    pub fn parse_service(s: &str) -> std::result::Result<GssService, String> {
+        [GssService::None, GssService::Integrity, GssService::Privacy]
+            .into_iter()
+            .find(|g| g.krb5_name() == s)
+            .ok_or_else(|| format!("unknown Kerberos flavor {s:?} (krb5, krb5i, krb5p)"))
+    }
 }
 
 impl RpcConn {
@@ -168,10 +195,15 @@ impl RpcConn {
                     .map_err(|e| io::Error::other(e.to_string()))?,
             ),
         };
+        let gss = match &cred.krb5 {
+            None => None,
+            Some(k) => Some(Mutex::new(establish(addr, k.clone(), timeout).await?)),
+        };
         Ok(RpcConn {
             link,
             next_xid: AtomicU32::new(xid_seed()),
-            auth: auth_sys(cred),
+            gss,
+            auth: auth_sys(&cred),
             timeout,
             rx_bytes,
             tx_bytes: AtomicU64::new(0),
@@ -231,6 +263,9 @@ impl RpcConn {
         args: impl FnOnce(&mut Encoder),
     ) -> Result<Bytes, RpcError> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
+        if let Some(g) = &self.gss {
+            return self.call_gss(g, xid, prog, vers, proc_, expect, args).await;
+        }
         let mut e = Encoder::with_capacity(256);
         let (tx, waiters) = match &self.link {
             Link::Tcp { tx, waiters, .. } => (tx, waiters),
@@ -297,7 +332,106 @@ impl RpcConn {
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
+
+    /// A call under the connection's Kerberos context: its arguments signed or wrapped whole
+    /// (as the Linux client does, no payload travels apart from them), the reply checked.
+    #[allow(clippy::too_many_arguments)]
+    async fn call_gss(
+        &self,
+        g: &Mutex<GssClient<gss::Krb5Initiator>>,
+        xid: u32,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        expect: Expect,
+        args: impl FnOnce(&mut Encoder),
+    ) -> Result<Bytes, RpcError> {
+        let mut a = Encoder::with_capacity(256);
+        args(&mut a);
+        let a = a.finish().to_bytes();
+        let call = g.lock().call(xid, prog, vers, proc_, &a);
+        let reply = self.send_raw(xid, call.msg.clone(), expect).await?;
+        g.lock()
+            .reply(&call, reply)
+            .map_err(|e| RpcError::Garbage(format!("RPCSEC_GSS reply: {e}")))
+    }
+
+    /// Sends a whole call message and returns the whole reply message.
+    async fn send_raw(&self, xid: u32, msg: Bytes, expect: Expect) -> Result<Bytes, RpcError> {
+        let (tx, waiters) = match &self.link {
+            Link::Tcp { tx, waiters, .. } => (tx, waiters),
+            Link::Rdma(r) => {
+                let msg = xdr::Reply {
+                    segments: vec![Segment::Inline(msg)],
+                };
+                self.tx_bytes
+                    .fetch_add(msg.wire_len() as u64, Ordering::Relaxed);
+                return r.call(xid, msg, expect, self.timeout).await;
+            }
+        };
+        let mark = Bytes::copy_from_slice(&(LAST_FRAGMENT | msg.len() as u32).to_be_bytes());
+        let (otx, orx) = oneshot::channel();
+        {
+            let mut w = waiters.lock();
+            match w.as_mut() {
+                Some(m) => {
+                    m.insert(xid, otx);
+                }
+                None => return Err(RpcError::Io("connection closed".into())),
+            }
+        }
+        self.tx_bytes
+            .fetch_add(msg.len() as u64 + 4, Ordering::Relaxed);
+        if tx.send(vec![mark, msg]).is_err() {
+            forget(waiters, xid);
+            return Err(RpcError::Io("connection closed".into()));
+        }
+        match tokio::time::timeout(self.timeout, orx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(RpcError::Io("connection closed".into())),
+            Err(_) => {
+                forget(waiters, xid);
+                Err(RpcError::Timeout)
+            }
+        }
+    }
 }
+
+/// A Kerberos context with the server at `addr`, established over a TCP connection of its own
+/// (contexts are the server's, not the connection's: the one calls are made on may be RDMA).
+async fn establish(
+    addr: SocketAddr,
+    k: Krb5,
+    timeout: Duration,
+) -> io::Result<GssClient<gss::Krb5Initiator>> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(addr)?;
+        s.set_read_timeout(Some(timeout))?;
+        let init = gss::Krb5Initiator::new(None, &k.target)
+            .map_err(|e| io::Error::other(format!("Kerberos credentials: {e}")))?;
+        let mut rpc = |m: Bytes| -> io::Result<Bytes> {
+            s.write_all(&(LAST_FRAGMENT | m.len() as u32).to_be_bytes())?;
+            s.write_all(&m)?;
+            let mut h = [0u8; 4];
+            s.read_exact(&mut h)?;
+            let len = (u32::from_be_bytes(h) & !LAST_FRAGMENT) as usize;
+            if len > 1 << 20 {
+                return Err(io::Error::other("INIT reply too large"));
+            }
+            let mut v = vec![0u8; len];
+            s.read_exact(&mut v)?;
+            Ok(Bytes::from(v))
+        };
+        GssClient::establish(init, k.service, NFS_PROGRAM, 3, &mut rpc)
+            .map_err(|e| io::Error::other(format!("RPCSEC_GSS context: {e}")))
+    })
+    .await
+    .map_err(io::Error::other)?
+}
+
+/// The NFS program number, whose NULL procedure creates contexts.
+const NFS_PROGRAM: u32 = 100003;
 
 fn forget(waiters: &Mutex<Option<Waiters>>, xid: u32) {
     if let Some(m) = waiters.lock().as_mut() {
@@ -326,7 +460,7 @@ fn encode_call(
 }
 
 /// The AUTH_SYS credential `cred` and an AUTH_NONE verifier, encoded once per connection.
-fn auth_sys(cred: Cred) -> Bytes {
+fn auth_sys(cred: &Cred) -> Bytes {
     let mut e = Encoder::with_capacity(128);
     let mut body = Encoder::with_capacity(64);
     AuthSys {
@@ -548,7 +682,11 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = l.local_addr().expect("addr");
         tokio::spawn(pattern_server(l));
-        let cred = Cred { uid: 1, gid: 1 };
+        let cred = Cred {
+            uid: 1,
+            gid: 1,
+            krb5: None,
+        };
         let c = Arc::new(
             RpcConn::connect(addr, cred, Duration::from_secs(10))
                 .await

@@ -13,6 +13,7 @@ pub mod kdc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext, ServerCtx};
 use libgssapi::credential::{Cred, CredUsage};
 use libgssapi::name::Name;
@@ -153,21 +154,32 @@ impl SecContext for AcceptorContext {
         Ok(Step { token, done })
     }
 
-    fn get_mic(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.ctx.get_mic(msg).map_err(err)?.to_vec())
+    fn get_mic(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+        Ok(owned(self.ctx.get_mic(msg).map_err(err)?))
     }
 
     fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
         self.ctx.verify_mic(msg, mic).map_err(err)
     }
 
-    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.ctx.wrap(true, msg).map_err(err)?.to_vec())
+    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+        Ok(owned(self.ctx.wrap(true, msg).map_err(err)?))
     }
 
-    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.ctx.unwrap(token).map_err(err)?.to_vec())
+    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
+        Ok(owned(self.ctx.unwrap(token).map_err(err)?))
     }
+}
+
+/// A buffer the GSS-API allocated, as `Bytes` without a copy (freed with the last reference).
+fn owned(b: libgssapi::util::Buf) -> Bytes {
+    struct Owned(libgssapi::util::Buf);
+    impl AsRef<[u8]> for Owned {
+        fn as_ref(&self) -> &[u8] {
+            &self.0
+        }
+    }
+    Bytes::from_owner(Owned(b))
 }
 
 /// The initiator's side, for rnfs's own clients: a context with `service` (`nfs@host`) as

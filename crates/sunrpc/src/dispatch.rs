@@ -231,6 +231,10 @@ pub trait Program: Send + Sync + 'static {
     fn register_metrics(&self, _metrics: &RpcMetrics) {}
 }
 
+/// RPCSEC_GSS calls with arguments up to this size are tried on the thread that reads the
+/// connection (see [`Dispatcher::dispatch_nonblocking`]).
+const GSS_TRY_MAX_ARGS: usize = 4096;
+
 /// Procedures whose counters are found by index (every program's procedures are below it).
 const PROC_TABLE: u32 = 64;
 
@@ -587,11 +591,29 @@ impl Dispatcher {
         let Some(_running) = self.running.enter() else {
             return Some(None);
         };
-        let (hdr, args) = msg::decode_call(msg.clone()).ok()?;
-        // an RPCSEC_GSS call moves its context's sequence window: it runs once, there
-        if hdr.gss.is_some() {
-            return None;
-        }
+        let (mut hdr, args) = msg::decode_call(msg.clone()).ok()?;
+        let (args, gss) = match hdr.gss.take() {
+            None => (args, None),
+            // a small RPCSEC_GSS data call: authenticated here without taking its sequence
+            // number, which only a call that runs to its end here takes (one that gives up
+            // is authenticated again on a worker); a large one goes to a worker at once, or
+            // its unwrapping would be done twice
+            Some(g) if args.remaining() <= GSS_TRY_MAX_ARGS => {
+                let server = self.gss.as_ref()?;
+                match server.accept_tentative(hdr.xid, hdr.proc_, &g, args)? {
+                    Verdict::Call { args, caller, seal } => {
+                        hdr.cred = caller.credential();
+                        (args, Some((server, caller, seal)))
+                    }
+                    // errors and replays: the worker answers them
+                    _ => return None,
+                }
+            }
+            Some(_) => return None,
+        };
+        let sealed_whole = gss
+            .as_ref()
+            .is_some_and(|(_, c, _)| c.service != crate::gss::wire::GssService::None);
         let reg = self.find(hdr.prog, hdr.vers)?;
         let prog = &reg.prog;
         let name = prog.proc_name(hdr.vers, hdr.proc_)?;
@@ -603,14 +625,47 @@ impl Dispatcher {
             vers,
             proc_,
             cred: hdr.cred,
-            gss: None,
+            gss: gss.as_ref().map(|(_, c, _)| c.clone()),
             peer,
             local: origin.local,
             transport: origin.transport,
             back: origin.back.clone(),
-            bulk: origin.bulk.clone(),
-            pages: origin.pages,
+            // a reply signed or encrypted whole has no payload apart
+            bulk: origin.bulk.clone().filter(|_| !sealed_whole),
+            pages: origin.pages && !sealed_whole,
         };
+        if let Some((server, _, seal)) = gss {
+            let mut body = Encoder::with_capacity(512);
+            let r = prog.call_nonblocking(&ctx, args, &mut body)?;
+            if !server.commit(&seal) {
+                return Some(None);
+            }
+            let reply = match r {
+                Ok(()) => server.seal(&seal, xid, Ok(body)),
+                Err(ProcError::Auth(stat)) => {
+                    Some(self.finish(xid, peer, Err(ProcError::Auth(stat)), body))
+                }
+                Err(err) => {
+                    self.count_proc_error(err);
+                    server.seal(&seal, xid, Err((proc_error_stat(err), &[])))
+                }
+            };
+            reg.observe(
+                &self.metrics,
+                vers,
+                proc_,
+                name,
+                start.elapsed().as_secs_f64(),
+            );
+            if let Some(r) = &reply {
+                let sent = r.wire_len();
+                match &origin.client {
+                    Some(c) => c.record(msg.len(), sent),
+                    None => self.metrics.client(peer).record(msg.len(), sent),
+                }
+            }
+            return Some(reply);
+        }
         let mut e = reply_encoder(xid);
         let r = prog.call_nonblocking(&ctx, args, &mut e);
         let reply = self.finish(xid, peer, r?, e);

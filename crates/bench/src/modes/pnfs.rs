@@ -132,6 +132,8 @@ impl Shared {
             let cred = Cred {
                 uid: id(&ds.ffds_user, "ffds_user")?,
                 gid: id(&ds.ffds_group, "ffds_group")?,
+                // the layout's ids are AUTH_SYS's (RFC 8435 section 2.2)
+                krb5: None,
             };
             let fh = ds
                 .ffds_fh_vers

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 /// A GSS-API failure: its major and minor status, as `rpc_gss_init_res` reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("GSS-API major {major:#x} minor {minor}")]
@@ -64,14 +66,14 @@ pub trait SecContext: Send {
     /// Feeds a token from the client (RPCSEC_GSS_INIT / CONTINUE_INIT).
     fn step(&mut self, token: &[u8]) -> Result<Step, GssError>;
     /// The MIC token of `msg`.
-    fn get_mic(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError>;
+    fn get_mic(&mut self, msg: &[u8]) -> Result<Bytes, GssError>;
     /// Checks that `mic` is this context's MIC of `msg`.
     fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError>;
-    /// Signs and encrypts `msg` into one wrap token.
-    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError>;
-    /// Checks and decrypts a wrap token; an unencrypted token is refused (privacy asked for
-    /// confidentiality).
-    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError>;
+    /// Signs and encrypts `msg` into one wrap token (in the mechanism's own buffer, not
+    /// copied again).
+    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError>;
+    /// Checks and decrypts a wrap token.
+    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError>;
 }
 
 /// A mechanism that makes acceptor contexts (from the server's credentials).

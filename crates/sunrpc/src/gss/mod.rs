@@ -75,6 +75,17 @@ pub struct Seal {
     service: GssService,
 }
 
+/// Whether [`GssServer::accept`] takes the call's sequence number in the window now, or the
+/// caller does with [`GssServer::commit`] once it knows the call runs to its end there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// Record it now (the call runs).
+    Record,
+    /// Only check it: the call is tried on a thread that must not block, and runs again on a
+    /// worker (authenticated again) if the try gives up.
+    Peek,
+}
+
 /// What to do with a call whose credential is RPCSEC_GSS.
 #[derive(Debug)]
 pub enum Verdict {
@@ -177,8 +188,34 @@ impl GssServer {
     ) -> Verdict {
         match h.cred.proc_ {
             GssProc::Init | GssProc::ContinueInit => self.establish(peer, xid, proc_, h, args),
-            GssProc::Data | GssProc::Destroy => self.data(xid, proc_, h, args, max_args),
+            GssProc::Data | GssProc::Destroy => {
+                self.data(xid, proc_, h, args, max_args, Window::Record)
+            }
         }
+    }
+
+    /// [`GssServer::accept`] of a data call on a thread that must not block: `None` for
+    /// anything but RPCSEC_GSS_DATA (context creation reads the keytab), and the sequence
+    /// number is only checked, to be recorded by [`GssServer::commit`].
+    pub fn accept_tentative(
+        &self,
+        xid: u32,
+        proc_: u32,
+        h: &GssHeader,
+        args: Decoder,
+    ) -> Option<Verdict> {
+        if h.cred.proc_ != GssProc::Data {
+            return None;
+        }
+        let max = args.remaining();
+        Some(self.data(xid, proc_, h, args, max, Window::Peek))
+    }
+
+    /// Records the sequence number of a call accepted with [`GssServer::accept_tentative`]
+    /// that ran; false when another copy of it was recorded first (the reply is dropped, as a
+    /// replay's).
+    pub fn commit(&self, seal: &Seal) -> bool {
+        seal.ctx.window().check(seal.seq) == window::SeqCheck::Fresh
     }
 
     /// RPCSEC_GSS_INIT and CONTINUE_INIT (RFC 2203 section 5.2).
@@ -310,6 +347,7 @@ impl GssServer {
         h: &GssHeader,
         mut args: Decoder,
         max_args: usize,
+        record: Window,
     ) -> Verdict {
         let now = Instant::now();
         if h.verf_flavor != wire::RPCSEC_GSS {
@@ -329,7 +367,11 @@ impl GssServer {
         if ctx.sec().verify_mic(&h.signed, &h.verf).is_err() {
             return self.deny(xid, AuthStat::GssCredProblem);
         }
-        if ctx.window().check(seq) == window::SeqCheck::Replay {
+        let fresh = match record {
+            Window::Record => ctx.window().check(seq),
+            Window::Peek => ctx.window().peek(seq),
+        };
+        if fresh == window::SeqCheck::Replay {
             self.count("gss_replay");
             return Verdict::Drop;
         }
@@ -384,7 +426,7 @@ impl GssServer {
                 let Ok(plain) = ctx.sec().unwrap(&tok) else {
                     return garbage(self, "gss_bad_checksum");
                 };
-                match wire::split_seq(Bytes::from(plain)) {
+                match wire::split_seq(plain) {
                     Some((s, rest)) if s == seq => Decoder::new(rest),
                     _ => return garbage(self, "gss_seq_mismatch"),
                 }
@@ -428,15 +470,17 @@ impl GssServer {
         match seal.service {
             GssService::None => e.append_encoder(body),
             GssService::Integrity => {
+                // seq and the results in one buffer (what is signed), sent as it is
                 let signed = with_seq(seal.seq, body);
                 let mic = sec.get_mic(&signed).ok()?;
-                e.opaque(&signed);
+                e.u32(signed.len() as u32);
+                append_bytes(&mut e, signed);
                 e.opaque(&mic);
             }
             GssService::Privacy => {
-                let plain = with_seq(seal.seq, body);
-                let tok = sec.wrap(&plain).ok()?;
-                e.opaque(&tok);
+                let tok = sec.wrap(&with_seq(seal.seq, body)).ok()?;
+                e.u32(tok.len() as u32);
+                append_bytes(&mut e, tok);
             }
         }
         Some(e.finish())
@@ -455,12 +499,38 @@ impl crate::metrics::MetricsSource for GssServer {
 }
 
 /// `seq` followed by `body`, in one buffer: what is signed or wrapped.
-fn with_seq(seq: u32, body: Encoder) -> Vec<u8> {
+fn with_seq(seq: u32, body: Encoder) -> Bytes {
     let body = body.finish();
-    let mut v = Vec::with_capacity(4 + body.wire_len());
+    let mut v = bytes::BytesMut::with_capacity(4 + body.wire_len());
     v.extend_from_slice(&wire::seq_bytes(seq));
-    v.extend_from_slice(&body.to_bytes());
-    v
+    for seg in &body.segments {
+        match seg.bytes() {
+            Some(b) => v.extend_from_slice(b),
+            // file pages: calls under integrity or privacy are given none (the dispatcher
+            // turns them off); read them should one come
+            None => v.extend_from_slice(
+                &Reply {
+                    segments: vec![seg.clone()],
+                }
+                .to_bytes(),
+            ),
+        }
+        v.extend_from_slice(&[0u8; 3][..seg.padding()]);
+    }
+    v.freeze()
+}
+
+/// Appends `b` to `e` as it is (not copied unless small), padded to a multiple of 4 bytes.
+fn append_bytes(e: &mut Encoder, b: Bytes) {
+    let pad = xdr::pad4(b.len()) - b.len();
+    e.append(Reply {
+        segments: vec![xdr::Segment::Inline(b)],
+    });
+    if pad > 0 {
+        e.append(Reply {
+            segments: vec![xdr::Segment::Inline(Bytes::from_static(&[0u8; 3][..pad]))],
+        });
+    }
 }
 
 /// An INIT result for a failure `e`.

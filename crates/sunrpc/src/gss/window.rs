@@ -24,6 +24,18 @@ pub enum SeqCheck {
 }
 
 impl SeqWindow {
+    /// What [`SeqWindow::check`] would say of `seq`, without recording it.
+    pub fn peek(&self, seq: u32) -> SeqCheck {
+        if !self.started || seq > self.top {
+            return SeqCheck::Fresh;
+        }
+        let back = self.top - seq;
+        if back >= SEQ_WINDOW || self.seen & (1u128 << back) != 0 {
+            return SeqCheck::Replay;
+        }
+        SeqCheck::Fresh
+    }
+
     /// Records `seq` and says whether the call may run. The client sends numbers out of order
     /// (many calls in flight), so any unseen number inside the window is taken.
     pub fn check(&mut self, seq: u32) -> SeqCheck {
@@ -90,7 +102,9 @@ mod tests {
                     None => true,
                     Some(t) => !seen.contains(&s) && (s > t || t - s < SEQ_WINDOW),
                 };
+                let peeked = w.peek(s);
                 let got = w.check(s) == SeqCheck::Fresh;
+                prop_assert_eq!(peeked == SeqCheck::Fresh, got, "peek agrees with check");
                 prop_assert_eq!(got, want, "seq {}", s);
                 if got {
                     seen.insert(s);
