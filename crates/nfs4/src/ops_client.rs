@@ -47,6 +47,25 @@ fn principal(ctx: &Ctx<'_>) -> u64 {
     }
 }
 
+/// SP4_MACH_CRED's operations as the reply states them: what the server enforces, and of what
+/// the client asks to be allowed, what it allows.
+fn mach_cred_ops(asked: &nfs4wire::StateProtectOps4) -> nfs4wire::StateProtectOps4 {
+    use crate::state::{MACH_CRED_ALLOWED, MACH_CRED_ENFORCED};
+    let allow = (0..2)
+        .map(|i| asked.spo_must_allow.get(i).copied().unwrap_or(0) & MACH_CRED_ALLOWED[i])
+        .collect();
+    nfs4wire::StateProtectOps4 {
+        spo_must_enforce: MACH_CRED_ENFORCED.to_vec(),
+        spo_must_allow: allow,
+    }
+}
+
+/// Whether a call may do what SP4_MACH_CRED protects for client record `c`: any call when the
+/// client did not ask for it, else only one from the principal that created the record.
+fn mach_cred_ok(c: &ClientRec, ctx: &Ctx<'_>) -> bool {
+    !c.mach_cred || c.principal == principal(ctx)
+}
+
 /// The flavor and identity a client record was created with, as the admin listing shows it:
 /// `krb5i daemon@EXAMPLE.COM`, `sys uid 1000`, `none`.
 fn auth_text(ctx: &Ctx<'_>) -> std::sync::Arc<str> {
@@ -100,10 +119,10 @@ impl Nfs4 {
         s: &mut crate::state::State,
         owner: Bytes,
         verifier: [u8; 8],
-        principal: u64,
-        minor: u32,
         ctx: &Ctx<'_>,
+        mach_cred: bool,
     ) -> u64 {
+        let (principal, minor) = (principal(ctx), ctx.minor);
         let id = s.new_client_id();
         let mut confirm = [0u8; 8];
         confirm.copy_from_slice(&(id ^ 0x5a5a_5a5a_5a5a_5a5a).to_be_bytes());
@@ -121,6 +140,7 @@ impl Nfs4 {
             reclaim_complete: false,
             addr: ctx.rpc.peer.ip(),
             auth: auth_text(ctx),
+            mach_cred,
         });
         id
     }
@@ -161,7 +181,7 @@ impl Nfs4 {
                 (c.id, r.confirm)
             }
             _ => {
-                let id = self.new_client(&mut s, owner, verf, who, 0, ctx);
+                let id = self.new_client(&mut s, owner, verf, ctx, false);
                 (id, s.clients.get(id).map_or([0; 8], |c| c.confirm))
             }
         };
@@ -208,10 +228,23 @@ impl Nfs4 {
         // kept in the state: not a slice of the request buffer
         let owner = Bytes::copy_from_slice(&a.eia_clientowner.co_ownerid);
         let flags = a.eia_flags;
-        // state protection (SP4_MACH_CRED, SP4_SSV): not supported
-        if !matches!(a.eia_state_protect, StateProtect4A::Sp4None) {
-            return Err(Nfsstat4::NFS4ERR_NOTSUPP.into());
-        }
+        // state protection: SP4_MACH_CRED (the Linux client asks for it on krb5i and krb5p
+        // mounts), from a principal whose calls are signed, as knfsd; SP4_SSV is not offered
+        let mach = match &a.eia_state_protect {
+            StateProtect4A::Sp4None => None,
+            StateProtect4A::Sp4MachCred(ops) => {
+                let signed = ctx
+                    .rpc
+                    .gss
+                    .as_ref()
+                    .is_some_and(|g| g.service != sunrpc::gss::wire::GssService::None);
+                if !signed {
+                    return Err(Nfsstat4::NFS4ERR_INVAL.into());
+                }
+                Some(mach_cred_ops(ops))
+            }
+            StateProtect4A::Sp4Ssv(_) => return Err(Nfsstat4::NFS4ERR_ENCR_ALG_UNSUPP.into()),
+        };
         let valid = EXCHGID4_FLAG_SUPP_MOVED_REFER
             | EXCHGID4_FLAG_SUPP_MOVED_MIGR
             | EXCHGID4_FLAG_BIND_PRINC_STATEID
@@ -229,6 +262,9 @@ impl Nfs4 {
             match confirmed {
                 None => return Err(Nfsstat4::NFS4ERR_NOENT.into()),
                 Some(c) if c.verifier != verf => return Err(Nfsstat4::NFS4ERR_NOT_SAME.into()),
+                Some(c) if c.principal != who && c.mach_cred => {
+                    return Err(Nfsstat4::NFS4ERR_WRONG_CRED.into())
+                }
                 Some(c) if c.principal != who => return Err(Nfsstat4::NFS4ERR_PERM.into()),
                 Some(c) => c.id,
             }
@@ -243,7 +279,7 @@ impl Nfs4 {
                         return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
                     }
                     s.expire(c.id);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx)
+                    self.new_client(&mut s, owner, verf, ctx, mach.is_some())
                 }
                 Some(c) if c.verifier == verf && !s.expired_clients().contains(&c.id) => {
                     let has_state = s.states.client_has_state(c.id);
@@ -251,11 +287,11 @@ impl Nfs4 {
                         return Err(Nfsstat4::NFS4ERR_CLID_INUSE.into());
                     }
                     s.expire(c.id);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx)
+                    self.new_client(&mut s, owner, verf, ctx, mach.is_some())
                 }
                 _ => {
                     s.clients.drop_unconfirmed_of(&owner);
-                    self.new_client(&mut s, owner, verf, who, ctx.minor, ctx)
+                    self.new_client(&mut s, owner, verf, ctx, mach.is_some())
                 }
             }
         };
@@ -275,7 +311,10 @@ impl Nfs4 {
             eir_clientid: id,
             eir_sequenceid: c.cs_seq,
             eir_flags: rflags,
-            eir_state_protect: StateProtect4R::Sp4None,
+            eir_state_protect: match mach {
+                Some(ops) if c.mach_cred => StateProtect4R::Sp4MachCred(ops),
+                _ => StateProtect4R::Sp4None,
+            },
             eir_server_owner: ServerOwner4 {
                 so_minor_id: 0,
                 so_major_id: Bytes::from_static(b"rnfs"),
@@ -323,6 +362,9 @@ impl Nfs4 {
             // An unconfirmed record not confirmed within a lease is gone.
             s.expire(id);
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
+        }
+        if !mach_cred_ok(&c, ctx) {
+            return Err(Nfsstat4::NFS4ERR_WRONG_CRED.into());
         }
         if seq != c.cs_seq {
             return Err(Nfsstat4::NFS4ERR_SEQ_MISORDERED.into());
@@ -489,11 +531,27 @@ impl Nfs4 {
         if ctx.session.is_some_and(|(cur, _, _)| cur == sid) && idx + 1 != nops {
             return Err(Nfsstat4::NFS4ERR_CONN_NOT_BOUND_TO_SESSION.into());
         }
+        if !self.session_mach_cred_ok(&s, &sid, ctx) {
+            return Err(Nfsstat4::NFS4ERR_WRONG_CRED.into());
+        }
         s.sessions.remove(&sid);
         if ctx.session.is_some_and(|(cur, _, _)| cur == sid) {
             ctx.session = None;
         }
         Ok(())
+    }
+
+    /// [`mach_cred_ok`] for the client of session `sid`.
+    fn session_mach_cred_ok(
+        &self,
+        s: &crate::state::State,
+        sid: &nfs4wire::Sessionid4,
+        ctx: &Ctx<'_>,
+    ) -> bool {
+        s.sessions
+            .client_of(sid)
+            .and_then(|id| s.clients.get(id))
+            .is_none_or(|c| mach_cred_ok(c, ctx))
     }
 
     pub(crate) fn bind_conn(
@@ -504,6 +562,9 @@ impl Nfs4 {
         let sid = a.bctsa_sessid;
         let dir = a.bctsa_dir as u32;
         let mut s = self.state.lock();
+        if s.sessions.contains(&sid) && !self.session_mach_cred_ok(&s, &sid, ctx) {
+            return Err(Nfsstat4::NFS4ERR_WRONG_CRED.into());
+        }
         let Some(sess) = s.sessions.get_mut(&sid) else {
             return Err(Nfsstat4::NFS4ERR_BADSESSION.into());
         };
@@ -533,10 +594,12 @@ impl Nfs4 {
         if s.is_stale_client(id) || !s.clients.contains(id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
         }
+        if s.clients.get(id).is_some_and(|c| !mach_cred_ok(c, ctx)) {
+            return Err(Nfsstat4::NFS4ERR_WRONG_CRED.into());
+        }
         if s.sessions.any_of(id) {
             return Err(Nfsstat4::NFS4ERR_CLIENTID_BUSY.into());
         }
-        let _ = ctx;
         s.expire(id);
         Ok(())
     }

@@ -404,3 +404,67 @@ fn a_session_retry_from_another_principal_is_a_false_retry() {
         r.summary()
     );
 }
+
+#[test]
+fn sp4_mach_cred_keeps_session_and_client_operations_to_the_machine_principal() {
+    use common::nfs4_raw::boot_verifier;
+    use w::NfsOpnum4 as Op;
+    let fx = Kfx::new(&[]);
+    let owner = b"gss-mach-cred";
+    let verf = boot_verifier(owner);
+    // what the Linux client asks for on a krb5i mount
+    let enforce = [
+        0u32,
+        1 << (41 - 32) | 1 << (42 - 32) | 1 << (43 - 32) | 1 << (44 - 32) | 1 << (57 - 32),
+    ];
+    let allow = [
+        1u32 << 4 | 1 << 8 | 1 << 14 | 1 << 21,
+        1 << (45 - 32) | 1 << (55 - 32),
+    ];
+    let ask = |v4: &mut V4| {
+        v4.compound(Ops::new().exchange_id_mach_cred(
+            verf,
+            owner,
+            w::EXCHGID4_FLAG_USE_NON_PNFS,
+            &enforce,
+            &allow,
+        ))
+    };
+    // not under a signed flavor: refused
+    let mut sys = V4::connect(fx.server.port, 1, "gss-mach-cred-sys");
+    assert_eq!(ask(&mut sys).status, w::Nfsstat4::NFS4ERR_INVAL);
+    let mut krb5 = V4::over(fx.client("daemon", GssService::None), 1, "x");
+    assert_eq!(ask(&mut krb5).status, w::Nfsstat4::NFS4ERR_INVAL);
+
+    let mut machine = V4::over(fx.client("daemon", GssService::Integrity), 1, "m");
+    let r = ask(&mut machine).ok("EXCHANGE_ID SP4_MACH_CRED");
+    let ok = r.get(Op::OP_EXCHANGE_ID).exchange_id().clone();
+    match &ok.eir_state_protect {
+        w::StateProtect4R::Sp4MachCred(ops) => {
+            assert_eq!(ops.spo_must_enforce, enforce.to_vec());
+            assert_eq!(ops.spo_must_allow, allow.to_vec());
+        }
+        other => panic!("state protection {other:?}"),
+    }
+    // CREATE_SESSION as another principal: WRONG_CRED; as the machine's: a session
+    let mut user = V4::over(fx.client("bin", GssService::Privacy), 1, "u");
+    let r = user.compound(Ops::new().create_session(ok.eir_clientid, ok.eir_sequenceid, 4));
+    assert_eq!(r.status, w::Nfsstat4::NFS4ERR_WRONG_CRED, "{}", r.summary());
+    let r = machine
+        .compound(Ops::new().create_session(ok.eir_clientid, ok.eir_sequenceid, 4))
+        .ok("CREATE_SESSION");
+    let sid = r.get(Op::OP_CREATE_SESSION).create_session().csr_sessionid;
+    // the user may use the session for its own calls, not end it nor the client
+    user.sessionid = sid;
+    user.slots = vec![0; 4];
+    user.clientid = ok.eir_clientid;
+    user.call(Ops::new().putrootfh().getfh())
+        .ok("a user's call in the session");
+    let r = user.compound(Ops::new().destroy_session(&sid));
+    assert_eq!(r.status, w::Nfsstat4::NFS4ERR_WRONG_CRED, "{}", r.summary());
+    let r = user.compound(Ops::new().destroy_clientid(ok.eir_clientid));
+    assert_eq!(r.status, w::Nfsstat4::NFS4ERR_WRONG_CRED, "{}", r.summary());
+    machine
+        .compound(Ops::new().destroy_session(&sid))
+        .ok("DESTROY_SESSION by the machine principal");
+}

@@ -35,7 +35,24 @@ pub struct ClientRec {
     pub addr: std::net::IpAddr,
     /// The flavor and principal or uid it introduced itself with (for the admin listing).
     pub auth: std::sync::Arc<str>,
+    /// EXCHANGE_ID asked for SP4_MACH_CRED: the operations of [`MACH_CRED_ENFORCED`] must come
+    /// from the principal that created the record.
+    pub mach_cred: bool,
 }
+
+/// What SP4_MACH_CRED protects (RFC 8881 section 18.35.3), as knfsd: BIND_CONN_TO_SESSION,
+/// EXCHANGE_ID, CREATE_SESSION, DESTROY_SESSION and DESTROY_CLIENTID, as bitmap4 words.
+pub const MACH_CRED_ENFORCED: [u32; 2] = [
+    0,
+    1 << (41 - 32) | 1 << (42 - 32) | 1 << (43 - 32) | 1 << (44 - 32) | 1 << (57 - 32),
+];
+
+/// What SP4_MACH_CRED allows the machine credential to do for any user, of what the client
+/// asks for: CLOSE, OPEN_DOWNGRADE, LOCKU, DELEGRETURN, TEST_STATEID and FREE_STATEID.
+pub const MACH_CRED_ALLOWED: [u32; 2] = [
+    1 << 4 | 1 << 21 | 1 << 14 | 1 << 8,
+    1 << (55 - 32) | 1 << (45 - 32),
+];
 
 /// The client records.
 #[derive(Debug, Default)]

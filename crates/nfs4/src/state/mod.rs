@@ -22,7 +22,7 @@ use crate::db::ClientDb;
 use crate::proto::LEASE_SECONDS;
 use nfs4wire::Nfsstat4;
 
-pub use clients::{ClientRec, Clients};
+pub use clients::{ClientRec, Clients, MACH_CRED_ALLOWED, MACH_CRED_ENFORCED};
 use grace::Grace;
 use locks::Participant;
 pub use locks::{Lock, LockManager, LockOutcome, Owner};

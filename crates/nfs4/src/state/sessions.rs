@@ -67,6 +67,11 @@ impl Sessions {
         self.map.get_mut(id)
     }
 
+    /// The client of session `id`.
+    pub fn client_of(&self, id: &SessionId) -> Option<ClientId> {
+        self.map.get(id).map(|s| s.client)
+    }
+
     /// Whether session `id` exists.
     pub fn contains(&self, id: &SessionId) -> bool {
         self.map.contains_key(id)

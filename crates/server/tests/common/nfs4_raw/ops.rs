@@ -281,6 +281,15 @@ builders! {
             eia_clientowner: w::ClientOwner4 { co_verifier: verifier, co_ownerid: bytes(owner) },
             eia_flags: flags, eia_state_protect: w::StateProtect4A::Sp4None,
             eia_client_impl_id: Vec::new() });
+    /// EXCHANGE_ID with SP4_MACH_CRED, asking to enforce and allow `enforce` and `allow`.
+    exchange_id_mach_cred(verifier: w::Verifier4, owner: &[u8], flags: u32, enforce: &[u32],
+        allow: &[u32])
+        => OpExchangeId(w::ExchangeId4args {
+            eia_clientowner: w::ClientOwner4 { co_verifier: verifier, co_ownerid: bytes(owner) },
+            eia_flags: flags, eia_state_protect: w::StateProtect4A::Sp4MachCred(
+                w::StateProtectOps4 { spo_must_enforce: enforce.to_vec(),
+                    spo_must_allow: allow.to_vec() }),
+            eia_client_impl_id: Vec::new() });
     /// CREATE_SESSION with `slots` fore-channel slots and generous limits.
     create_session(clientid: u64, seq: u32, slots: u32)
         => OpCreateSession(create_session(clientid, seq, slots, 0));
