@@ -86,23 +86,24 @@ fn res(cookie: Netobj, stat: Nlm4Stats) -> Nlm4Res {
 
 impl Nlm4 {
     /// The file an NLM handle names, checked like every NFSv3 handle (export, client rules,
-    /// MAC) and, as knfsd opens it, for reading (a shared lock) or writing (an exclusive one;
-    /// the file's owner always may): NLM4_STALE_FH for a handle that names nothing, NLM4_FAILED
-    /// for any other refusal.
+    /// MAC; not the export's `sec=` flavors: [`vfs::Vfs::authorize_lock`]) and, as knfsd
+    /// opens it, for reading (a shared lock) or writing (an exclusive one; the file's owner
+    /// always may): NLM4_STALE_FH for a handle that names nothing, NLM4_FAILED for any other
+    /// refusal.
     fn file(
         &self,
         ctx: &CallContext,
         fh: &Bytes,
         want: Option<bool>,
     ) -> Result<FileKey, Nlm4Stats> {
-        let (caller, node) = self
-            .svc
-            .vfs
-            .authorize(fh, &client_of(ctx))
-            .map_err(|e| match e {
-                VfsError::Stale | VfsError::BadHandle => Nlm4Stats::nlm4_stale_fh,
-                _ => Nlm4Stats::nlm4_failed,
-            })?;
+        let (caller, node) =
+            self.svc
+                .vfs
+                .authorize_lock(fh, &client_of(ctx))
+                .map_err(|e| match e {
+                    VfsError::Stale | VfsError::BadHandle => Nlm4Stats::nlm4_stale_fh,
+                    _ => Nlm4Stats::nlm4_failed,
+                })?;
         if node.attr.ftype != FileType::Regular {
             return Err(Nlm4Stats::nlm4_failed);
         }

@@ -468,3 +468,41 @@ fn sp4_mach_cred_keeps_session_and_client_operations_to_the_machine_principal() 
         .compound(Ops::new().destroy_session(&sid))
         .ok("DESTROY_SESSION by the machine principal");
 }
+
+#[test]
+fn nlm_locks_on_a_kerberos_export_come_with_auth_sys() {
+    use nlmwire::*;
+    let fx = Kfx::new(&[]);
+    let mut k = fx.client("daemon", GssService::Privacy);
+    let root = k.mnt_ok(fx.dir("krb5"));
+    let fh = k.create_ok(&root, "locked", 0o666);
+    // the Linux client's lockd calls with AUTH_SYS whatever the mount's flavor; knfsd does not
+    // require sec= of NLM, nor does rnfsd
+    let mut lockd = RpcClient::connect(fx.server.port);
+    let l = Nlm4Lock {
+        caller_name: Bytes::from_static(b"client"),
+        fh: fh.data.clone(),
+        oh: Bytes::from_static(b"1@client"),
+        svid: 1,
+        l_offset: 0,
+        l_len: 10,
+    };
+    let a = Nlm4Lockargs {
+        cookie: Bytes::from_static(b"ck"),
+        block: false,
+        exclusive: true,
+        alock: l,
+        reclaim: false,
+        state: 1,
+    };
+    let r: Nlm4Res = match lockd.call(NLM_PROG, NLM_VERS4, NLM4_LOCK, &a) {
+        RpcReply::Success(body) => decode_all(body),
+        other => panic!("NLM LOCK: {other:?}"),
+    };
+    assert_eq!(r.stat.stat, Nlm4Stats::nlm4_granted);
+    // while NFS itself still wants the export's flavor
+    assert!(matches!(
+        lockd.getattr(&fh),
+        Getattr3res::Fail(Nfsstat3::NFS3ERR_ACCES)
+    ));
+}

@@ -6,8 +6,18 @@ use super::*;
 impl Vfs {
     /// Admits `client` to the export in slot `export` for a call, counted on the export.
     fn admit(&self, export: usize, client: &Client) -> VfsResult<Caller> {
+        self.admit_counted(export, client, true)
+    }
+
+    /// As [`Vfs::admit`]; `check_flavor` false for NLM (see [`Vfs::authorize_lock`]).
+    fn admit_counted(
+        &self,
+        export: usize,
+        client: &Client,
+        check_flavor: bool,
+    ) -> VfsResult<Caller> {
         let t = self.table();
-        let c = Self::admit_in(&t, export, client, true)?;
+        let c = Self::admit_in(&t, export, client, check_flavor)?;
         if let Ok(e) = t.get(export) {
             e.stats
                 .calls
@@ -109,6 +119,15 @@ impl Vfs {
     pub fn authorize(&self, fh: &[u8], client: &Client) -> VfsResult<(Caller, Node)> {
         let node = self.resolve(fh)?;
         let caller = self.admit(node.export, client)?;
+        Ok((caller, node))
+    }
+
+    /// As [`Vfs::authorize`] for a lock manager's call (NLM): the export's `sec=` flavors are
+    /// not required of it, as knfsd does not require them of lockd (clients send NLM with
+    /// AUTH_SYS even on Kerberos mounts); its client rules, squashing and the mode still apply.
+    pub fn authorize_lock(&self, fh: &[u8], client: &Client) -> VfsResult<(Caller, Node)> {
+        let node = self.resolve(fh)?;
+        let caller = self.admit_counted(node.export, client, false)?;
         Ok((caller, node))
     }
 
