@@ -36,6 +36,7 @@ impl SecContext for Plain {
                     gids: vec![1],
                 }),
                 lifetime: Duration::from_secs(3600),
+                cipher: "plain",
             }),
         })
     }

@@ -191,6 +191,9 @@ pub struct GssContextInfo {
     pub services: Vec<String>,
     /// Seconds until it expires (its ticket's end).
     pub expires_secs: u64,
+    /// What protects its messages (the Kerberos enctype).
+    #[serde(default)]
+    pub cipher: String,
 }
 
 /// Errors of a client of the admin socket.

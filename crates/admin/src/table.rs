@@ -165,12 +165,20 @@ pub fn render(resp: &Response) -> String {
                                 g.services.join(",")
                             },
                             g.expires_secs.to_string(),
+                            g.cipher.clone(),
                         ]
                     })
                     .collect();
                 let _ = writeln!(out, "Kerberos contexts: {}", rows.len());
                 out.push_str(&columns(
-                    &["ADDRESS", "PRINCIPAL", "UID", "SERVICES", "EXPIRES_S"],
+                    &[
+                        "ADDRESS",
+                        "PRINCIPAL",
+                        "UID",
+                        "SERVICES",
+                        "EXPIRES_S",
+                        "CIPHER",
+                    ],
                     &rows,
                 ));
             }

@@ -38,6 +38,12 @@ fn free_port() -> Result<u16, KdcError> {
 impl Kdc {
     /// Creates a realm under `dir` (which must exist and be empty) and starts its KDC.
     pub fn start(dir: &Path) -> Result<Kdc, KdcError> {
+        Self::start_with(dir, "")
+    }
+
+    /// As [`Kdc::start`], with more `[libdefaults]` lines in the krb5.conf its users get
+    /// (`permitted_enctypes = ...` orders the enctypes contexts are made with).
+    pub fn start_with(dir: &Path, libdefaults: &str) -> Result<Kdc, KdcError> {
         let port = free_port()?;
         let d = dir.display();
         std::fs::write(
@@ -45,7 +51,7 @@ impl Kdc {
             format!(
                 "[libdefaults]\n default_realm = {REALM}\n dns_lookup_kdc = false\n \
                  dns_lookup_realm = false\n rdns = false\n dns_canonicalize_hostname = false\n \
-                 udp_preference_limit = 1\n\
+                 udp_preference_limit = 1\n{libdefaults}\n\
                  [realms]\n {REALM} = {{\n  kdc = 127.0.0.1:{port}\n }}\n"
             ),
         )
@@ -110,8 +116,32 @@ impl Kdc {
     /// Adds `principal` with a random key and exports the key to `keytab` (a path in the
     /// KDC's directory is usual).
     pub fn add(&self, principal: &str, keytab: &Path) -> Result<(), KdcError> {
-        self.kadmin(&format!("addprinc -randkey {principal}"))?;
-        self.kadmin(&format!("ktadd -k {} {principal}", keytab.display()))
+        self.add_with(principal, keytab, None)
+    }
+
+    /// As [`Kdc::add`], with keys of `enctypes` only (kadmin's `-e` list, e.g.
+    /// `aes256-sha2:normal`): tickets for a service principal made so carry session keys of
+    /// those enctypes.
+    pub fn add_with(
+        &self,
+        principal: &str,
+        keytab: &Path,
+        enctypes: Option<&str>,
+    ) -> Result<(), KdcError> {
+        let e = enctypes.map(|e| format!("-e {e} ")).unwrap_or_default();
+        self.kadmin(&format!("addprinc -randkey {e}{principal}"))?;
+        if let Some(list) = enctypes {
+            // the KDC otherwise picks session keys from its own preferences
+            let names: Vec<&str> = list
+                .split(' ')
+                .map(|e| e.split(':').next().unwrap_or(e))
+                .collect();
+            self.kadmin(&format!(
+                "setstr {principal} session_enctypes {}",
+                names.join(",")
+            ))?;
+        }
+        self.kadmin(&format!("ktadd -k {} {e}{principal}", keytab.display()))
     }
 
     /// Removes `principal` (its tickets stop being issued).

@@ -3,18 +3,22 @@
 //! principal to a local user ([`IdentityCache`]), and the initiator side for rnfs's own
 //! clients ([`Krb5Initiator`]).
 //!
-//! This crate has no `unsafe`: libgssapi is the FFI binding.
+//! MIT's GSS-API establishes acceptor contexts and hands their keys over; per-message tokens
+//! (MIC, Wrap) are made and checked in Rust ([`cfx`]), as knfsd makes them in the kernel with
+//! the keys rpc.gssd hands it. The only `unsafe` code is the FFI of [`sys`].
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+pub mod cfx;
 pub mod idmap;
 pub mod kdc;
+mod sys;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext, ServerCtx};
+use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext};
 use libgssapi::credential::{Cred, CredUsage};
 use libgssapi::name::Name;
 use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE, GSS_NT_KRB5_PRINCIPAL};
@@ -52,7 +56,7 @@ pub enum SetupError {
 /// The acceptor: contexts are accepted with the keys of the keytab the process names in
 /// `KRB5_KTNAME` (rnfsd sets it from `--keytab` before any thread starts).
 pub struct Krb5Acceptor {
-    cred: Cred,
+    cred: Arc<sys::AcceptorCred>,
     ids: Arc<IdentityCache>,
     privileged: Privileged,
 }
@@ -74,24 +78,26 @@ impl Krb5Acceptor {
         principal: Option<&str>,
         ids: Arc<IdentityCache>,
     ) -> Result<Self, SetupError> {
-        let fail = |e: libgssapi::error::Error| SetupError::NoCredentials {
+        let fail = |detail: String| SetupError::NoCredentials {
             keytab: keytab.to_string(),
-            detail: e.to_string(),
+            detail,
         };
+        // the safe binding checks that the keytab has a key to accept with (the raw
+        // credential below does not look until the first INIT)
         let name = match principal {
-            Some(p) => Some(Name::new(p.as_bytes(), Some(GSS_NT_HOSTBASED_SERVICE)).map_err(fail)?),
+            Some(p) => Some(
+                Name::new(p.as_bytes(), Some(GSS_NT_HOSTBASED_SERVICE))
+                    .map_err(|e| fail(e.to_string()))?,
+            ),
             None => None,
         };
-        let mechs = krb5_mechs().map_err(|e| SetupError::NoCredentials {
-            keytab: keytab.to_string(),
-            detail: e.to_string(),
-        })?;
-        let cred =
-            Cred::acquire(name.as_ref(), None, CredUsage::Accept, Some(&mechs)).map_err(fail)?;
-        // A keytab with no key is found out at the first INIT otherwise.
-        cred.info().map_err(fail)?;
+        let mechs = krb5_mechs().map_err(|e| fail(e.to_string()))?;
+        Cred::acquire(name.as_ref(), None, CredUsage::Accept, Some(&mechs))
+            .and_then(|c| c.info())
+            .map_err(|e| fail(e.to_string()))?;
+        let cred = sys::AcceptorCred::acquire(principal).map_err(|e| fail(e.to_string()))?;
         Ok(Self {
-            cred,
+            cred: Arc::new(cred),
             ids,
             privileged: unprivileged,
         })
@@ -107,79 +113,121 @@ impl Krb5Acceptor {
 impl Mechanism for Krb5Acceptor {
     fn new_context(&self) -> Box<dyn SecContext> {
         Box::new(AcceptorContext {
-            ctx: ServerCtx::new(Some(self.cred.clone())),
+            state: State::Establishing(sys::AcceptorCtx::default()),
+            cred: self.cred.clone(),
             ids: self.ids.clone(),
             privileged: self.privileged,
         })
     }
 }
 
+/// Where an acceptor context is: still with the GSS-API, or its keys handed over.
+enum State {
+    Establishing(sys::AcceptorCtx),
+    Open(Box<cfx::Cfx>),
+    Failed,
+}
+
+/// GSS_S_NO_CONTEXT: a token operation before the context is established.
+const NO_CONTEXT: GssError = GssError {
+    major: 8 << 16,
+    minor: 0,
+};
+
+/// GSS_S_BAD_SIG / GSS_S_BAD_MIC, GSS_S_DEFECTIVE_TOKEN: what a token that does not check out
+/// gets.
+fn token_error(e: cfx::CfxError) -> GssError {
+    let major = match e {
+        cfx::CfxError::BadChecksum => 6 << 16,
+        cfx::CfxError::Defective => 9 << 16,
+        cfx::CfxError::Enctype(_) => 13 << 16,
+    };
+    GssError { major, minor: 0 }
+}
+
 /// One acceptor context.
 struct AcceptorContext {
-    ctx: ServerCtx,
+    state: State,
+    cred: Arc<sys::AcceptorCred>,
     ids: Arc<IdentityCache>,
     privileged: Privileged,
 }
 
 impl AcceptorContext {
-    fn peer(&self) -> Result<Peer, GssError> {
-        let name = self.ctx.source_name().map_err(err)?;
-        let principal: Arc<str> =
-            String::from_utf8_lossy(&name.display_name().map_err(err)?).into();
-        let local = name
-            .local_name(Some(GSS_MECH_KRB5))
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
-        let ident = self.ids.lookup(&principal, local.as_deref());
-        let lifetime = self.ctx.lifetime().map_err(err)?;
-        Ok(Peer {
-            principal,
-            ident,
-            lifetime,
-        })
+    fn open(&mut self) -> Result<&mut cfx::Cfx, GssError> {
+        match &mut self.state {
+            State::Open(c) => Ok(c),
+            _ => Err(NO_CONTEXT),
+        }
     }
 }
 
 impl SecContext for AcceptorContext {
     fn step(&mut self, token: &[u8]) -> Result<Step, GssError> {
-        let mut out = Ok(None);
-        let ctx = &mut self.ctx;
-        (self.privileged)(&mut || out = ctx.step(token, None));
-        let out = out.map_err(err)?;
-        let token = out.map(|b| b.to_vec()).unwrap_or_default();
-        let done = match self.ctx.is_complete() {
-            true => Some(self.peer()?),
-            false => None,
+        let State::Establishing(ctx) = &mut self.state else {
+            return Err(NO_CONTEXT);
         };
-        Ok(Step { token, done })
+        let mut out = Err(NO_CONTEXT);
+        let cred = &self.cred;
+        (self.privileged)(&mut || out = ctx.step(cred, token));
+        let (token, peer) = out?;
+        let Some(peer) = peer else {
+            return Ok(Step { token, done: None });
+        };
+        let lucid = ctx.export()?;
+        let cfx = match lucid.protocol {
+            1 => cfx::Cfx::new(
+                lucid.enctype,
+                &lucid.key,
+                true,
+                lucid.acceptor_subkey,
+                lucid.send_seq,
+            ),
+            _ => Err(cfx::CfxError::Enctype(lucid.enctype)),
+        };
+        let cfx = match cfx {
+            Ok(c) => c,
+            Err(e) => {
+                self.state = State::Failed;
+                tracing::warn!(principal = %peer.principal, enctype = lucid.enctype,
+                    "RPCSEC_GSS: the session key's enctype is not one of the AES enctypes (17-20) rnfsd seals with");
+                return Err(token_error(e));
+            }
+        };
+        let cipher = cfx.enctype().name();
+        self.state = State::Open(Box::new(cfx));
+        let ident = self.ids.lookup(&peer.principal, peer.local_name.as_deref());
+        Ok(Step {
+            token,
+            done: Some(Peer {
+                principal: peer.principal.into(),
+                ident,
+                lifetime: Duration::from_secs(u64::from(peer.lifetime_secs)),
+                cipher,
+            }),
+        })
     }
 
     fn get_mic(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
-        Ok(owned(self.ctx.get_mic(msg).map_err(err)?))
+        Ok(Bytes::from(self.open()?.get_mic(&[msg])))
     }
 
     fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
-        self.ctx.verify_mic(msg, mic).map_err(err)
+        self.open()?.verify_mic(&[msg], mic).map_err(token_error)
     }
 
     fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
-        Ok(owned(self.ctx.wrap(true, msg).map_err(err)?))
+        let mut confounder = [0u8; 16];
+        getrandom::fill(&mut confounder).map_err(|_| GssError::FAILURE)?;
+        Ok(Bytes::from(self.open()?.wrap(&[msg], confounder)))
     }
 
     fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
-        Ok(owned(self.ctx.unwrap(token).map_err(err)?))
+        // decrypted in a copy of its own (the token is a slice of the shared receive buffer)
+        let mut v = token.to_vec();
+        let r = self.open()?.unwrap(&mut v).map_err(token_error)?;
+        Ok(Bytes::from(v).slice(r))
     }
-}
-
-/// A buffer the GSS-API allocated, as `Bytes` without a copy (freed with the last reference).
-fn owned(b: libgssapi::util::Buf) -> Bytes {
-    struct Owned(libgssapi::util::Buf);
-    impl AsRef<[u8]> for Owned {
-        fn as_ref(&self) -> &[u8] {
-            &self.0
-        }
-    }
-    Bytes::from_owner(Owned(b))
 }
 
 /// The initiator's side, for rnfs's own clients: a context with `service` (`nfs@host`) as

@@ -11,6 +11,14 @@ use sunrpc::gss::wire::GssService;
 use sunrpc::gss::{GssServer, Verdict};
 use sunrpc::msg::decode_call;
 
+/// Service hosts whose keys (and so contexts' session keys) are of one AES enctype each.
+const ENCTYPES: [(&str, &str); 4] = [
+    ("e17", "aes128-cts-hmac-sha1-96:normal"),
+    ("e18", "aes256-cts-hmac-sha1-96:normal"),
+    ("e19", "aes128-cts-hmac-sha256-128:normal"),
+    ("e20", "aes256-cts-hmac-sha384-192:normal"),
+];
+
 struct Realm {
     _kdc: Kdc,
     server_keytab: std::path::PathBuf,
@@ -28,6 +36,11 @@ fn realm() -> &'static Realm {
         let server_keytab = dir.join("server.keytab");
         let client_keytab = dir.join("client.keytab");
         kdc.add("nfs/localhost", &server_keytab).unwrap();
+        // a service name per AES enctype, so that contexts get session keys of each
+        for (host, e) in ENCTYPES {
+            kdc.add_with(&format!("nfs/{host}"), &server_keytab, Some(e))
+                .unwrap();
+        }
         // users that exist in every passwd, and one that exists nowhere
         for p in ["root", "daemon", "stranger"] {
             kdc.add(p, &client_keytab).unwrap();
@@ -75,7 +88,16 @@ fn serve(server: &GssServer, msg: Bytes) -> Bytes {
 }
 
 fn client(server: &Arc<GssServer>, user: &str, svc: GssService) -> GssClient<Krb5Initiator> {
-    let init = Krb5Initiator::new(Some(user), "nfs@localhost").expect("initiator");
+    client_of(server, user, svc, "nfs@localhost")
+}
+
+fn client_of(
+    server: &Arc<GssServer>,
+    user: &str,
+    svc: GssService,
+    target: &str,
+) -> GssClient<Krb5Initiator> {
+    let init = Krb5Initiator::new(Some(user), target).expect("initiator");
     let s = server.clone();
     GssClient::establish(init, svc, 100003, 3, &mut |m| Ok(serve(&s, m))).expect("context")
 }
@@ -101,12 +123,43 @@ fn every_service_carries_calls_both_ways_and_maps_the_principal() {
             );
         }
     }
+    // MIT's default first choice; crates/server's tests use aes256-cts-hmac-sha384-192
+    assert!(server
+        .views()
+        .iter()
+        .all(|v| v.peer.cipher == "aes256-cts-hmac-sha1-96"));
     let mut c = client(&server, "stranger", GssService::Integrity);
     let call = c.call(8, 100003, 3, 1, &[]);
     let res = c.reply(&call, serve(&server, call.msg.clone())).unwrap();
     let mut d = xdr::Decoder::new(res);
     d.opaque(100).unwrap();
     assert_eq!(d.u32().unwrap(), u32::MAX, "no local user: anonymous");
+}
+
+#[test]
+fn contexts_with_tickets_of_every_aes_service_key_seal_both_ways() {
+    let server = acceptor();
+    for (host, _) in ENCTYPES {
+        for svc in [GssService::Integrity, GssService::Privacy] {
+            let mut c = client_of(&server, "daemon", svc, &format!("nfs@{host}"));
+            for len in [0usize, 4, 13, 4096, 65536 + 5] {
+                let args: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+                let args = {
+                    let mut e = xdr::Encoder::new();
+                    e.opaque(&args);
+                    e.finish().to_bytes()
+                };
+                let call = c.call(7, 100003, 3, 1, &args);
+                let res = c
+                    .reply(&call, serve(&server, call.msg.clone()))
+                    .unwrap_or_else(|e| panic!("{host} {svc:?} {len}: {e}"));
+                let mut d = xdr::Decoder::new(res);
+                d.opaque(100).unwrap();
+                assert_eq!(d.u32().unwrap(), 1);
+                assert_eq!(&d.into_rest()[..], &args[..], "{host} {svc:?} {len}");
+            }
+        }
+    }
 }
 
 #[test]

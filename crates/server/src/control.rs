@@ -190,6 +190,7 @@ impl Control {
                     .map(|s| s.krb5_name().to_string())
                     .collect(),
                 expires_secs: v.expires_in.as_secs(),
+                cipher: v.peer.cipher.to_string(),
             })
             .collect();
         Response::Clients { nfs3, nfs4, gss }

@@ -35,7 +35,15 @@ pub fn realm() -> &'static Realm {
         let dir = std::env::temp_dir().join(format!("rnfs-krb5-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("realm directory");
-        let kdc = Kdc::start(&dir).expect("start the KDC");
+        // SHA-2 enctypes first (RFC 8009): the contexts of these tests seal with
+        // aes256-cts-hmac-sha384-192, crates/gss's tests with MIT's default first choice,
+        // aes256-cts-hmac-sha1-96
+        let kdc = Kdc::start_with(
+            &dir,
+            " permitted_enctypes = aes256-cts-hmac-sha384-192 aes128-cts-hmac-sha256-128 \
+             aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96",
+        )
+        .expect("start the KDC");
         let server_keytab = dir.join("server.keytab");
         let client_keytab = dir.join("client.keytab");
         kdc.add("nfs/localhost", &server_keytab)

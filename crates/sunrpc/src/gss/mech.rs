@@ -49,6 +49,8 @@ pub struct Peer {
     pub ident: Option<UnixIdent>,
     /// How long the context stays valid (the ticket's remaining lifetime for Kerberos).
     pub lifetime: Duration,
+    /// What protects its messages, for operators (the Kerberos enctype's name).
+    pub cipher: &'static str,
 }
 
 /// One step of context establishment.
