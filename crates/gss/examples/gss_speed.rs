@@ -1,6 +1,7 @@
-//! MIC, wrap and unwrap throughput of a Kerberos context on this machine (one thread, 1 MiB
-//! messages): the ceiling of krb5i and krb5p. Needs a realm: run it with the environment of a
-//! test KDC (`gss::kdc::Kdc::env`) or a ticket and the server's keytab in KRB5_KTNAME.
+//! MIC, wrap and unwrap throughput of rnfs's Kerberos tokens (crates/gss/src/cfx.rs) on this
+//! machine, one thread, 1 MiB messages, initiator to acceptor: the ceiling of krb5i and krb5p
+//! per core. Needs a realm: run it with the environment of a test KDC (`gss::kdc::Kdc::env`)
+//! or a ticket and the server's keytab in KRB5_KTNAME.
 //!
 //!   cargo run --release -p rnfs-gss --example gss_speed -- nfs@localhost
 

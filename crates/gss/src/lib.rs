@@ -18,10 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext};
 use libgssapi::credential::{Cred, CredUsage};
 use libgssapi::name::Name;
-use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE, GSS_NT_KRB5_PRINCIPAL};
+use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE};
 use sunrpc::gss::client::Initiator;
 use sunrpc::gss::mech::{GssError, Mechanism, Peer, SecContext, Step};
 
@@ -232,61 +231,70 @@ impl SecContext for AcceptorContext {
 
 /// The initiator's side, for rnfs's own clients: a context with `service` (`nfs@host`) as
 /// the principal `user` (from the credential cache, or the client keytab that
-/// `KRB5_CLIENT_KTNAME` names), or the default principal.
+/// `KRB5_CLIENT_KTNAME` names), or the default principal. Established by MIT's GSS-API, its
+/// tokens then made in Rust as the acceptor's (and as the Linux kernel client makes them).
 pub struct Krb5Initiator {
-    ctx: ClientCtx,
+    state: InitState,
+}
+
+enum InitState {
+    Establishing(sys::InitiatorCtx),
+    Open(Box<cfx::Cfx>),
 }
 
 impl Krb5Initiator {
     /// A context to establish with [`sunrpc::gss::client::GssClient::establish`].
     pub fn new(user: Option<&str>, service: &str) -> Result<Self, GssError> {
-        let mechs = krb5_mechs()?;
-        let cred = match user {
-            Some(u) => {
-                let n = Name::new(u.as_bytes(), Some(GSS_NT_KRB5_PRINCIPAL)).map_err(err)?;
-                Some(
-                    Cred::acquire(Some(&n), None, CredUsage::Initiate, Some(&mechs))
-                        .map_err(err)?,
-                )
-            }
-            None => None,
-        };
-        let target = Name::new(service.as_bytes(), Some(GSS_NT_HOSTBASED_SERVICE)).map_err(err)?;
-        let flags =
-            CtxFlags::GSS_C_MUTUAL_FLAG | CtxFlags::GSS_C_INTEG_FLAG | CtxFlags::GSS_C_CONF_FLAG;
         Ok(Self {
-            ctx: ClientCtx::new(cred, target, flags, Some(GSS_MECH_KRB5)),
+            state: InitState::Establishing(sys::InitiatorCtx::new(user, service)?),
         })
     }
 
-    /// The context's remaining lifetime.
-    pub fn lifetime(&self) -> Option<Duration> {
-        self.ctx.lifetime().ok()
+    fn open(&mut self) -> Result<&mut cfx::Cfx, GssError> {
+        match &mut self.state {
+            InitState::Open(c) => Ok(c),
+            InitState::Establishing(_) => Err(NO_CONTEXT),
+        }
     }
 }
 
 impl Initiator for Krb5Initiator {
     fn step(&mut self, token: Option<&[u8]>) -> Result<(Vec<u8>, bool), GssError> {
-        let out = self.ctx.step(token, None).map_err(err)?;
-        Ok((
-            out.map(|b| b.to_vec()).unwrap_or_default(),
-            self.ctx.is_complete(),
-        ))
+        let InitState::Establishing(ctx) = &mut self.state else {
+            return Err(NO_CONTEXT);
+        };
+        let (out, done) = ctx.step(token)?;
+        if done {
+            let l = ctx.export()?;
+            let c = match l.protocol {
+                1 => cfx::Cfx::new(l.enctype, &l.key, false, l.acceptor_subkey, l.send_seq),
+                _ => Err(cfx::CfxError::Enctype(l.enctype)),
+            }
+            .map_err(token_error)?;
+            self.state = InitState::Open(Box::new(c));
+        }
+        Ok((out, done))
     }
 
     fn get_mic(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.ctx.get_mic(msg).map_err(err)?.to_vec())
+        Ok(self.open()?.get_mic(&[msg]))
     }
 
     fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
-        self.ctx.verify_mic(msg, mic).map_err(err)
+        self.open()?.verify_mic(&[msg], mic).map_err(token_error)
     }
 
     fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.ctx.wrap(true, msg).map_err(err)?.to_vec())
+        let mut confounder = [0u8; 16];
+        getrandom::fill(&mut confounder).map_err(|_| GssError::FAILURE)?;
+        Ok(self.open()?.wrap(&[msg], confounder))
     }
 
     fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.ctx.unwrap(token).map_err(err)?.to_vec())
+        let mut v = token.to_vec();
+        let r = self.open()?.unwrap(&mut v).map_err(token_error)?;
+        v.truncate(r.end);
+        v.drain(..r.start);
+        Ok(v)
     }
 }

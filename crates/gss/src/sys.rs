@@ -103,57 +103,173 @@ unsafe impl Send for AcceptorCred {}
 // SAFETY: as for Send.
 unsafe impl Sync for AcceptorCred {}
 
+/// Which kind of name a string is.
+#[derive(Clone, Copy)]
+enum NameKind {
+    /// `service@host`.
+    Service,
+    /// A principal (`alice`, `alice@REALM`).
+    User,
+}
+
+/// A name imported from a string, released on drop.
+struct Name(g::gss_name_t);
+
+impl Name {
+    fn import(s: &str, kind: NameKind) -> Result<Self, GssError> {
+        let (mut minor, mut name) = (0, ptr::null_mut());
+        let mut buf = g::gss_buffer_desc {
+            length: s.len(),
+            value: s.as_ptr() as *mut c_void,
+        };
+        // SAFETY: `buf` points at `s`, alive for the call, which copies it; the name types
+        // are the library's static OIDs.
+        let major = unsafe {
+            let oid = match kind {
+                NameKind::Service => g::GSS_C_NT_HOSTBASED_SERVICE,
+                NameKind::User => g::GSS_C_NT_USER_NAME,
+            };
+            g::gss_import_name(&mut minor, &mut buf, oid, &mut name)
+        };
+        status(major, minor)?;
+        Ok(Name(name))
+    }
+}
+
+impl Drop for Name {
+    fn drop(&mut self) {
+        let mut minor = 0;
+        // SAFETY: an imported name, released once.
+        unsafe { g::gss_release_name(&mut minor, &mut self.0) };
+    }
+}
+
+/// Credentials of `name` (or the default ones) for `usage` (1 initiate, 2 accept).
+fn acquire(name: Option<&Name>, usage: i32) -> Result<g::gss_cred_id_t, GssError> {
+    let (mut minor, mut cred) = (0, ptr::null_mut());
+    // SAFETY: out-pointers are to locals; the name is null or a live imported name.
+    let major = unsafe {
+        g::gss_acquire_cred(
+            &mut minor,
+            name.map_or(ptr::null_mut(), |n| n.0),
+            0,
+            ptr::null_mut(),
+            usage as _,
+            &mut cred,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    status(major, minor)?;
+    Ok(cred)
+}
+
+fn release_cred(cred: &mut g::gss_cred_id_t) {
+    if !cred.is_null() {
+        let mut minor = 0;
+        // SAFETY: a credential acquired by `acquire`, released once.
+        unsafe { g::gss_release_cred(&mut minor, cred) };
+    }
+}
+
+fn delete(ctx: &mut g::gss_ctx_id_t) {
+    if !ctx.is_null() {
+        let mut minor = 0;
+        // SAFETY: a context of ours not handed over; deleted once.
+        unsafe { g::gss_delete_sec_context(&mut minor, ctx, ptr::null_mut()) };
+    }
+}
+
 impl AcceptorCred {
     /// Credentials for `service` (`nfs@host`), or the default ones.
     pub fn acquire(service: Option<&str>) -> Result<Self, GssError> {
-        let mut minor = 0;
-        let mut name: g::gss_name_t = ptr::null_mut();
-        if let Some(s) = service {
-            let mut buf = g::gss_buffer_desc {
-                length: s.len(),
-                value: s.as_ptr() as *mut c_void,
-            };
-            // SAFETY: `buf` points at `s`, alive for the call, which copies it; the name
-            // type is the library's static OID.
-            let major = unsafe {
-                g::gss_import_name(
-                    &mut minor,
-                    &mut buf,
-                    g::GSS_C_NT_HOSTBASED_SERVICE,
-                    &mut name,
-                )
-            };
-            status(major, minor)?;
-        }
-        let mut cred: g::gss_cred_id_t = ptr::null_mut();
-        // SAFETY: out-pointers are to locals; `name` is null or the imported name.
-        let major = unsafe {
-            g::gss_acquire_cred(
-                &mut minor,
-                name,
-                0,
-                ptr::null_mut(),
-                2, // GSS_C_ACCEPT
-                &mut cred,
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
-        };
-        if !name.is_null() {
-            let mut m = 0;
-            // SAFETY: `name` was imported above and is released once.
-            unsafe { g::gss_release_name(&mut m, &mut name) };
-        }
-        status(major, minor)?;
-        Ok(AcceptorCred(cred))
+        let name = service
+            .map(|s| Name::import(s, NameKind::Service))
+            .transpose()?;
+        Ok(AcceptorCred(acquire(name.as_ref(), 2)?))
     }
 }
 
 impl Drop for AcceptorCred {
     fn drop(&mut self) {
+        release_cred(&mut self.0);
+    }
+}
+
+/// An initiator context being established (rnfs's own clients), with its credentials.
+pub struct InitiatorCtx {
+    ctx: g::gss_ctx_id_t,
+    cred: g::gss_cred_id_t,
+    target: Name,
+}
+
+// SAFETY: used by one thread at a time (its owner holds it under a lock or alone).
+unsafe impl Send for InitiatorCtx {}
+
+impl InitiatorCtx {
+    /// A context with `service` (`nfs@host`) as `user`, or as the default principal.
+    pub fn new(user: Option<&str>, service: &str) -> Result<Self, GssError> {
+        let target = Name::import(service, NameKind::Service)?;
+        let cred = match user {
+            Some(u) => acquire(Some(&Name::import(u, NameKind::User)?), 1)?,
+            None => ptr::null_mut(),
+        };
+        Ok(InitiatorCtx {
+            ctx: ptr::null_mut(),
+            cred,
+            target,
+        })
+    }
+
+    /// One step: the server's last token in (none at first); the token for the server and
+    /// whether the context is established.
+    pub fn step(&mut self, token: Option<&[u8]>) -> Result<(Vec<u8>, bool), GssError> {
         let mut minor = 0;
-        // SAFETY: the credential was acquired by `acquire` and is released once.
-        unsafe { g::gss_release_cred(&mut minor, &mut self.0) };
+        let mut input = g::gss_buffer_desc {
+            length: token.map_or(0, |t| t.len()),
+            value: token.map_or(ptr::null_mut(), |t| t.as_ptr() as *mut c_void),
+        };
+        let mut out = g::gss_buffer_desc {
+            length: 0,
+            value: ptr::null_mut(),
+        };
+        // mutual authentication, integrity and confidentiality; no replay or sequence
+        // detection (RPCSEC_GSS has its own window), as the Linux client asks
+        let flags = 2 | 32 | 16;
+        // SAFETY: the context handle is ours (null at first); `input` points at the token
+        // for the call; `target` is a live name; out-pointers are to locals.
+        let major = unsafe {
+            g::gss_init_sec_context(
+                &mut minor,
+                self.cred,
+                &mut self.ctx,
+                self.target.0,
+                ptr::null_mut(),
+                flags,
+                0,
+                ptr::null_mut(),
+                &mut input,
+                ptr::null_mut(),
+                &mut out,
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
+        };
+        let reply = take_buffer(&mut out);
+        status(major, minor)?;
+        Ok((reply, major & 1 == 0))
+    }
+
+    /// Hands the established context's keys over; the context is gone afterwards.
+    pub fn export(&mut self) -> Result<Lucid, GssError> {
+        export(&mut self.ctx)
+    }
+}
+
+impl Drop for InitiatorCtx {
+    fn drop(&mut self) {
+        delete(&mut self.ctx);
+        release_cred(&mut self.cred);
     }
 }
 
@@ -265,53 +381,54 @@ impl AcceptorCtx {
 
     /// Hands the established context's keys over; the context is gone afterwards.
     pub fn export(&mut self) -> Result<Lucid, GssError> {
-        let mut minor = 0;
-        let mut p: *mut c_void = ptr::null_mut();
-        // SAFETY: the handle is an established context of ours; the library frees it and
-        // sets the handle to null, and fills `p` with a version 1 lucid context.
-        let major =
-            unsafe { gss_krb5_export_lucid_sec_context(&mut minor, &mut self.0, 1, &mut p) };
-        status(major, minor)?;
-        // SAFETY: on success `p` is a `gss_krb5_lucid_context_v1_t`, which LucidV1 mirrors.
-        let l = unsafe { &*(p as *const LucidV1) };
-        let key_of = |k: &LucidKey| match k.data.is_null() {
-            true => Vec::new(),
-            // SAFETY: the key's `length` bytes are at `data`, owned by the lucid context.
-            false => unsafe { std::slice::from_raw_parts(k.data as *const u8, k.length as usize) }
-                .to_vec(),
-        };
-        let (key, enctype, acceptor_subkey) = match (l.protocol, l.cfx_kd.have_acceptor_subkey) {
-            (1, 1) => (
-                key_of(&l.cfx_kd.acceptor_subkey),
-                l.cfx_kd.acceptor_subkey.kind,
-                true,
-            ),
-            (1, _) => (key_of(&l.cfx_kd.ctx_key), l.cfx_kd.ctx_key.kind, false),
-            _ => (
-                key_of(&l.rfc1964_kd.ctx_key),
-                l.rfc1964_kd.ctx_key.kind,
-                false,
-            ),
-        };
-        let out = Lucid {
-            protocol: l.protocol,
-            enctype,
-            key,
-            acceptor_subkey,
-            send_seq: l.send_seq,
-        };
-        // SAFETY: `p` came from the export above and is freed once.
-        unsafe { gss_krb5_free_lucid_sec_context(&mut minor, p) };
-        Ok(out)
+        export(&mut self.0)
     }
+}
+
+/// The keys of established context `ctx`, which is gone afterwards.
+fn export(ctx: &mut g::gss_ctx_id_t) -> Result<Lucid, GssError> {
+    let mut minor = 0;
+    let mut p: *mut c_void = ptr::null_mut();
+    // SAFETY: the handle is an established context of ours; the library frees it and
+    // sets the handle to null, and fills `p` with a version 1 lucid context.
+    let major = unsafe { gss_krb5_export_lucid_sec_context(&mut minor, ctx, 1, &mut p) };
+    status(major, minor)?;
+    // SAFETY: on success `p` is a `gss_krb5_lucid_context_v1_t`, which LucidV1 mirrors.
+    let l = unsafe { &*(p as *const LucidV1) };
+    let key_of = |k: &LucidKey| match k.data.is_null() {
+        true => Vec::new(),
+        // SAFETY: the key's `length` bytes are at `data`, owned by the lucid context.
+        false => {
+            unsafe { std::slice::from_raw_parts(k.data as *const u8, k.length as usize) }.to_vec()
+        }
+    };
+    let (key, enctype, acceptor_subkey) = match (l.protocol, l.cfx_kd.have_acceptor_subkey) {
+        (1, 1) => (
+            key_of(&l.cfx_kd.acceptor_subkey),
+            l.cfx_kd.acceptor_subkey.kind,
+            true,
+        ),
+        (1, _) => (key_of(&l.cfx_kd.ctx_key), l.cfx_kd.ctx_key.kind, false),
+        _ => (
+            key_of(&l.rfc1964_kd.ctx_key),
+            l.rfc1964_kd.ctx_key.kind,
+            false,
+        ),
+    };
+    let out = Lucid {
+        protocol: l.protocol,
+        enctype,
+        key,
+        acceptor_subkey,
+        send_seq: l.send_seq,
+    };
+    // SAFETY: `p` came from the export above and is freed once.
+    unsafe { gss_krb5_free_lucid_sec_context(&mut minor, p) };
+    Ok(out)
 }
 
 impl Drop for AcceptorCtx {
     fn drop(&mut self) {
-        if !self.0.is_null() {
-            let mut minor = 0;
-            // SAFETY: a context of ours not handed over; deleted once.
-            unsafe { g::gss_delete_sec_context(&mut minor, &mut self.0, ptr::null_mut()) };
-        }
+        delete(&mut self.0);
     }
 }

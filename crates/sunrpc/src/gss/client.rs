@@ -23,6 +23,25 @@ pub trait Initiator: Send {
     fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError>;
 }
 
+/// A boxed initiator is one (tests choose the kind at run time).
+impl<T: Initiator + ?Sized> Initiator for Box<T> {
+    fn step(&mut self, token: Option<&[u8]>) -> Result<(Vec<u8>, bool), GssError> {
+        (**self).step(token)
+    }
+    fn get_mic(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
+        (**self).get_mic(msg)
+    }
+    fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
+        (**self).verify_mic(msg, mic)
+    }
+    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
+        (**self).wrap(msg)
+    }
+    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
+        (**self).unwrap(token)
+    }
+}
+
 /// Why a GSS call failed on the client's side.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientError {
