@@ -221,6 +221,16 @@ impl SecContext for AcceptorContext {
         Ok(Bytes::from(self.open()?.wrap(&[msg], confounder)))
     }
 
+    fn get_mic_parts(&mut self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
+        Ok(Bytes::from(self.open()?.get_mic(parts)))
+    }
+
+    fn wrap_parts(&mut self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
+        let mut confounder = [0u8; 16];
+        getrandom::fill(&mut confounder).map_err(|_| GssError::FAILURE)?;
+        Ok(Bytes::from(self.open()?.wrap(parts, confounder)))
+    }
+
     fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
         // decrypted in a copy of its own (the token is a slice of the shared receive buffer)
         let mut v = token.to_vec();

@@ -76,6 +76,15 @@ pub trait SecContext: Send {
     fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError>;
     /// Checks and decrypts a wrap token.
     fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError>;
+    /// The MIC token of the concatenation of `parts` (a reply kept in segments is signed
+    /// where it lies); by default, of the parts joined.
+    fn get_mic_parts(&mut self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
+        self.get_mic(&parts.concat())
+    }
+    /// The wrap token of the concatenation of `parts`; by default, of the parts joined.
+    fn wrap_parts(&mut self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
+        self.wrap(&parts.concat())
+    }
 }
 
 /// A mechanism that makes acceptor contexts (from the server's credentials).

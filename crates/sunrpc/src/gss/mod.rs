@@ -470,15 +470,21 @@ impl GssServer {
         match seal.service {
             GssService::None => e.append_encoder(body),
             GssService::Integrity => {
-                // seq and the results in one buffer (what is signed), sent as it is
-                let signed = with_seq(seal.seq, body);
-                let mic = sec.get_mic(&signed).ok()?;
-                e.u32(signed.len() as u32);
-                append_bytes(&mut e, signed);
+                // seq and the results as they are (a READ payload stays its own segment),
+                // signed where they lie
+                let body = readable(body.finish());
+                let seq = wire::seq_bytes(seal.seq);
+                let parts = parts_of(&seq, &body);
+                let mic = sec.get_mic_parts(&parts).ok()?;
+                e.u32(parts.iter().map(|p| p.len()).sum::<usize>() as u32);
+                e.opaque_fixed(&seq);
+                e.append(body);
                 e.opaque(&mic);
             }
             GssService::Privacy => {
-                let tok = sec.wrap(&with_seq(seal.seq, body)).ok()?;
+                let body = readable(body.finish());
+                let seq = wire::seq_bytes(seal.seq);
+                let tok = sec.wrap_parts(&parts_of(&seq, &body)).ok()?;
                 e.u32(tok.len() as u32);
                 append_bytes(&mut e, tok);
             }
@@ -498,26 +504,34 @@ impl crate::metrics::MetricsSource for GssServer {
     }
 }
 
-/// `seq` followed by `body`, in one buffer: what is signed or wrapped.
-fn with_seq(seq: u32, body: Encoder) -> Bytes {
-    let body = body.finish();
-    let mut v = bytes::BytesMut::with_capacity(4 + body.wire_len());
-    v.extend_from_slice(&wire::seq_bytes(seq));
-    for seg in &body.segments {
-        match seg.bytes() {
-            Some(b) => v.extend_from_slice(b),
-            // file pages: calls under integrity or privacy are given none (the dispatcher
-            // turns them off); read them should one come
-            None => v.extend_from_slice(
-                &Reply {
-                    segments: vec![seg.clone()],
-                }
-                .to_bytes(),
-            ),
-        }
-        v.extend_from_slice(&[0u8; 3][..seg.padding()]);
+/// `r` with file pages read into memory: calls under integrity or privacy are given none (the
+/// dispatcher turns them off), but their bytes must be at hand to be signed should one come.
+fn readable(r: Reply) -> Reply {
+    if r.segments
+        .iter()
+        .all(|s| !matches!(s, xdr::Segment::Pages(_)))
+    {
+        return r;
     }
-    v.freeze()
+    Reply {
+        segments: vec![xdr::Segment::Inline(r.to_bytes())],
+    }
+}
+
+/// The bytes `seq` then `body` are sent as, padding included, as slices.
+fn parts_of<'a>(seq: &'a [u8; 4], body: &'a Reply) -> Vec<&'a [u8]> {
+    const PAD: [u8; 3] = [0; 3];
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(1 + 2 * body.segments.len());
+    parts.push(seq);
+    for seg in &body.segments {
+        if let Some(b) = seg.bytes() {
+            parts.push(b);
+        }
+        if seg.padding() > 0 {
+            parts.push(&PAD[..seg.padding()]);
+        }
+    }
+    parts
 }
 
 /// Appends `b` to `e` as it is (not copied unless small), padded to a multiple of 4 bytes.
