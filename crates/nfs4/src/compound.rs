@@ -376,6 +376,18 @@ impl Nfs4 {
         self.pseudo.store(Arc::new(pseudo_of(&self.vfs)));
     }
 
+    /// WRONGSEC when the caller's flavor is not one the export of the current file handle
+    /// takes (the pseudo file system takes any); other refusals are the next operation's.
+    fn flavor_of_current(&self, ctx: &Ctx<'_>) -> Result<(), OpFail> {
+        match ctx.cur() {
+            Ok(Fh::Real(fh)) => match self.vfs.check_flavor(fh, &ctx.client) {
+                Err(VfsError::WrongSec) => Err(Nfsstat4::NFS4ERR_WRONGSEC.into()),
+                _ => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
     /// Resolves the current file handle to a real object, admitting the caller.
     pub fn real(&self, ctx: &Ctx<'_>) -> Result<(Caller, Node), OpFail> {
         match ctx.cur()? {
@@ -556,6 +568,20 @@ impl Nfs4 {
                     }
                 }
                 (r, _, _) => r,
+            };
+            // A put-filehandle operation answers for the export's security when the next
+            // operation uses the handle as it is (RFC 8881 section 2.6.3.1.1)
+            let res = match res {
+                Ok(()) if def.is_some_and(OpDef::puts_fh) && i + 1 < nops => {
+                    let next = d.peek_rest().get(..4).and_then(|b| {
+                        optable::def(NfsOpnum4(u32::from_be_bytes(b.try_into().ok()?)))
+                    });
+                    match next {
+                        Some(n) if !n.handles_wrongsec() => self.flavor_of_current(&ctx),
+                        _ => Ok(()),
+                    }
+                }
+                r => r,
             };
             // An operation that changes the current file handle without returning a stateid
             // makes the current stateid invalid (RFC 8881 section 16.2.3.1.2).

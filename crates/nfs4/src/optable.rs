@@ -62,6 +62,14 @@ pub mod flag {
     /// As [`TRY`] when its count (after a stateid and an offset) is at most
     /// [`vfs::nowait::READ_MAX`]: a larger READ is cheaper handed to a worker.
     pub const TRY_SMALL_READ: u8 = 8;
+    /// Puts a file handle (PUTFH, PUTPUBFH, PUTROOTFH, RESTOREFH): it answers WRONGSEC for the
+    /// export's security when the next operation uses the handle as it is (RFC 8881 section
+    /// 2.6.3.1.1.7).
+    pub const PUTS_FH: u8 = 16;
+    /// After a [`PUTS_FH`] operation, deals with the export's security itself (another put,
+    /// SAVEFH, LOOKUP, LOOKUPP, OPEN, SECINFO, SECINFO_NO_NAME: RFC 8881 sections
+    /// 2.6.3.1.1.1-2.6.3.1.1.5), so the put does not answer WRONGSEC.
+    pub const HANDLES_WRONGSEC: u8 = 32;
 }
 
 /// One operation.
@@ -107,6 +115,16 @@ impl OpDef {
     /// Whether this operation may start an NFSv4.1+ COMPOUND without SEQUENCE.
     pub fn sessionless(&self) -> bool {
         self.flags & flag::SESSIONLESS != 0
+    }
+
+    /// Whether this operation puts a file handle ([`flag::PUTS_FH`]).
+    pub fn puts_fh(&self) -> bool {
+        self.flags & flag::PUTS_FH != 0
+    }
+
+    /// Whether this operation deals with WRONGSEC itself ([`flag::HANDLES_WRONGSEC`]).
+    pub fn handles_wrongsec(&self) -> bool {
+        self.flags & flag::HANDLES_WRONGSEC != 0
     }
 
     /// Whether this operation makes the current stateid invalid.
@@ -228,14 +246,14 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             "LOOKUP",
             0,
             ALL,
-            CLEARS_STATEID | TRY,
+            HANDLES_WRONGSEC | CLEARS_STATEID | TRY,
             typed!(Lookup4args, |n, c, a| n.lookup(c, a)),
         ),
         def_op(
             "LOOKUPP",
             0,
             ALL,
-            CLEARS_STATEID,
+            HANDLES_WRONGSEC | CLEARS_STATEID,
             no_args!(|n, c| n.lookupp(c)),
         ),
         def_op(
@@ -245,7 +263,13 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             0,
             typed!(Nverify4args, |n, c, a| n.verify(c, a.obj_attributes, false)),
         ),
-        def_op("OPEN", 0, ALL, 0, typed!(Open4args, |n, c, a| n.open(c, a))),
+        def_op(
+            "OPEN",
+            0,
+            ALL,
+            HANDLES_WRONGSEC,
+            typed!(Open4args, |n, c, a| n.open(c, a)),
+        ),
         def_op("OPENATTR", 0, ALL, 0, None),
         def_op(
             "OPEN_CONFIRM",
@@ -265,21 +289,21 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             "PUTFH",
             0,
             ALL,
-            CLEARS_STATEID | TRY,
+            PUTS_FH | HANDLES_WRONGSEC | CLEARS_STATEID | TRY,
             typed!(Putfh4args, |n, c, a| n.putfh(c, a)),
         ),
         def_op(
             "PUTPUBFH",
             0,
             ALL,
-            CLEARS_STATEID,
+            PUTS_FH | HANDLES_WRONGSEC | CLEARS_STATEID,
             no_args!(|n, c| n.putrootfh(c)),
         ),
         def_op(
             "PUTROOTFH",
             0,
             ALL,
-            CLEARS_STATEID | TRY,
+            PUTS_FH | HANDLES_WRONGSEC | CLEARS_STATEID | TRY,
             no_args!(|n, c| n.putrootfh(c)),
         ),
         def_op(
@@ -312,13 +336,25 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             typed!(Rename4args, |n, c, a| n.rename(c, a)),
         ),
         def_op("RENEW", 0, 0, 0, typed!(Renew4args, |n, _c, a| n.renew(a))),
-        def_op("RESTOREFH", 0, ALL, 0, no_args!(|_n, c| restorefh(c))),
-        def_op("SAVEFH", 0, ALL, 0, no_args!(|_n, c| savefh(c))),
+        def_op(
+            "RESTOREFH",
+            0,
+            ALL,
+            PUTS_FH | HANDLES_WRONGSEC,
+            no_args!(|_n, c| restorefh(c)),
+        ),
+        def_op(
+            "SAVEFH",
+            0,
+            ALL,
+            HANDLES_WRONGSEC,
+            no_args!(|_n, c| savefh(c)),
+        ),
         def_op(
             "SECINFO",
             0,
             ALL,
-            0,
+            HANDLES_WRONGSEC,
             typed!(Secinfo4args, |n, c, a| n.secinfo(c, a)),
         ),
         def_op(
@@ -444,7 +480,7 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             "SECINFO_NO_NAME",
             1,
             ALL,
-            0,
+            HANDLES_WRONGSEC,
             typed!(SecinfoNoName4args, |n, c, a| n.secinfo_no_name(c, a)),
         ),
         // Only first in a COMPOUND, where the loop runs it before the table is asked.

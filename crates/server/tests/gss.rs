@@ -507,3 +507,51 @@ fn nlm_locks_on_a_kerberos_export_come_with_auth_sys() {
         Getattr3res::Fail(Nfsstat3::NFS3ERR_ACCES)
     ));
 }
+
+#[test]
+fn wrongsec_comes_from_the_put_filehandle_operation_where_rfc_8881_says() {
+    use w::NfsOpnum4 as Op;
+    let fx = Kfx::new(&[]);
+    let krb5 = fx.dir("krb5");
+    let mut k = V4::over(fx.client("daemon", GssService::Privacy), 1, "gss-ws-k");
+    k.establish(8);
+    let fh = k.path_fh(&krb5);
+    let mut sys = V4::session(fx.server.port, 1, "gss-ws-sys");
+    // put-filehandle + an operation that uses it: the put answers WRONGSEC (2.6.3.1.1.7)
+    let r = sys.call(Ops::new().putfh(&fh).getattr(&[w::FATTR4_TYPE]));
+    assert_eq!(r.status, w::Nfsstat4::NFS4ERR_WRONGSEC);
+    assert_eq!(
+        r.results.last().map(|x| x.op),
+        Some(Op::OP_PUTFH),
+        "{}",
+        r.summary()
+    );
+    // + SECINFO_NO_NAME: no WRONGSEC, the flavors (2.6.3.1.1.5)
+    sys.call(
+        Ops::new()
+            .putfh(&fh)
+            .secinfo_no_name(w::SecinfoStyle4::SecinfoStyle4CurrentFh),
+    )
+    .ok("PUTFH + SECINFO_NO_NAME");
+    // alone (2.6.3.1.1.6) and + another put (2.6.3.1.1.2): no WRONGSEC
+    sys.call(Ops::new().putfh(&fh)).ok("PUTFH alone");
+    sys.call(Ops::new().putfh(&fh).putrootfh().getfh())
+        .ok("PUTFH + PUTROOTFH");
+    // LOOKUP into the export from the pseudo file system answers it itself (2.6.3.1.1.3)
+    let name = krb5.file_name().unwrap().as_encoded_bytes().to_vec();
+    let mut ops = Ops::new().putrootfh();
+    for c in krb5.parent().unwrap().components().skip(1) {
+        ops = ops.lookup(c.as_os_str().as_encoded_bytes());
+    }
+    let r = sys.call(ops.lookup(&name).getfh());
+    assert_eq!(r.status, w::Nfsstat4::NFS4ERR_WRONGSEC);
+    assert_eq!(
+        r.results.last().map(|x| x.op),
+        Some(Op::OP_LOOKUP),
+        "{}",
+        r.summary()
+    );
+    // under the export's flavor, all of it works
+    k.call(Ops::new().putfh(&fh).getattr(&[w::FATTR4_TYPE]))
+        .ok("PUTFH + GETATTR under krb5p");
+}

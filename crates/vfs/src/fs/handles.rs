@@ -135,6 +135,22 @@ impl Vfs {
         self.table().slot_of(id)
     }
 
+    /// Whether `client`'s flavor is one the export of handle `fh` takes (what NFSv4's
+    /// put-filehandle operations answer WRONGSEC for), without opening it: `WrongSec` if not;
+    /// other refusals are left to the operation that uses the handle.
+    pub fn check_flavor(&self, fh: &[u8], client: &Client) -> VfsResult<()> {
+        let id = match self.paths.contains(fh) {
+            true => handle::export_of(fh),
+            false => self.key.verify(fh)?,
+        };
+        let t = self.table();
+        let slot = t.slot_of(id)?;
+        match t.options_for(slot, client) {
+            Ok(o) if !o.admits(client.flavor) => Err(VfsError::WrongSec),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks a handle's integrity and export without opening it (a removed file's handle
     /// passes: it is STALE only when used).
     pub fn check_handle(&self, fh: &[u8]) -> VfsResult<()> {
