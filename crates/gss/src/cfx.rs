@@ -108,6 +108,43 @@ impl Aes {
         }
     }
 
+    /// CBC-encrypts whole blocks in place, chained from `iv`; returns the last ciphertext
+    /// block. The chaining runs inside the cipher's backend (AES-NI round keys kept in
+    /// registers), eight blocks per call.
+    fn cbc_encrypt(&self, data: &mut [u8], iv: [u8; 16]) -> [u8; 16] {
+        use cbc::cipher::{BlockEncryptMut, InnerIvInit};
+        fn run<C: BlockEncrypt + aes::cipher::BlockCipher + Clone>(
+            c: &C,
+            data: &mut [u8],
+            iv: [u8; 16],
+        ) -> [u8; 16]
+        where
+            C: aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>,
+        {
+            let mut enc =
+                cbc::Encryptor::<C>::inner_iv_init(c.clone(), GenericArray::from_slice(&iv));
+            let mut last = iv;
+            for chunk in data.chunks_mut(128) {
+                let mut blocks: [GenericArray<u8, aes::cipher::consts::U16>; 8] =
+                    Default::default();
+                let n = chunk.len() / 16;
+                for (b, c) in blocks.iter_mut().zip(chunk.chunks_exact(16)) {
+                    b.copy_from_slice(c);
+                }
+                enc.encrypt_blocks_mut(&mut blocks[..n]);
+                for (c, b) in chunk.chunks_exact_mut(16).zip(&blocks) {
+                    c.copy_from_slice(b);
+                }
+                last.copy_from_slice(&blocks[n - 1]);
+            }
+            last
+        }
+        match self {
+            Aes::A128(a) => run(a, data, iv),
+            Aes::A256(a) => run(a, data, iv),
+        }
+    }
+
     /// Decrypts up to eight blocks at once (the AES-NI backend pipelines them).
     fn decrypt_par(&self, blocks: &mut [GenericArray<u8, aes::cipher::consts::U16>]) {
         match self {
@@ -135,14 +172,10 @@ fn cts_encrypt(aes: &Aes, data: &mut [u8]) {
     // full blocks before the last two (whole or partial)
     let last_len = n - 16 * ((n - 1) / 16); // 1..=16
     let head = n - 16 - last_len;
-    let mut prev = [0u8; 16];
-    for c in data[..head].chunks_exact_mut(16) {
-        let mut b = prev;
-        xor16(&mut b, c);
-        aes.encrypt(&mut b);
-        c.copy_from_slice(&b);
-        prev = b;
-    }
+    let prev = match head {
+        0 => [0u8; 16],
+        _ => aes.cbc_encrypt(&mut data[..head], [0u8; 16]),
+    };
     // the second-to-last block
     let mut pn1 = prev;
     xor16(&mut pn1, &data[head..head + 16]);
