@@ -113,13 +113,12 @@ impl Aes {
     /// registers), eight blocks per call.
     fn cbc_encrypt(&self, data: &mut [u8], iv: [u8; 16]) -> [u8; 16] {
         use cbc::cipher::{BlockEncryptMut, InnerIvInit};
-        fn run<C: BlockEncrypt + aes::cipher::BlockCipher + Clone>(
-            c: &C,
-            data: &mut [u8],
-            iv: [u8; 16],
-        ) -> [u8; 16]
+        fn run<C>(c: &C, data: &mut [u8], iv: [u8; 16]) -> [u8; 16]
         where
-            C: aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>,
+            C: BlockEncrypt
+                + aes::cipher::BlockCipher
+                + Clone
+                + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>,
         {
             let mut enc =
                 cbc::Encryptor::<C>::inner_iv_init(c.clone(), GenericArray::from_slice(&iv));
