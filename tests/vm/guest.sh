@@ -389,7 +389,7 @@ stop_capture() {
 # ---------------------------------------------------------------------------------------------
 # The "nlm" case: NFSv3 locks through the kernel client's lockd (tests/vm/locks.py), with a v3
 # and a v4.2 mount of one export. It runs apart from the combination's mount.
-WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/^,//; s/,$//')
+WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/,krb5,/,/; s/^,//; s/,$//')
 NLM_RC=1
 NLM_INCREMENTS=${NLM_INCREMENTS:-2000}
 nlm_result() { # server status time reason-file-or-text
@@ -655,6 +655,354 @@ pnfs_case() { # server vers transport
 }
 
 # ---------------------------------------------------------------------------------------------
+# The "krb5" case (docs/interop.md): RPCSEC_GSS (Kerberos V5) through the kernel client's
+# rpc.gssd. A KDC in the guest (realm RNFS.TEST, krb5kdc on port 88 of 10.97.0.1) has keys for
+# nfs/knfsd.rnfs.test, nfs/rnfsd.rnfs.test (and nfs/knfsd-rdma..., nfs/rnfsd-rdma...), the
+# client's host/rnfs-vm.rnfs.test (the guest's /etc/krb5.keytab while the case runs) and two
+# users, alice and bob, local users of the guest with tickets in /tmp/krb5cc_UID (kinit);
+# carol is a local user without one. Each server exports a fresh tmpfs with
+# sec=krb5p:krb5i:krb5 only; the client mounts it by the name that has the nfs/ key (rpc.gssd
+# asks for a ticket to nfs@NAME as typed) with sec=krb5, krb5i and krb5p in turn and runs
+# tests/vm/krb5.py on each mount; then a sec=sys mount must get nowhere.
+# Over TCP, knfsd (rpc.svcgssd with its key) is knfsd.rnfs.test = 10.97.0.1 in the guest's
+# namespace and rnfsd (an instance of its own, --keytab, KRB5_CONFIG) is rnfsd.rnfs.test =
+# 10.97.0.2 in a network namespace of its own behind the veth pair vkrb0/vkrb1 (the KDC is
+# reachable from both). Over RDMA both are SERVER-rdma.rnfs.test = 10.96.0.1, an address of
+# veth0 (soft-RoCE's device rxe0), in the guest's namespace, one after the other.
+# rpc.gssd runs only during the case: while it runs, the client makes every new NFSv4 lease
+# with krb5i, which would change the other cases.
+KRB5_VERS=${KRB5_VERS:-"3 4.2"}
+KRB5_FLAVORS="krb5 krb5i krb5p"
+KRB5_ROWS="$KRB5_FLAVORS krb5sys"
+KRB5_DIR=/run/krb5
+KRB5_REALM=RNFS.TEST
+KRB5_CLI=10.97.0.1
+KRB5_SRV=10.97.0.2
+KRB5_RDMA=10.96.0.1
+KRB5_NS=rnfskrb
+KRB5_STATE=0 # 1 set up, 2 setup failed (KRB5_WHY says why)
+KRB5_WHY=
+KRB5_USERS="alice:2101 bob:2102"
+KRB5_NOTICKET=carol:2103
+KRB5_MIB=${KRB5_MIB:-4}
+KRB5_RUST_LOG=${KRB5_RUST_LOG:-info,sunrpc::gss=debug,gss=debug}
+KRB5_GSSD_PID=
+KRB5_SVCGSSD_PID=
+KRB5_RNFSD_PID=
+KRB5_RNFSD_METRICS=
+krb5_env() { # command...: with the realm's configuration
+	env KRB5_CONFIG=$KRB5_DIR/krb5.conf KRB5_KDC_PROFILE=$KRB5_DIR/kdc.conf "$@"
+}
+krb5_setup() { # once per guest: network, hosts, KDC, keys, users, tickets, rpc_pipefs
+	[ "$KRB5_STATE" = 1 ] && return 0
+	[ "$KRB5_STATE" = 2 ] && return 1
+	KRB5_STATE=2
+	local d=$KRB5_DIR u name uid p
+	for p in krb5kdc kdb5_util kadmin.local kinit klist rpc.gssd rpc.svcgssd useradd groupadd; do
+		command -v $p >/dev/null ||
+			{ KRB5_WHY="$p missing (tests/vm/run installs krb5-kdc krb5-admin-server krb5-user nfs-common)"; return 1; }
+	done
+	modprobe auth_rpcgss && modprobe rpcsec_gss_krb5 || { KRB5_WHY="modprobe rpcsec_gss_krb5 failed"; return 1; }
+	mkdir -p $d /run/rpc_pipefs
+	ip netns add $KRB5_NS && ip link add vkrb0 type veth peer name vkrb1 &&
+		ip link set vkrb1 netns $KRB5_NS && ip addr add $KRB5_CLI/24 dev vkrb0 && ip link set vkrb0 up &&
+		ip netns exec $KRB5_NS ip addr add $KRB5_SRV/24 dev vkrb1 &&
+		ip netns exec $KRB5_NS ip link set vkrb1 up && ip netns exec $KRB5_NS ip link set lo up ||
+		{ KRB5_WHY="network namespace setup failed"; return 1; }
+	[ "$RDMA_OK" = 1 ] && { ip addr add $KRB5_RDMA/24 dev veth0 || say "krb5: cannot add $KRB5_RDMA to veth0"; }
+	# the names the mounts use, and one for the client's key (rpc.gssd also takes any
+	# host/ key of the keytab when none matches the canonical host name, here "localhost")
+	cat >>/etc/hosts <<-EOF
+		$KRB5_CLI knfsd.rnfs.test
+		$KRB5_SRV rnfsd.rnfs.test
+		$KRB5_RDMA knfsd-rdma.rnfs.test
+		$KRB5_RDMA rnfsd-rdma.rnfs.test
+		$KRB5_CLI rnfs-vm.rnfs.test
+	EOF
+	cat >$d/krb5.conf <<-EOF
+		[libdefaults]
+		 default_realm = $KRB5_REALM
+		 dns_lookup_kdc = false
+		 dns_lookup_realm = false
+		 rdns = false
+		 dns_canonicalize_hostname = false
+		 udp_preference_limit = 1
+		[realms]
+		 $KRB5_REALM = {
+		  kdc = $KRB5_CLI:88
+		 }
+		[domain_realm]
+		 .rnfs.test = $KRB5_REALM
+		 rnfs.test = $KRB5_REALM
+	EOF
+	# rpc.gssd's helpers, rpc.svcgssd's idmapping and kinit read /etc/krb5.conf; the guest's
+	# /etc is an overlay, the host's files stay as they are
+	cp $d/krb5.conf /etc/krb5.conf
+	# rpc.svcgssd maps alice@REALM to the local user alice only when REALM is one of
+	# libnfsidmap's Local-Realms, by default the upper-cased NFSv4 domain (the DNS domain,
+	# here none): without this knfsd makes every user the anonymous one
+	printf '[General]\nDomain = rnfs.test\nLocal-Realms = %s\n' $KRB5_REALM >/etc/idmapd.conf
+	cat >$d/kdc.conf <<-EOF
+		[kdcdefaults]
+		 kdc_ports = 88
+		 kdc_tcp_ports = 88
+		[realms]
+		 $KRB5_REALM = {
+		  database_name = $d/principal
+		  key_stash_file = $d/stash
+		  acl_file = $d/kadm5.acl
+		  max_life = 10h 0m 0s
+		  max_renewable_life = 1d
+		 }
+		[logging]
+		 kdc = FILE:$d/kdc.log
+	EOF
+	: >$d/kadm5.acl
+	krb5_env kdb5_util create -s -r $KRB5_REALM -P rnfs-test-master >>$d/setup.log 2>&1 ||
+		{ KRB5_WHY="kdb5_util create failed"; return 1; }
+	setsid env KRB5_CONFIG=$d/krb5.conf KRB5_KDC_PROFILE=$d/kdc.conf krb5kdc -n -r $KRB5_REALM \
+		>>$d/kdc.out 2>&1 </dev/null &
+	for _ in $(seq 150); do
+		(exec 3<>/dev/tcp/$KRB5_CLI/88) 2>/dev/null && break
+		sleep 0.2
+	done
+	(exec 3<>/dev/tcp/$KRB5_CLI/88) 2>/dev/null || { KRB5_WHY="krb5kdc does not listen on $KRB5_CLI:88"; return 1; }
+	# the same port from rnfsd's namespace
+	ip netns exec $KRB5_NS bash -c "(exec 3<>/dev/tcp/$KRB5_CLI/88)" 2>/dev/null ||
+		say "krb5: the KDC is not reachable from the namespace $KRB5_NS"
+	for p in nfs/knfsd.rnfs.test:knfsd nfs/knfsd-rdma.rnfs.test:knfsd nfs/rnfsd.rnfs.test:rnfsd \
+		nfs/rnfsd-rdma.rnfs.test:rnfsd host/rnfs-vm.rnfs.test:client alice:alice bob:bob; do
+		krb5_env kadmin.local -r $KRB5_REALM -q "addprinc -randkey ${p%%:*}" >>$d/setup.log 2>&1 &&
+			krb5_env kadmin.local -r $KRB5_REALM -q "ktadd -k $d/${p#*:}.keytab ${p%%:*}" >>$d/setup.log 2>&1
+		krb5_env klist -k $d/${p#*:}.keytab 2>/dev/null | grep -q "${p%%:*}@$KRB5_REALM" ||
+			{ KRB5_WHY="no key for ${p%%:*} in $d/${p#*:}.keytab"; return 1; }
+	done
+	for u in $KRB5_USERS $KRB5_NOTICKET; do
+		name=${u%%:*} uid=${u#*:}
+		if [ "$(id -u "$name" 2>/dev/null)" != "$uid" ]; then
+			groupadd -g "$uid" "$name" && useradd -u "$uid" -g "$uid" -M -d /nonexistent \
+				-s /usr/sbin/nologin "$name" ||
+				{ KRB5_WHY="useradd $name ($uid) failed"; return 1; }
+		fi
+	done
+	for u in $KRB5_USERS; do
+		name=${u%%:*} uid=${u#*:}
+		krb5_env kinit -k -t $d/$name.keytab -c FILE:/tmp/krb5cc_$uid "$name@$KRB5_REALM" \
+			>>$d/setup.log 2>&1 && chown "$uid:$uid" /tmp/krb5cc_$uid ||
+			{ KRB5_WHY="kinit $name failed"; return 1; }
+	done
+	mountpoint -q /run/rpc_pipefs || mount -t rpc_pipefs sunrpc /run/rpc_pipefs ||
+		{ KRB5_WHY="cannot mount rpc_pipefs"; return 1; }
+	say "krb5: realm $KRB5_REALM, KDC $KRB5_CLI:88; users $KRB5_USERS with tickets, $KRB5_NOTICKET without"
+	KRB5_STATE=1
+}
+krb5_pid_has() { # pid pattern: whether the process holds an open file matching the pattern
+	ls -l "/proc/$1/fd" 2>/dev/null | grep -q -- "$2"
+}
+krb5_gssd_start() {
+	cp $KRB5_DIR/client.keytab /etc/krb5.keytab
+	setsid env KRB5_CONFIG=$KRB5_DIR/krb5.conf rpc.gssd -f -vvv -p /run/rpc_pipefs \
+		>>$KRB5_DIR/gssd.log 2>&1 </dev/null &
+	KRB5_GSSD_PID=$!
+	# the kernel asks rpc.gssd only once it holds the gssd pipe open
+	for _ in $(seq 100); do
+		krb5_pid_has $KRB5_GSSD_PID rpc_pipefs/gssd && return 0
+		kill -0 $KRB5_GSSD_PID 2>/dev/null || break
+		sleep 0.2
+	done
+	return 1
+}
+krb5_gssd_stop() {
+	[ -n "$KRB5_GSSD_PID" ] && { kill $KRB5_GSSD_PID; wait $KRB5_GSSD_PID; } 2>/dev/null
+	KRB5_GSSD_PID=
+	rm -f /etc/krb5.keytab
+}
+krb5_name() { # server transport: the name the client mounts
+	if [ "$2" = rdma ]; then echo "$1-rdma.rnfs.test"; else echo "$1.rnfs.test"; fi
+}
+krb5_knfsd_up() { # vers transport
+	local c=${KRB5_CLI%.*}.0/24
+	[ "$2" = rdma ] && c=${KRB5_RDMA%.*}.0/24
+	mkdir -p /srv/krb5-knfsd && mount -t tmpfs -o mode=0777 tmpfs /srv/krb5-knfsd || return 1
+	exportfs -o rw,insecure,no_subtree_check,no_root_squash,fsid=0,sec=krb5p:krb5i:krb5 \
+		"$c:/srv/krb5-knfsd" || return 1
+	KRB5_KNFSD_CLIENTS=$c
+	setsid env KRB5_CONFIG=$KRB5_DIR/krb5.conf KRB5_KTNAME=$KRB5_DIR/knfsd.keytab rpc.svcgssd -f -vvv \
+		-p "nfs/$(krb5_name knfsd "$2")@$KRB5_REALM" >>$KRB5_DIR/svcgssd.log 2>&1 </dev/null &
+	KRB5_SVCGSSD_PID=$!
+	for _ in $(seq 100); do
+		krb5_pid_has $KRB5_SVCGSSD_PID auth.rpcsec.init && return 0
+		kill -0 $KRB5_SVCGSSD_PID 2>/dev/null || break
+		sleep 0.2
+	done
+	say "krb5: rpc.svcgssd did not start"
+	return 1
+}
+krb5_knfsd_down() { # vers transport
+	[ -n "$KRB5_SVCGSSD_PID" ] && { kill $KRB5_SVCGSSD_PID; wait $KRB5_SVCGSSD_PID; } 2>/dev/null
+	KRB5_SVCGSSD_PID=
+	exportfs -u "$KRB5_KNFSD_CLIENTS:/srv/krb5-knfsd"
+	umount /srv/krb5-knfsd
+}
+krb5_rnfsd_up() { # vers transport
+	local log=/run/rnfsd-krb5-$1-$2.log netns="ip netns exec $KRB5_NS" c=${KRB5_CLI%.*}.0/24
+	local listen=(--no-rdma)
+	KRB5_RNFSD_METRICS=$KRB5_SRV:9466
+	if [ "$2" = rdma ]; then # in the guest's namespace, where soft-RoCE is
+		netns="" c=${KRB5_RDMA%.*}.0/24 listen=() KRB5_RNFSD_METRICS=$KRB5_RDMA:9466
+	fi
+	mkdir -p /srv/krb5-rnfsd && mount -t tmpfs -o mode=0777 tmpfs /srv/krb5-rnfsd || return 1
+	echo "/srv/krb5-rnfsd $c(rw,insecure,no_subtree_check,no_root_squash,fsid=0,sec=krb5p:krb5i:krb5)" \
+		>/run/rnfsd-krb5.exports
+	: >$log
+	# RNFSD_ENV comes last: RNFSD_ENV=RUST_LOG=debug wins over the case's own filter
+	setsid $netns env KRB5_CONFIG=$KRB5_DIR/krb5.conf RUST_LOG=$KRB5_RUST_LOG \
+		$RNFSD_ENV "$RNFSD" --exports /run/rnfsd-krb5.exports --keytab $KRB5_DIR/rnfsd.keytab \
+		--state-dir "$(mktemp -d /run/rnfsd-krb5-state.XXXX)" --listen 0.0.0.0:2049 "${listen[@]}" \
+		--metrics $KRB5_RNFSD_METRICS --admin-socket /run/rnfsd-krb5.sock --lease-time 15 $RNFSD_ARGS \
+		>>$log 2>&1 </dev/null &
+	KRB5_RNFSD_PID=$!
+	for _ in $(seq 600); do
+		grep -q "rnfsd ready:" $log && break
+		kill -0 $KRB5_RNFSD_PID 2>/dev/null || break
+		sleep 0.2
+	done
+	if ! grep -q "rnfsd ready:" $log; then
+		say "krb5: rnfsd did not get ready"
+		dump "rnfsd-krb5.log" $log 20
+		return 1
+	fi
+	say "krb5: $(grep -o 'rnfsd ready:.*' $log | head -1)"
+	if [ "$2" = rdma ] && ! grep -q "rnfsd ready:.*rdma://" $log; then
+		say "krb5: rnfsd has no RDMA listener"
+		return 1
+	fi
+}
+krb5_rnfsd_down() { # vers transport
+	local log=/run/rnfsd-krb5-$1-$2.log m=/run/rnfsd-krb5-$1-$2.metrics
+	python3 - "http://$KRB5_RNFSD_METRICS/metrics" >$m 2>&1 <<-'EOF'
+		import sys, urllib.request
+		print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode(), end="")
+	EOF
+	say "krb5: rnfsd's RPCSEC_GSS events: $(grep -E '^rnfs_rpc_events_total\{.*gss' $m |
+		sed 's/^rnfs_rpc_events_total{kind="\(.*\)"} /\1=/' | tr '\n' ' ')"
+	[ -n "$KRB5_RNFSD_PID" ] && kill $KRB5_RNFSD_PID 2>/dev/null
+	for _ in $(seq 50); do kill -0 $KRB5_RNFSD_PID 2>/dev/null || break; sleep 0.2; done
+	kill -9 $KRB5_RNFSD_PID 2>/dev/null
+	wait $KRB5_RNFSD_PID 2>/dev/null
+	KRB5_RNFSD_PID=
+	save $log $m
+	umount /srv/krb5-rnfsd
+}
+krb5_evidence() { # server vers transport
+	dmesg_tail 20
+	dump "gssd.log" $KRB5_DIR/gssd.log 30
+	[ "$1" = knfsd ] && dump "svcgssd.log" $KRB5_DIR/svcgssd.log 20
+	[ "$1" = rnfsd ] && dump "rnfsd-krb5.log" /run/rnfsd-krb5-$2-$3.log 30
+	dump "kdc.log" $KRB5_DIR/kdc.log 10
+}
+krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
+	case ",$CASES," in *,krb5,*) ;; *) return 0 ;; esac
+	local s=$1 v=$2 t=$3 f t0 t1 out rc opts name path mnt=/mnt/krb5 why mopts
+	case " $KRB5_VERS " in *" $v "*) ;; *) v= ;; esac
+	if [ -z "$v" ]; then
+		for f in $KRB5_ROWS; do
+			result "$1" "$2" "$3" $f SKIP 0 "Kerberos: run with vers $(echo $KRB5_VERS | tr ' ' ,) (KRB5_VERS)"
+		done
+		return 0
+	fi
+	if [ "$t" = rdma ] && [ "$RDMA_OK" != 1 ]; then
+		for f in $KRB5_ROWS; do result "$s" "$v" "$t" $f SKIP 0 "RDMA unavailable in the guest: $RDMA_WHY"; done
+		return 0
+	fi
+	krb5_rows() { # status reason: every row of the case
+		local r
+		for r in $KRB5_ROWS; do result "$s" "$v" "$t" $r "$1" 0 "$2"; done
+	}
+	if ! krb5_setup; then
+		krb5_rows FAIL "Kerberos setup failed: $KRB5_WHY"
+		dump "krb5 setup" $KRB5_DIR/setup.log 20
+		return
+	fi
+	[ "${KRB5_DEBUG:-0}" = 1 ] && echo 0x0010 >/proc/sys/sunrpc/rpc_debug # RPCDBG_AUTH into dmesg
+	if ! krb5_gssd_start; then
+		krb5_rows FAIL "rpc.gssd did not start"
+		dump "gssd.log" $KRB5_DIR/gssd.log 20
+		krb5_gssd_stop
+		return
+	fi
+	if ! "krb5_${s}_up" "$v" "$t"; then
+		krb5_rows FAIL "$s with sec=krb5p:krb5i:krb5 did not start"
+		"krb5_${s}_down" "$v" "$t" >/dev/null 2>&1
+		krb5_gssd_stop
+		return
+	fi
+	name=$(krb5_name "$s" "$t") path=/srv/krb5-$s
+	[ "$v" != 3 ] && path=/
+	mopts=vers=$v,proto=$t
+	[ "$t" = rdma ] && mopts=$mopts,port=20049
+	mkdir -p $mnt
+	for f in $KRB5_FLAVORS; do
+		t0=$(now)
+		if ! out=$(timeout 120 mount -t nfs -o $mopts,sec=$f "$name:$path" $mnt 2>&1); then
+			result "$s" "$v" "$t" $f FAIL "$(elapsed "$t0")" "mount -o $mopts,sec=$f $name:$path failed: $(echo "$out" | tr '\n' ' ')"
+			krb5_evidence "$s" "$v" "$t"
+			continue
+		fi
+		opts=$(grep " $mnt " /proc/mounts | cut -d' ' -f4)
+		t1=$(elapsed "$t0")
+		say "krb5: $s mounted $name:$path in ${t1}s: $opts"
+		out=$(timeout -k 10 600 python3 "$REPO/tests/vm/krb5.py" --dir $mnt --tag "$v-$t-$f" \
+			--user alice:2101:2101 --user bob:2102:2102 --noticket carol:2103:2103 \
+			--big-mib "$KRB5_MIB" --seed "$SEED" 2>&1)
+		rc=$?
+		echo "$out" | sed "s/^/krb5 $s $v $t $f| /"
+		why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
+		case ",$opts," in *",sec=$f,"*) ;; *) why="${why}mounted with $opts, not sec=$f;" ;; esac
+		if ! out=$(timeout 120 umount $mnt 2>&1); then
+			why="${why}umount failed: $(echo "$out" | tr '\n' ' ');"
+			timeout 60 umount -f $mnt >/dev/null 2>&1 || umount -l $mnt >/dev/null 2>&1
+		fi
+		if [ "$rc" = 0 ] && [ -z "$why" ]; then
+			result "$s" "$v" "$t" $f PASS "$(elapsed "$t0")" "-"
+		else
+			result "$s" "$v" "$t" $f FAIL "$(elapsed "$t0")" "${why:-krb5.py exited $rc}"
+			krb5_evidence "$s" "$v" "$t"
+		fi
+	done
+	# sec=sys on the krb5-only export: refused at mount, or nothing in it can be read or made
+	t0=$(now)
+	if out=$(timeout 60 mount -t nfs -o $mopts,sec=sys,retry=0 "$name:$path" $mnt 2>&1); then
+		out=$(python3 - $mnt <<-'EOF'
+			import errno, os, sys
+			def e(fn):
+			    try:
+			        fn()
+			        return "allowed"
+			    except OSError as x:
+			        return errno.errorcode.get(x.errno, str(x.errno))
+			d = sys.argv[1]
+			print("list=" + e(lambda: os.listdir(d)),
+			      "create=" + e(lambda: os.close(os.open(os.path.join(d, "sys-file"), os.O_CREAT | os.O_WRONLY, 0o644))))
+		EOF
+		)
+		timeout 60 umount $mnt >/dev/null 2>&1 || umount -l $mnt >/dev/null 2>&1
+		say "krb5: $s vers=$v transport=$t sec=sys mounted; as root: $out"
+		case "$out" in
+		*allowed*) result "$s" "$v" "$t" krb5sys FAIL "$(elapsed "$t0")" "a sec=sys mount of the krb5-only export works: $out" ;;
+		*) result "$s" "$v" "$t" krb5sys PASS "$(elapsed "$t0")" "-" ;;
+		esac
+	else
+		say "krb5: $s vers=$v transport=$t sec=sys refused: $(echo "$out" | tr '\n' ' ')"
+		result "$s" "$v" "$t" krb5sys PASS "$(elapsed "$t0")" "-"
+	fi
+	echo 0 >/proc/sys/sunrpc/rpc_debug
+	"krb5_${s}_down" "$v" "$t"
+	krb5_gssd_stop
+	save $KRB5_DIR/gssd.log $KRB5_DIR/svcgssd.log $KRB5_DIR/kdc.log $KRB5_DIR/setup.log
+}
+
+# ---------------------------------------------------------------------------------------------
 # knfsd runs once for all combinations; rnfsd is started afresh for each, so that one
 # combination's failure (a crash, exhausted descriptors) does not spill into the next
 for s in $SERVERS; do
@@ -680,6 +1028,7 @@ for s in $SERVERS; do
 			fi
 			nlm_case "$s" "$v" "$t"
 			pnfs_case "$s" "$v" "$t"
+			krb5_case "$s" "$v" "$t"
 		}
 	done
 	[ "$up" = 1 ] && "stop_$s"

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Kerberos (RPCSEC_GSS) checks on one mount made with sec=krb5, krb5i or krb5p, for the "krb5"
+case of tests/vm/run. Runs as root; each step runs in a child process that has become the
+user (setgroups, setgid, setuid), so the kernel client asks rpc.gssd for that uid's
+credentials (it finds the ticket cache /tmp/krb5cc_UID the harness made with kinit).
+
+  own       each user with a ticket (--user) makes a directory (0755) and in it a small file
+            (0644) and a --big-mib file written in 1 MiB blocks with fsync; renames the small
+            file and lists the directory. The server records the user's uid and gid, as
+            seen after dropping caches (so from a GETATTR)
+  read      after dropping caches each user reads back their files (sha256)
+  cross     the second user may read the first's 0644 file but not write it, nor create a file
+            in the first's 0755 directory, nor read the file once it is 0600 (EACCES): the
+            server checks permissions as the user the principal maps to
+  noticket  a user without a ticket (--noticket) is refused (EACCES or EKEYEXPIRED) listing
+            the first user's 0755 directory, reading their 0644 file and creating a file in
+            the mount's directory. (Listing the mount's root itself fails with ESTALE: the
+            client revalidates a mount root with d_weak_revalidate, and the VFS turns any
+            failure of that, here the refused GETATTR, into ESTALE; knfsd shows the same)
+  lock      the first user takes a write lock on the first 4 KiB of their big file (NLM for
+            NFSv3, whose calls the Linux client sends with AUTH_SYS whatever the mount's
+            flavor; NFSv4 LOCK under the mount's), and another process of theirs is refused
+            the same range (EAGAIN or EACCES) until it is unlocked
+  root      root (rpc.gssd sends the machine credential, host/CLIENT) creates a file: it is
+            owned by --anon-uid (a principal that maps to no local user is the anonymous user)
+  cleanup   every file and directory made is removed; the mount's directory is as before
+
+Prints one "sub=NAME status=PASS|FAIL time=SECS reason=TEXT" line per step; exit status 1
+when any failed.
+"""
+import argparse
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+
+MIB = 1 << 20
+
+
+class Failed(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failed(what)
+
+
+def ename(e):
+    return errno.errorcode.get(e, str(e))
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def as_user(user, fn, *args):
+    """Runs fn(*args) in a child process that is `user` (name, uid, gid); returns what fn
+    returned (JSON-able), or raises Failed with the child's error."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(user[2])
+            os.setuid(user[1])
+            out = {"ok": fn(*args)}
+        except Failed as e:
+            out = {"fail": str(e)}
+        except OSError as e:
+            out = {"fail": f"{e.strerror or ''} ({ename(e.errno)}) at {e.filename}"}
+        except Exception as e:  # noqa: BLE001 - the cause goes to the parent
+            out = {"fail": f"{type(e).__name__}: {e}"}
+        with os.fdopen(w, "w") as f:
+            json.dump(out, f)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    try:
+        out = json.loads(data)
+    except ValueError:
+        raise Failed(f"as {user[0]}: the child died") from None
+    if "fail" in out:
+        raise Failed(f"as {user[0]}: {out['fail']}")
+    return out["ok"]
+
+
+def try_errno(fn):
+    """Runs fn; None when it worked, else the errno name."""
+    try:
+        fn()
+        return None
+    except OSError as e:
+        return ename(e.errno)
+
+
+def block(seed, i):
+    return random.Random(f"{seed}-{i}").randbytes(MIB)
+
+
+# --- steps run as a user ---------------------------------------------------------------------
+
+def u_own(d, name, big_mib, seed):
+    os.mkdir(d, 0o755)
+    small = os.path.join(d, "small.tmp")
+    with open(small, "wb") as f:
+        f.write(f"hello from {name}\n".encode())
+    os.chmod(small, 0o644)
+    os.rename(small, os.path.join(d, "small"))
+    h = hashlib.sha256()
+    fd = os.open(os.path.join(d, "big"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        for i in range(big_mib):
+            b = block(seed, i)
+            h.update(b)
+            view = memoryview(b)
+            while view:
+                n = os.write(fd, view)
+                expect(n > 0, "write returned 0")
+                view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    names = sorted(os.listdir(d))
+    expect(names == ["big", "small"], f"listing of {d}: {names}")
+    return h.hexdigest()
+
+
+def u_read(d, name, big_mib):
+    out = {}
+    for n in ("small", "big"):
+        st = os.stat(os.path.join(d, n))
+        out[n] = [st.st_uid, st.st_gid, st.st_size]
+    st = os.stat(d)
+    out["dir"] = [st.st_uid, st.st_gid, 0]
+    with open(os.path.join(d, "small"), "rb") as f:
+        expect(f.read() == f"hello from {name}\n".encode(), "small: content differs")
+    h = hashlib.sha256()
+    with open(os.path.join(d, "big"), "rb") as f:
+        while True:
+            b = f.read(777_777)
+            if not b:
+                break
+            h.update(b)
+    out["sha"] = h.hexdigest()
+    return out
+
+
+def u_cross(d, owner_name):
+    got = {}
+    with open(os.path.join(d, "small"), "rb") as f:
+        expect(f.read() == f"hello from {owner_name}\n".encode(), "reading another's file: content differs")
+    got["write"] = try_errno(lambda: os.close(os.open(os.path.join(d, "small"), os.O_WRONLY)))
+    got["create"] = try_errno(
+        lambda: os.close(os.open(os.path.join(d, "intruder"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)))
+    return got
+
+
+def u_lock(d):
+    path = os.path.join(d, "big")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 4096, 0)
+        except OSError as e:
+            return {"lock": ename(e.errno)}
+        pid = os.fork()
+        if pid == 0:
+            fd2 = os.open(path, os.O_RDWR)
+            try:
+                fcntl.lockf(fd2, fcntl.LOCK_EX | fcntl.LOCK_NB, 4096, 0)
+                os._exit(1)
+            except OSError as e:
+                os._exit(0 if e.errno in (errno.EAGAIN, errno.EACCES) else 2)
+        _, st = os.waitpid(pid, 0)
+        fcntl.lockf(fd, fcntl.LOCK_UN, 4096, 0)
+        return {"lock": None, "other": os.waitstatus_to_exitcode(st)}
+    finally:
+        os.close(fd)
+
+
+def u_read_errno(path):
+    return try_errno(lambda: open(path, "rb").close())
+
+
+def u_chmod(path, mode):
+    os.chmod(path, mode)
+    return None
+
+
+def u_noticket(top, d, tag):
+    return {"list": try_errno(lambda: os.listdir(d)),
+            "read": try_errno(lambda: open(os.path.join(d, "big"), "rb").close()),
+            "create": try_errno(lambda: os.close(os.open(
+                os.path.join(top, f"noticket-{tag}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)))}
+
+
+def u_cleanup(d):
+    for n in os.listdir(d):
+        os.unlink(os.path.join(d, n))
+    os.rmdir(d)
+    return None
+
+
+def parse_user(s):
+    name, uid, gid = s.split(":")
+    return (name, int(uid), int(gid))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", required=True, help="the mount (or a directory on it)")
+    ap.add_argument("--tag", required=True, help="names this run's files (e.g. 4.2-krb5p)")
+    ap.add_argument("--user", action="append", type=parse_user, required=True,
+                    help="NAME:UID:GID of a user with a ticket (two or more)")
+    ap.add_argument("--noticket", type=parse_user, help="NAME:UID:GID of a user without one")
+    ap.add_argument("--anon-uid", type=int, default=65534)
+    ap.add_argument("--big-mib", type=int, default=4)
+    ap.add_argument("--seed", default="krb5")
+    a = ap.parse_args()
+    expect(len(a.user) >= 2, "two users with tickets are needed")
+    top = a.dir
+    dirs = {u[0]: os.path.join(top, f"{a.tag}-{u[0]}") for u in a.user}
+    rootfile = os.path.join(top, f"{a.tag}-root")
+    before = sorted(os.listdir(top))
+    shas = {}
+    failed = 0
+
+    def own():
+        for u in a.user:
+            shas[u[0]] = as_user(u, u_own, dirs[u[0]], u[0], a.big_mib, f"{a.seed}-{u[0]}")
+
+    def read():
+        drop_caches()
+        for u in a.user:
+            got = as_user(u, u_read, dirs[u[0]], u[0], a.big_mib)
+            for n in ("dir", "small", "big"):
+                uid, gid, _ = got[n]
+                expect((uid, gid) == (u[1], u[2]),
+                       f"{u[0]}'s {n} is owned by {uid}:{gid}, not {u[1]}:{u[2]}")
+            expect(got["big"][2] == a.big_mib * MIB, f"{u[0]}'s big file has {got['big'][2]} bytes")
+            expect(got["sha"] == shas.get(u[0]), f"{u[0]}'s big file reads back different")
+
+    def cross():
+        owner, other = a.user[0], a.user[1]
+        got = as_user(other, u_cross, dirs[owner[0]], owner[0])
+        expect(got["write"] in ("EACCES", "EPERM"),
+               f"{other[0]} opening {owner[0]}'s 0644 file for writing: {got['write'] or 'allowed'}")
+        expect(got["create"] in ("EACCES", "EPERM"),
+               f"{other[0]} creating in {owner[0]}'s 0755 directory: {got['create'] or 'allowed'}")
+        small = os.path.join(dirs[owner[0]], "small")
+        as_user(owner, u_chmod, small, 0o600)
+        drop_caches()
+        e = as_user(other, u_read_errno, small)
+        expect(e in ("EACCES", "EPERM"), f"{other[0]} reading {owner[0]}'s 0600 file: {e or 'allowed'}")
+        e = as_user(owner, u_read_errno, small)
+        expect(e is None, f"{owner[0]} reading their own 0600 file: {e}")
+
+    def noticket():
+        if not a.noticket:
+            return
+        owner = a.user[0]
+        got = as_user(a.noticket, u_noticket, top, dirs[owner[0]], a.tag)
+        ok = ("EACCES", "EKEYEXPIRED", "EPERM")
+        bad = [f"{k} {got[k] or 'allowed'}" for k in ("list", "read", "create") if got[k] not in ok]
+        expect(not bad, f"{a.noticket[0]} (no ticket) listing {owner[0]}'s directory, reading "
+               f"{owner[0]}'s 0644 file, creating a file: {', '.join(bad)} (want EACCES or EKEYEXPIRED)")
+
+    def lock():
+        owner = a.user[0]
+        got = as_user(owner, u_lock, dirs[owner[0]])
+        expect(got["lock"] is None, f"{owner[0]} locking their file: {got['lock']}")
+        expect(got["other"] == 0, f"another process of {owner[0]} locking the same range: "
+               + {1: "granted", 2: "an error other than EAGAIN/EACCES"}.get(got["other"], "?"))
+
+    def root():
+        with open(rootfile, "wb") as f:
+            f.write(b"root\n")
+        drop_caches()
+        st = os.stat(rootfile)
+        expect(st.st_uid == a.anon_uid,
+               f"root's file (machine credential) is owned by {st.st_uid}:{st.st_gid}, not {a.anon_uid}")
+
+    def cleanup():
+        errs = []
+        for u in a.user:
+            if os.path.isdir(dirs[u[0]]):
+                try:
+                    as_user(u, u_cleanup, dirs[u[0]])
+                except Failed as e:
+                    errs.append(str(e))
+        if os.path.exists(rootfile):
+            try:
+                os.unlink(rootfile)
+            except OSError as e:
+                errs.append(f"removing root's file: {ename(e.errno)}")
+        after = sorted(os.listdir(top))
+        expect(not errs, "; ".join(errs))
+        expect(after == before, f"left behind: {sorted(set(after) - set(before))}")
+
+    steps = [("own", own), ("read", read), ("cross", cross), ("noticket", noticket),
+             ("lock", lock), ("root", root), ("cleanup", cleanup)]
+    for n, fn in steps:
+        t0 = time.time()
+        if n in ("read", "cross", "lock") and len(shas) < len(a.user):
+            st, why = "FAIL", "not run: own failed"
+            failed += 1
+        else:
+            try:
+                fn()
+                st, why = "PASS", "-"
+            except Failed as e:
+                st, why = "FAIL", str(e)
+                failed += 1
+            except OSError as e:
+                st, why = "FAIL", f"{e.strerror} ({ename(e.errno)}) at {e.filename}"
+                failed += 1
+            except Exception as e:  # noqa: BLE001 - a step that crashed fails with its cause
+                st, why = "FAIL", f"{type(e).__name__}: {e}"
+                failed += 1
+        print(f"sub={n} status={st} time={time.time() - t0:.2f} reason={why}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
