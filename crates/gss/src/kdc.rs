@@ -44,7 +44,60 @@ impl Kdc {
     /// As [`Kdc::start`], with more `[libdefaults]` lines in the krb5.conf its users get
     /// (`permitted_enctypes = ...` orders the enctypes contexts are made with).
     pub fn start_with(dir: &Path, libdefaults: &str) -> Result<Kdc, KdcError> {
-        let port = free_port()?;
+        let io = |e: std::io::Error| KdcError(e.to_string());
+        std::fs::write(dir.join("kadm5.acl"), "").map_err(io)?;
+        let mut created = false;
+        // a port free when looked at may be taken before krb5kdc binds it (other test
+        // binaries start KDCs too): then another
+        for _ in 0..5 {
+            let port = free_port()?;
+            Self::configure(dir, libdefaults, port)?;
+            if !created {
+                run(Self::tool(dir, "kdb5_util").args([
+                    "create",
+                    "-s",
+                    "-r",
+                    REALM,
+                    "-P",
+                    "rnfs-test-master",
+                ]))?;
+                created = true;
+            }
+            // krb5kdc under a watchdog that stops it when this process is gone (a test
+            // binary that keeps its KDC in a static never drops it)
+            let watch = format!(
+                "krb5kdc -n -r {REALM} & k=$!; while kill -0 {} 2>/dev/null && kill -0 $k 2>/dev/null; \
+                 do sleep 1; done; kill $k 2>/dev/null",
+                std::process::id()
+            );
+            let child = Self::tool(dir, "sh")
+                .args(["-c", &watch])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| KdcError(format!("krb5kdc: {e}")))?;
+            let mut me = Kdc {
+                dir: dir.to_path_buf(),
+                child,
+                port,
+            };
+            // ready when it accepts on its TCP port; gone: the port was taken
+            let until = Instant::now() + Duration::from_secs(30);
+            loop {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Ok(me);
+                }
+                if me.child.try_wait().ok().flatten().is_some() || Instant::now() > until {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Err(KdcError("krb5kdc did not start listening".into()))
+    }
+
+    /// Writes krb5.conf and kdc.conf for a KDC on `port`.
+    fn configure(dir: &Path, libdefaults: &str, port: u16) -> Result<(), KdcError> {
         let d = dir.display();
         std::fs::write(
             dir.join("krb5.conf"),
@@ -66,51 +119,20 @@ impl Kdc {
                  [logging]\n kdc = FILE:{d}/kdc.log\n"
             ),
         )
-        .map_err(|e| KdcError(e.to_string()))?;
-        std::fs::write(dir.join("kadm5.acl"), "").map_err(|e| KdcError(e.to_string()))?;
-        let kdc = |prog: &str| {
-            let mut c = Command::new(prog);
-            c.env("KRB5_CONFIG", dir.join("krb5.conf"))
-                .env("KRB5_KDC_PROFILE", dir.join("kdc.conf"))
-                .stdin(Stdio::null());
-            c
-        };
-        run(kdc("kdb5_util").args(["create", "-s", "-r", REALM, "-P", "rnfs-test-master"]))?;
-        // krb5kdc under a watchdog that stops it when this process is gone (a test binary
-        // that keeps its KDC in a static never drops it)
-        let watch = format!(
-            "krb5kdc -n -r {REALM} & k=$!; while kill -0 {} 2>/dev/null && kill -0 $k 2>/dev/null; \
-             do sleep 1; done; kill $k 2>/dev/null",
-            std::process::id()
-        );
-        let child = kdc("sh")
-            .args(["-c", &watch])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| KdcError(format!("krb5kdc: {e}")))?;
-        let me = Kdc {
-            dir: dir.to_path_buf(),
-            child,
-            port,
-        };
-        // ready when it accepts on its TCP port
-        let until = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > until {
-                return Err(KdcError("krb5kdc did not start listening".into()));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(me)
+        .map_err(|e| KdcError(e.to_string()))
+    }
+
+    /// A command of the KDC's tools with the realm's configuration.
+    fn tool(dir: &Path, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        c.env("KRB5_CONFIG", dir.join("krb5.conf"))
+            .env("KRB5_KDC_PROFILE", dir.join("kdc.conf"))
+            .stdin(Stdio::null());
+        c
     }
 
     fn kadmin(&self, query: &str) -> Result<(), KdcError> {
-        run(Command::new("kadmin.local")
-            .env("KRB5_CONFIG", self.dir.join("krb5.conf"))
-            .env("KRB5_KDC_PROFILE", self.dir.join("kdc.conf"))
-            .stdin(Stdio::null())
-            .args(["-r", REALM, "-q", query]))
+        run(Self::tool(&self.dir, "kadmin.local").args(["-r", REALM, "-q", query]))
     }
 
     /// Adds `principal` with a random key and exports the key to `keytab` (a path in the
