@@ -258,3 +258,84 @@ pub struct ContextView {
     /// Time until it expires.
     pub expires_in: std::time::Duration,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gss::mech::{GssError, Step};
+    use bytes::Bytes;
+    use std::time::Duration;
+
+    /// A context that is never asked to do anything: the table only holds it.
+    struct Held;
+
+    impl SecContext for Held {
+        fn step(&mut self, _: &[u8]) -> Result<Step, GssError> {
+            Err(GssError::FAILURE)
+        }
+        fn get_mic(&mut self, _: &[u8]) -> Result<Bytes, GssError> {
+            Err(GssError::FAILURE)
+        }
+        fn verify_mic(&mut self, _: &[u8], _: &[u8]) -> Result<(), GssError> {
+            Err(GssError::FAILURE)
+        }
+        fn wrap(&mut self, _: &[u8]) -> Result<Bytes, GssError> {
+            Err(GssError::FAILURE)
+        }
+        fn unwrap(&mut self, _: &[u8]) -> Result<Bytes, GssError> {
+            Err(GssError::FAILURE)
+        }
+    }
+
+    fn ctx(expires: Instant) -> Context {
+        Context::new(Box::new(Held), None, expires, [127, 0, 0, 1].into())
+    }
+
+    #[test]
+    fn contexts_expire_and_a_full_table_makes_room_only_from_expired_ones() {
+        let t0 = Instant::now();
+        let table = ContextTable::new(3);
+        let short = table.insert(ctx(t0 + Duration::from_secs(1)), t0).unwrap();
+        let long: Vec<Handle> = (0..2)
+            .map(|_| {
+                table
+                    .insert(ctx(t0 + Duration::from_secs(100)), t0)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(table.len(), 3);
+        // full, and nothing has expired yet: refused
+        assert_eq!(
+            table.insert(ctx(t0 + Duration::from_secs(100)), t0),
+            Err(TableFull)
+        );
+        assert!(table.get(&short, t0).is_some());
+        // once the short one has expired: it is gone when looked up, and its room is reused
+        let later = t0 + Duration::from_secs(2);
+        assert!(table.get(&short, later).is_none());
+        assert_eq!(table.len(), 2);
+        let again = table
+            .insert(ctx(t0 + Duration::from_secs(100)), later)
+            .unwrap();
+        assert_eq!(
+            table.insert(ctx(t0 + Duration::from_secs(100)), later),
+            Err(TableFull)
+        );
+        // an insert into a full table sweeps expired contexts it was not asked about
+        let much_later = t0 + Duration::from_secs(200);
+        assert!(table
+            .insert(ctx(much_later + Duration::from_secs(1)), much_later)
+            .is_ok());
+        assert_eq!(table.len(), 1);
+        for h in long.iter().chain([&again]) {
+            assert!(table.get(h, much_later).is_none());
+        }
+        // a destroyed handle stays unknown
+        let h = table
+            .insert(ctx(much_later + Duration::from_secs(5)), much_later)
+            .unwrap();
+        assert!(table.remove(&h));
+        assert!(!table.remove(&h));
+        assert!(table.get(&h, much_later).is_none());
+    }
+}
