@@ -40,16 +40,16 @@ impl SecContext for Plain {
             }),
         })
     }
-    fn get_mic(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+    fn get_mic(&self, msg: &[u8]) -> Result<Bytes, GssError> {
         Ok(Bytes::copy_from_slice(&msg[..msg.len().min(8)]))
     }
-    fn verify_mic(&mut self, _msg: &[u8], _mic: &[u8]) -> Result<(), GssError> {
+    fn verify_mic(&self, _msg: &[u8], _mic: &[u8]) -> Result<(), GssError> {
         Ok(())
     }
-    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+    fn wrap(&self, msg: &[u8]) -> Result<Bytes, GssError> {
         Ok(Bytes::copy_from_slice(msg))
     }
-    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
+    fn unwrap(&self, token: &[u8]) -> Result<Bytes, GssError> {
         Ok(Bytes::copy_from_slice(token))
     }
 }

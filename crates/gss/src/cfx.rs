@@ -438,13 +438,13 @@ const INITIATOR_SEAL: u32 = 24;
 const INITIATOR_SIGN: u32 = 25;
 
 /// One side of an established context: its key, whether it is the acceptor, its send sequence
-/// number.
-#[derive(Clone)]
+/// number (the only thing a token changes: tokens are made and checked by several threads at
+/// once).
 pub struct Cfx {
     et: Enctype,
     acceptor: bool,
     acceptor_subkey: bool,
-    send_seq: u64,
+    send_seq: std::sync::atomic::AtomicU64,
     sign_out: UsageKeys,
     sign_in: UsageKeys,
     seal_out: UsageKeys,
@@ -474,7 +474,7 @@ impl Cfx {
             et,
             acceptor,
             acceptor_subkey,
-            send_seq,
+            send_seq: std::sync::atomic::AtomicU64::new(send_seq),
             sign_out: d(sign_out),
             sign_in: d(sign_in),
             seal_out: d(seal_out),
@@ -501,15 +501,14 @@ impl Cfx {
         f
     }
 
-    fn next_seq(&mut self) -> u64 {
-        let s = self.send_seq;
-        self.send_seq = self.send_seq.wrapping_add(1);
-        s
+    fn next_seq(&self) -> u64 {
+        self.send_seq
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The MIC token of the concatenation of `parts` (a message kept in pieces need not be
     /// joined first).
-    pub fn get_mic(&mut self, parts: &[&[u8]]) -> Vec<u8> {
+    pub fn get_mic(&self, parts: &[&[u8]]) -> Vec<u8> {
         let mut hdr = [0u8; 16];
         hdr[0] = 0x04;
         hdr[1] = 0x04;
@@ -543,7 +542,7 @@ impl Cfx {
     }
 
     /// A sealed (encrypted) Wrap token of the concatenation of `parts`, rotation count 0.
-    pub fn wrap(&mut self, parts: &[&[u8]], confounder: [u8; 16]) -> Vec<u8> {
+    pub fn wrap(&self, parts: &[&[u8]], confounder: [u8; 16]) -> Vec<u8> {
         let mut hdr = [0u8; 16];
         hdr[0] = 0x05;
         hdr[1] = 0x04;
@@ -634,11 +633,46 @@ mod tests {
     }
 
     #[test]
+    fn threads_share_one_context_and_its_sequence_numbers_stay_unique() {
+        let key = [3u8; 32];
+        let acc = Cfx::new(18, &key, true, false, 0).unwrap();
+        let ini = Cfx::new(18, &key, false, false, 0).unwrap();
+        let seqs: Vec<u64> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|t| {
+                    let (acc, ini) = (&acc, &ini);
+                    s.spawn(move || {
+                        (0..50)
+                            .map(|i| {
+                                let msg = vec![t as u8; 100 + i];
+                                let mut tok = acc.wrap(&[&msg], [t as u8; 16]);
+                                let seq = u64::from_be_bytes(tok[8..16].try_into().unwrap());
+                                let r = ini.unwrap(&mut tok).unwrap();
+                                assert_eq!(&tok[r], &msg[..]);
+                                let mic = acc.get_mic(&[&msg]);
+                                ini.verify_mic(&[&msg], &mic).unwrap();
+                                seq
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        let unique: std::collections::HashSet<_> = seqs.iter().collect();
+        assert_eq!(
+            unique.len(),
+            seqs.len(),
+            "every Wrap token has a sequence number of its own"
+        );
+    }
+
+    #[test]
     fn tokens_of_one_side_verify_on_the_other() {
         for et in [17, 18, 19, 20] {
             let key: Vec<u8> = (0..Enctype::from_number(et).unwrap().key_len() as u8).collect();
-            let mut acc = Cfx::new(et, &key, true, true, 5).unwrap();
-            let mut ini = Cfx::new(et, &key, false, true, 9).unwrap();
+            let acc = Cfx::new(et, &key, true, true, 5).unwrap();
+            let ini = Cfx::new(et, &key, false, true, 9).unwrap();
             let mic = acc.get_mic(&[b"abc", b"def"]);
             ini.verify_mic(&[b"abcdef"], &mic).unwrap();
             assert_eq!(

@@ -153,8 +153,8 @@ struct AcceptorContext {
 }
 
 impl AcceptorContext {
-    fn open(&mut self) -> Result<&mut cfx::Cfx, GssError> {
-        match &mut self.state {
+    fn open(&self) -> Result<&cfx::Cfx, GssError> {
+        match &self.state {
             State::Open(c) => Ok(c),
             _ => Err(NO_CONTEXT),
         }
@@ -207,31 +207,31 @@ impl SecContext for AcceptorContext {
         })
     }
 
-    fn get_mic(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+    fn get_mic(&self, msg: &[u8]) -> Result<Bytes, GssError> {
         Ok(Bytes::from(self.open()?.get_mic(&[msg])))
     }
 
-    fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
+    fn verify_mic(&self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
         self.open()?.verify_mic(&[msg], mic).map_err(token_error)
     }
 
-    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+    fn wrap(&self, msg: &[u8]) -> Result<Bytes, GssError> {
         let mut confounder = [0u8; 16];
         getrandom::fill(&mut confounder).map_err(|_| GssError::FAILURE)?;
         Ok(Bytes::from(self.open()?.wrap(&[msg], confounder)))
     }
 
-    fn get_mic_parts(&mut self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
+    fn get_mic_parts(&self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
         Ok(Bytes::from(self.open()?.get_mic(parts)))
     }
 
-    fn wrap_parts(&mut self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
+    fn wrap_parts(&self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
         let mut confounder = [0u8; 16];
         getrandom::fill(&mut confounder).map_err(|_| GssError::FAILURE)?;
         Ok(Bytes::from(self.open()?.wrap(parts, confounder)))
     }
 
-    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
+    fn unwrap(&self, token: &[u8]) -> Result<Bytes, GssError> {
         // decrypted in a copy of its own (the token is a slice of the shared receive buffer)
         let mut v = token.to_vec();
         let r = self.open()?.unwrap(&mut v).map_err(token_error)?;

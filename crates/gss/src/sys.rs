@@ -289,6 +289,9 @@ pub struct AcceptorCtx(g::gss_ctx_id_t);
 
 // SAFETY: a context is used by one thread at a time (its owner holds it under a lock).
 unsafe impl Send for AcceptorCtx {}
+// SAFETY: every use of the handle takes `&mut self` (step, export, drop): a shared reference
+// gives no access to it.
+unsafe impl Sync for AcceptorCtx {}
 
 impl Default for AcceptorCtx {
     fn default() -> Self {

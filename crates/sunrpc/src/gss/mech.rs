@@ -62,27 +62,28 @@ pub struct Step {
     pub done: Option<Peer>,
 }
 
-/// The acceptor's side of one security context. A GSS-API context may not be used by two
-/// threads at once, so callers hold it under a lock of its own (per context, not global).
-pub trait SecContext: Send {
+/// The acceptor's side of one security context. Establishing it (`step`) is exclusive; once
+/// established, its tokens are made and checked by any number of threads at once (one user's
+/// calls in flight seal on several cores).
+pub trait SecContext: Send + Sync {
     /// Feeds a token from the client (RPCSEC_GSS_INIT / CONTINUE_INIT).
     fn step(&mut self, token: &[u8]) -> Result<Step, GssError>;
     /// The MIC token of `msg`.
-    fn get_mic(&mut self, msg: &[u8]) -> Result<Bytes, GssError>;
+    fn get_mic(&self, msg: &[u8]) -> Result<Bytes, GssError>;
     /// Checks that `mic` is this context's MIC of `msg`.
-    fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError>;
+    fn verify_mic(&self, msg: &[u8], mic: &[u8]) -> Result<(), GssError>;
     /// Signs and encrypts `msg` into one wrap token (in the mechanism's own buffer, not
     /// copied again).
-    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError>;
+    fn wrap(&self, msg: &[u8]) -> Result<Bytes, GssError>;
     /// Checks and decrypts a wrap token.
-    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError>;
+    fn unwrap(&self, token: &[u8]) -> Result<Bytes, GssError>;
     /// The MIC token of the concatenation of `parts` (a reply kept in segments is signed
     /// where it lies); by default, of the parts joined.
-    fn get_mic_parts(&mut self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
+    fn get_mic_parts(&self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
         self.get_mic(&parts.concat())
     }
     /// The wrap token of the concatenation of `parts`; by default, of the parts joined.
-    fn wrap_parts(&mut self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
+    fn wrap_parts(&self, parts: &[&[u8]]) -> Result<Bytes, GssError> {
         self.wrap(&parts.concat())
     }
 }

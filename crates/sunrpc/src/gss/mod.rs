@@ -252,7 +252,7 @@ impl GssServer {
                 match self.table.get(&handle, now) {
                     Some(c) if c.peer().is_none() => {
                         self.table.remove(&handle);
-                        let sec = std::mem::replace(&mut *c.sec(), self.mech.new_context());
+                        let sec = std::mem::replace(&mut *c.sec_mut(), self.mech.new_context());
                         sec
                     }
                     _ => return self.deny(xid, AuthStat::GssCredProblem),
@@ -301,7 +301,7 @@ impl GssServer {
     fn established(
         &self,
         xid: u32,
-        mut sec: Box<dyn mech::SecContext>,
+        sec: Box<dyn mech::SecContext>,
         peer: Peer,
         token: Vec<u8>,
         now: Instant,
@@ -452,7 +452,7 @@ impl GssServer {
         xid: u32,
         outcome: Result<Encoder, (AcceptStat, &[u32])>,
     ) -> Option<Reply> {
-        let mut sec = seal.ctx.sec();
+        let sec = seal.ctx.sec();
         let verf = sec.get_mic(&wire::seq_bytes(seal.seq)).ok()?;
         let mut e = Encoder::with_capacity(64 + verf.len());
         header(&mut e, xid, Some(&verf));

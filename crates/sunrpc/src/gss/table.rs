@@ -42,8 +42,8 @@ impl Handle {
 
 /// One context: its GSS-API state, its sequence window, and who its peer is (once known).
 pub struct Context {
-    /// The mechanism's context; locked for each MIC, wrap and unwrap.
-    sec: Mutex<Box<dyn SecContext>>,
+    /// The mechanism's context: written by establishment, read (shared) by every token.
+    sec: RwLock<Box<dyn SecContext>>,
     /// Replays are refused against this.
     window: Mutex<SeqWindow>,
     /// The peer, once the context is established.
@@ -74,7 +74,7 @@ impl Context {
         addr: IpAddr,
     ) -> Self {
         Self {
-            sec: Mutex::new(sec),
+            sec: RwLock::new(sec),
             window: Mutex::new(SeqWindow::default()),
             peer,
             expires,
@@ -92,9 +92,14 @@ impl Context {
         }
     }
 
-    /// The mechanism's context, for one operation.
-    pub fn sec(&self) -> parking_lot::MutexGuard<'_, Box<dyn SecContext>> {
-        self.sec.lock()
+    /// The mechanism's context, to make or check tokens (shared with other threads).
+    pub fn sec(&self) -> parking_lot::RwLockReadGuard<'_, Box<dyn SecContext>> {
+        self.sec.read()
+    }
+
+    /// The mechanism's context, to take it out (a context whose establishment goes on).
+    pub fn sec_mut(&self) -> parking_lot::RwLockWriteGuard<'_, Box<dyn SecContext>> {
+        self.sec.write()
     }
 
     /// The sequence window.
@@ -273,16 +278,16 @@ mod tests {
         fn step(&mut self, _: &[u8]) -> Result<Step, GssError> {
             Err(GssError::FAILURE)
         }
-        fn get_mic(&mut self, _: &[u8]) -> Result<Bytes, GssError> {
+        fn get_mic(&self, _: &[u8]) -> Result<Bytes, GssError> {
             Err(GssError::FAILURE)
         }
-        fn verify_mic(&mut self, _: &[u8], _: &[u8]) -> Result<(), GssError> {
+        fn verify_mic(&self, _: &[u8], _: &[u8]) -> Result<(), GssError> {
             Err(GssError::FAILURE)
         }
-        fn wrap(&mut self, _: &[u8]) -> Result<Bytes, GssError> {
+        fn wrap(&self, _: &[u8]) -> Result<Bytes, GssError> {
             Err(GssError::FAILURE)
         }
-        fn unwrap(&mut self, _: &[u8]) -> Result<Bytes, GssError> {
+        fn unwrap(&self, _: &[u8]) -> Result<Bytes, GssError> {
             Err(GssError::FAILURE)
         }
     }
