@@ -1,0 +1,332 @@
+//! The dispatcher's routing, reply rules, DRC, try-without-blocking path and metrics.
+
+use super::*;
+use crate::msg::AuthSys;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+struct Echo {
+    calls: AtomicU32,
+}
+impl Program for Echo {
+    fn program(&self) -> u32 {
+        400_000
+    }
+    fn versions(&self) -> (u32, u32) {
+        (2, 3)
+    }
+    fn proc_name(&self, _v: u32, p: u32) -> Option<&'static str> {
+        match p {
+            0 => Some("null"),
+            1 => Some("echo"),
+            2 => Some("fail"),
+            _ => None,
+        }
+    }
+    fn skips_drc(&self, _v: u32, p: u32, _args: &Decoder) -> bool {
+        p != 1
+    }
+    fn call(&self, ctx: &CallContext, mut a: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        match ctx.proc_ {
+            0 => Ok(()),
+            1 => {
+                let v = a.u32()?;
+                r.u32(v + 1);
+                Ok(())
+            }
+            _ => Err(ProcError::SystemErr),
+        }
+    }
+    /// NULL completes here; "fail" would have to wait; "echo" is not harmless to repeat.
+    fn call_nonblocking(
+        &self,
+        ctx: &CallContext,
+        a: Decoder,
+        r: &mut Encoder,
+    ) -> Option<Result<(), ProcError>> {
+        match ctx.proc_ {
+            0 => Some(self.call(ctx, a, r)),
+            _ => None,
+        }
+    }
+}
+
+fn disp() -> (Dispatcher, Arc<Echo>) {
+    let mut d = Dispatcher::new(16, Arc::new(RpcMetrics::default()));
+    let p = Arc::new(Echo {
+        calls: AtomicU32::new(0),
+    });
+    d.register(p.clone());
+    (d, p)
+}
+
+fn call(prog: u32, vers: u32, proc_: u32, args: &[u32]) -> Bytes {
+    let mut e = Encoder::new();
+    let cred = Credential::Sys(AuthSys {
+        stamp: 0,
+        machine: Bytes::new(),
+        uid: 1,
+        gid: 1,
+        gids: vec![],
+    });
+    msg::encode_call(&mut e, 9, prog, vers, proc_, &cred);
+    for a in args {
+        e.u32(*a);
+    }
+    e.finish().to_bytes()
+}
+
+fn words(r: Reply) -> Vec<u32> {
+    r.to_bytes()
+        .chunks(4)
+        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+const PEER: &str = "127.0.0.1:700";
+
+fn run(d: &Dispatcher, m: Bytes) -> Option<Vec<u32>> {
+    d.dispatch(m, PEER.parse().unwrap(), TransportKind::Tcp)
+        .map(words)
+}
+
+#[tokio::test]
+async fn a_stopped_dispatcher_drops_new_calls_and_waits_for_running_ones() {
+    let (d, p) = disp();
+    let d = Arc::new(d);
+    assert!(run(&d, call(400_000, 3, 1, &[1])).is_some());
+    // a call running on another thread when the stop comes
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let entered = Arc::new(std::sync::Barrier::new(2));
+    let (d2, e2) = (d.clone(), entered.clone());
+    let t = std::thread::spawn(move || {
+        let g = d2.running.enter();
+        e2.wait();
+        wait.recv().ok();
+        drop(g);
+    });
+    entered.wait();
+    d.stop();
+    assert!(
+        run(&d, call(400_000, 3, 1, &[2])).is_none(),
+        "new calls are dropped"
+    );
+    let origin = Origin {
+        peer: PEER.parse().unwrap(),
+        local: None,
+        transport: TransportKind::Tcp,
+        back: None,
+        bulk: None,
+        pages: false,
+        client: None,
+    };
+    assert!(matches!(
+        d.dispatch_nonblocking(&call(400_000, 3, 0, &[]), &origin),
+        Some(None)
+    ));
+    assert_eq!(p.calls.load(Ordering::SeqCst), 1);
+    assert!(!d.drained(std::time::Duration::from_millis(50)).await);
+    go.send(()).unwrap();
+    assert!(d.drained(std::time::Duration::from_secs(5)).await);
+    t.join().unwrap();
+}
+
+#[test]
+fn success_and_errors() {
+    let (d, _) = disp();
+    assert_eq!(
+        run(&d, call(400_000, 3, 1, &[41])).unwrap(),
+        [9, 1, 0, 0, 0, 0, 42]
+    );
+    assert_eq!(
+        run(&d, call(400_001, 3, 1, &[])).unwrap(),
+        [9, 1, 0, 0, 0, 1]
+    );
+    assert_eq!(
+        run(&d, call(400_000, 4, 1, &[])).unwrap(),
+        [9, 1, 0, 0, 0, 2, 2, 3]
+    );
+    assert_eq!(
+        run(&d, call(400_000, 3, 7, &[])).unwrap(),
+        [9, 1, 0, 0, 0, 3]
+    );
+    assert_eq!(
+        run(&d, call(400_000, 3, 1, &[])).unwrap(),
+        [9, 1, 0, 0, 0, 4]
+    );
+    assert_eq!(
+        run(&d, call(400_000, 3, 2, &[])).unwrap(),
+        [9, 1, 0, 0, 0, 5]
+    );
+    assert_eq!(run(&d, Bytes::from_static(&[1, 2])), None);
+}
+
+#[test]
+fn rpc_mismatch_and_auth_error() {
+    let (d, _) = disp();
+    let mut m = call(400_000, 3, 0, &[]).to_vec();
+    m[11] = 4;
+    assert_eq!(run(&d, Bytes::from(m)).unwrap(), [9, 1, 1, 0, 2, 2]);
+    let mut m = call(400_000, 3, 0, &[]).to_vec();
+    m[27] = 77;
+    assert_eq!(run(&d, Bytes::from(m)).unwrap(), [9, 1, 1, 1, 1]);
+}
+
+#[test]
+fn duplicate_non_idempotent_call_is_answered_from_cache() {
+    let (d, p) = disp();
+    let a = run(&d, call(400_000, 3, 1, &[1])).unwrap();
+    let b = run(&d, call(400_000, 3, 1, &[1])).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(p.calls.load(Ordering::SeqCst), 1);
+    // Idempotent procedures are executed again.
+    run(&d, call(400_000, 3, 0, &[])).unwrap();
+    run(&d, call(400_000, 3, 0, &[])).unwrap();
+    assert_eq!(p.calls.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn only_idempotent_calls_that_need_not_wait_run_without_a_thread() {
+    let (d, p) = disp();
+    let origin = Origin {
+        peer: PEER.parse().unwrap(),
+        local: None,
+        transport: TransportKind::Tcp,
+        back: None,
+        bulk: None,
+        pages: false,
+        client: None,
+    };
+    let null = call(400_000, 3, 0, &[]);
+    let reply = d
+        .dispatch_nonblocking(&null, &origin)
+        .expect("NULL runs here");
+    assert_eq!(reply.map(words), run(&d, null));
+    assert_eq!(p.calls.load(Ordering::SeqCst), 2);
+    // would wait: left to dispatch_from
+    assert!(d
+        .dispatch_nonblocking(&call(400_000, 3, 2, &[]), &origin)
+        .is_none());
+    // not harmless to repeat (the DRC's): not run here, and the DRC is untouched
+    let echo = call(400_000, 3, 1, &[41]);
+    assert!(d.dispatch_nonblocking(&echo, &origin).is_none());
+    assert_eq!(p.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(run(&d, echo).unwrap(), [9, 1, 0, 0, 0, 0, 42]);
+    // what it cannot decode or route is dispatch_from's to answer
+    assert!(d
+        .dispatch_nonblocking(&Bytes::from_static(&[1, 2]), &origin)
+        .is_none());
+    assert!(d
+        .dispatch_nonblocking(&call(400_001, 3, 0, &[]), &origin)
+        .is_none());
+}
+
+/// A transport with one 64-byte buffer, to see where bulk payloads end up.
+struct OneBuf(parking_lot::Mutex<Option<Vec<u8>>>);
+
+struct VecBuf(Vec<u8>);
+
+impl BulkBuf for VecBuf {
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+    fn freeze(self: Box<Self>, len: usize) -> Bytes {
+        let mut v = self.0;
+        v.truncate(len);
+        Bytes::from(v)
+    }
+}
+
+impl BulkAlloc for OneBuf {
+    fn alloc(&self, len: usize) -> Option<Box<dyn BulkBuf>> {
+        let v = self.0.lock().take()?;
+        (len <= v.len()).then(|| Box::new(VecBuf(v)) as Box<dyn BulkBuf>)
+    }
+}
+
+fn ctx_with(bulk: Option<Arc<dyn BulkAlloc>>) -> CallContext {
+    CallContext {
+        xid: 1,
+        vers: 3,
+        proc_: 6,
+        cred: Credential::None,
+        gss: None,
+        peer: PEER.parse().unwrap(),
+        local: None,
+        transport: TransportKind::Rdma,
+        back: None,
+        bulk,
+        pages: false,
+    }
+}
+
+#[test]
+fn rdma_calls_and_low_ports_are_privileged() {
+    let at = |transport, port: u16| CallContext {
+        peer: SocketAddr::new([10, 0, 0, 1].into(), port),
+        transport,
+        ..ctx_with(None)
+    };
+    assert!(at(TransportKind::Tcp, 1023).from_privileged_port());
+    assert!(!at(TransportKind::Tcp, 1024).from_privileged_port());
+    assert!(!at(TransportKind::Udp, 40000).from_privileged_port());
+    // the Linux client's RDMA connections come from any port (knfsd's svcrdma: secure)
+    assert!(at(TransportKind::Rdma, 40000).from_privileged_port());
+}
+
+#[test]
+fn each_call_counts_for_its_client() {
+    let (d, _) = disp();
+    let peer: SocketAddr = PEER.parse().unwrap();
+    let kept = d.metrics().client(peer);
+    let origin = Origin {
+        peer,
+        local: None,
+        transport: TransportKind::Tcp,
+        back: None,
+        bulk: None,
+        pages: false,
+        client: Some(kept.clone()),
+    };
+    let null = call(400_000, 3, 0, &[]);
+    let echo = call(400_000, 3, 1, &[41]);
+    // here, on a thread, and without the connection's handle (looked up by address)
+    assert!(d.dispatch_nonblocking(&null, &origin).is_some());
+    assert!(d.dispatch_from(echo.clone(), origin.clone()).is_some());
+    assert!(run(&d, call(400_000, 3, 2, &[])).is_some());
+    assert_eq!(kept.calls(), 3);
+    let t = d.metrics().render();
+    let received = null.len() + echo.len() + call(400_000, 3, 2, &[]).len();
+    let want = format!("rnfs_client_received_bytes_total{{client=\"127.0.0.1\"}} {received}\n");
+    assert!(t.contains(&want), "{t}");
+    // NULL: 24 bytes of reply header; echo: and a word; fail: SYSTEM_ERR's header
+    let sent = format!(
+        "rnfs_client_sent_bytes_total{{client=\"127.0.0.1\"}} {}\n",
+        24 + 28 + 24
+    );
+    assert!(t.contains(&sent), "{t}");
+    assert!(t.contains("rnfs_rpc_calls_in_flight 0\n"));
+}
+
+#[test]
+fn a_payload_fills_transport_memory_when_offered() {
+    use xdr::PayloadTarget;
+    let bulk = Arc::new(OneBuf(parking_lot::Mutex::new(Some(vec![0u8; 64]))));
+    let ctx = ctx_with(Some(bulk.clone()));
+    let data = ctx.fill(10, &mut |b: &mut [u8]| {
+        assert_eq!(b.len(), 10, "the buffer is cut to the payload's maximum");
+        b[..4].copy_from_slice(b"data");
+        4
+    });
+    assert_eq!(data.as_deref(), Some(&b"data"[..]));
+    // a count past the buffer is cut to it
+    *bulk.0.lock() = Some(vec![0u8; 64]);
+    let data = ctx.fill(10, &mut |_| 99);
+    assert_eq!(data.map(|d| d.len()), Some(10));
+    // the only buffer is taken: no buffer, and the filler is not called
+    assert!(ctx.fill(10, &mut |_| panic!("no buffer left")).is_none());
+    // and none without a transport allocator at all
+    let ctx = ctx_with(None);
+    assert!(ctx.fill(10, &mut |_| panic!("no allocator")).is_none());
+    assert!(!ctx.takes_pages());
+}
