@@ -192,3 +192,40 @@ pub fn client_of(
 }
 
 pub mod cases;
+
+/// The tests of a binary whose realm has `[libdefaults]` lines `$libdefaults` and whose
+/// contexts seal with `$cipher`; more cases of [`cases`] by name.
+#[macro_export]
+macro_rules! realm_tests {
+    ($libdefaults:expr, $cipher:expr $(, $extra:ident)*) => {
+        fn realm() {
+            common::init($libdefaults);
+        }
+
+        #[test]
+        fn every_service_carries_calls_both_ways_and_maps_the_principal() {
+            realm();
+            common::cases::every_service_carries_calls_both_ways_and_maps_the_principal($cipher);
+        }
+
+        #[test]
+        fn replays_tampering_and_forged_handles_are_refused() {
+            realm();
+            common::cases::replays_tampering_and_forged_handles_are_refused();
+        }
+
+        #[test]
+        fn a_full_table_refuses_new_contexts() {
+            realm();
+            common::cases::a_full_table_refuses_new_contexts();
+        }
+
+        $(
+            #[test]
+            fn $extra() {
+                realm();
+                common::cases::$extra();
+            }
+        )*
+    };
+}
