@@ -302,6 +302,19 @@ impl RpcConn {
                 }
             }
         }
+        parse_reply(self.exchange(tx, waiters, xid, bufs, len + 4).await?)
+    }
+
+    /// Sends the record `bufs` (`len` bytes, its mark included) of call `xid` over TCP and
+    /// waits for the reply message.
+    async fn exchange(
+        &self,
+        tx: &mpsc::UnboundedSender<Vec<Bytes>>,
+        waiters: &Mutex<Option<Waiters>>,
+        xid: u32,
+        bufs: Vec<Bytes>,
+        len: usize,
+    ) -> Result<Bytes, RpcError> {
         let (otx, orx) = oneshot::channel();
         {
             let mut w = waiters.lock();
@@ -312,20 +325,19 @@ impl RpcConn {
                 None => return Err(RpcError::Io("connection closed".into())),
             }
         }
-        self.tx_bytes.fetch_add(len as u64 + 4, Ordering::Relaxed);
+        self.tx_bytes.fetch_add(len as u64, Ordering::Relaxed);
         if tx.send(bufs).is_err() {
             forget(waiters, xid);
             return Err(RpcError::Io("connection closed".into()));
         }
-        let reply = match tokio::time::timeout(self.timeout, orx).await {
-            Ok(Ok(r)) => r?,
-            Ok(Err(_)) => return Err(RpcError::Io("connection closed".into())),
+        match tokio::time::timeout(self.timeout, orx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(RpcError::Io("connection closed".into())),
             Err(_) => {
                 forget(waiters, xid);
-                return Err(RpcError::Timeout);
+                Err(RpcError::Timeout)
             }
-        };
-        parse_reply(reply)
+        }
     }
 
     /// The per-call timeout.
@@ -370,30 +382,8 @@ impl RpcConn {
             }
         };
         let mark = Bytes::copy_from_slice(&(LAST_FRAGMENT | msg.len() as u32).to_be_bytes());
-        let (otx, orx) = oneshot::channel();
-        {
-            let mut w = waiters.lock();
-            match w.as_mut() {
-                Some(m) => {
-                    m.insert(xid, otx);
-                }
-                None => return Err(RpcError::Io("connection closed".into())),
-            }
-        }
-        self.tx_bytes
-            .fetch_add(msg.len() as u64 + 4, Ordering::Relaxed);
-        if tx.send(vec![mark, msg]).is_err() {
-            forget(waiters, xid);
-            return Err(RpcError::Io("connection closed".into()));
-        }
-        match tokio::time::timeout(self.timeout, orx).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Err(RpcError::Io("connection closed".into())),
-            Err(_) => {
-                forget(waiters, xid);
-                Err(RpcError::Timeout)
-            }
-        }
+        let len = msg.len() + 4;
+        self.exchange(tx, waiters, xid, vec![mark, msg], len).await
     }
 }
 
