@@ -1,4 +1,4 @@
-//! Generates the NFSv3 and MOUNT v3 wire types from the XDR in `spec/` (see spec/README.md).
+//! Generates the NFSv3, MOUNT v3 and NFSACL v3 wire types from the XDR in `spec/` (see spec/README.md).
 
 use std::path::PathBuf;
 
@@ -9,8 +9,12 @@ mod limits {
 use limits::*;
 
 fn main() {
-    let spec = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../spec/nfs3_prot.x");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../spec");
+    let spec = dir.join("nfs3_prot.x");
+    // NFSACL (POSIX ACLs over NFSv3) uses nfs3_prot.x's handles, attributes and statuses
+    let acl = dir.join("nfs_acl.x");
     println!("cargo:rerun-if-changed={}", spec.display());
+    println!("cargo:rerun-if-changed={}", acl.display());
     println!("cargo:rerun-if-changed=src/limits.rs");
     let mut g = xdrgen::Generator::new()
         // Statuses a peer sends that this code does not know are carried, not refused (the
@@ -61,7 +65,7 @@ fn main() {
         g = g.vec_list(l).bound(l, MAX_LIST_ENTRIES);
     }
     let src = g
-        .generate(&[&spec])
+        .generate(&[&spec, &acl])
         .unwrap_or_else(|e| panic!("xdrgen: {e}"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("nfs3_wire.rs");
     std::fs::write(&out, src).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));

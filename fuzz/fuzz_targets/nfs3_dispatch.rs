@@ -1,5 +1,5 @@
-//! NFSv3 and MOUNT end to end: every `nfs3wire::*Args` decoder, then the whole
-//! `sunrpc::Dispatcher` with NFSv3, MOUNT and NFSv4 registered over a `vfs::Vfs` exporting a
+//! NFSv3, MOUNT and NFSACL end to end: every `nfs3wire::*Args` decoder, then the whole
+//! `sunrpc::Dispatcher` with NFSv3, MOUNT, NFSACL and NFSv4 registered over a `vfs::Vfs` exporting a
 //! scratch directory (see fuzz/harness/src/env.rs).
 //!
 //! Input: up to 16 RPC call messages, each behind a 4-byte record-marking length word. Markers
@@ -67,6 +67,11 @@ fuzz_target!(|data: &[u8]| {
                 {
                     roundtrip::<Dirpath>(&a)
                 }
+                (NFS_ACL_PROGRAM, NFS_ACL_V3) => match h.proc_ {
+                    ACLPROC3_GETACL => roundtrip::<Getacl3args>(&a),
+                    ACLPROC3_SETACL => roundtrip::<Setacl3args>(&a),
+                    _ => {}
+                },
                 _ => {}
             }
         }

@@ -685,6 +685,8 @@ KRB5_WHY=
 KRB5_USERS="alice:2101 bob:2102"
 KRB5_NOTICKET=carol:2103
 KRB5_MIB=${KRB5_MIB:-4}
+KRB5_PERF_MIB=${KRB5_PERF_MIB:-0} # > 0: krb5.py's perf step on each mount (figures, both servers)
+KRB5_PERF_RUNS=${KRB5_PERF_RUNS:-3}
 KRB5_RUST_LOG=${KRB5_RUST_LOG:-info,sunrpc::gss=debug,gss=debug}
 KRB5_GSSD_PID=
 KRB5_SVCGSSD_PID=
@@ -954,7 +956,8 @@ krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
 		say "krb5: $s mounted $name:$path in ${t1}s: $opts"
 		out=$(timeout -k 10 600 python3 "$REPO/tests/vm/krb5.py" --dir $mnt --tag "$v-$t-$f" \
 			--user alice:2101:2101 --user bob:2102:2102 --noticket carol:2103:2103 \
-			--big-mib "$KRB5_MIB" --seed "$SEED" 2>&1)
+			--big-mib "$KRB5_MIB" --seed "$SEED" --perf-mib "$KRB5_PERF_MIB" --perf-runs "$KRB5_PERF_RUNS" \
+			${KRB5_RNFSD_PID:+--metrics-url "http://$KRB5_RNFSD_METRICS/metrics"} 2>&1)
 		rc=$?
 		echo "$out" | sed "s/^/krb5 $s $v $t $f| /"
 		why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')

@@ -23,6 +23,10 @@ credentials (it finds the ticket cache /tmp/krb5cc_UID the harness made with kin
             the same range (EAGAIN or EACCES) until it is unlocked
   root      root (rpc.gssd sends the machine credential, host/CLIENT) creates a file: it is
             owned by --anon-uid (a principal that maps to no local user is the anonymous user)
+  perf      only with --perf-mib: the perf case's figures (workload.py's perf_once: dd write
+            with fsync, dd read after dropping caches, fio 4 KiB random reads, the server's CPU
+            per MB) as the first user, --perf-runs rounds, printed as a PERF line; the harness
+            runs it on both servers so that each flavor compares side by side
   cleanup   every file and directory made is removed; the mount's directory is as before
 
 Prints one "sub=NAME status=PASS|FAIL time=SECS reason=TEXT" line per step; exit status 1
@@ -226,6 +230,9 @@ def main():
     ap.add_argument("--anon-uid", type=int, default=65534)
     ap.add_argument("--big-mib", type=int, default=4)
     ap.add_argument("--seed", default="krb5")
+    ap.add_argument("--perf-mib", type=int, default=0, help="MiB for the perf step (0: no step)")
+    ap.add_argument("--perf-runs", type=int, default=3)
+    ap.add_argument("--metrics-url", help="rnfsd's Prometheus endpoint (none: knfsd's threads)")
     a = ap.parse_args()
     expect(len(a.user) >= 2, "two users with tickets are needed")
     top = a.dir
@@ -307,11 +314,22 @@ def main():
         expect(not errs, "; ".join(errs))
         expect(after == before, f"left behind: {sorted(set(after) - set(before))}")
 
+    def perf():
+        import workload  # tests/vm/workload.py, beside this file
+        u = a.user[0]
+        setpriv = ["setpriv", f"--reuid={u[1]}", f"--regid={u[2]}", "--clear-groups"]
+        path = os.path.join(dirs[u[0]], "perf")
+        rounds = [workload.perf_once(path, a, setpriv) for _ in range(max(1, a.perf_runs))]
+        print(f"PERF {a.tag}: {workload.figures_text(rounds)}", flush=True)
+
     steps = [("own", own), ("read", read), ("cross", cross), ("noticket", noticket),
-             ("lock", lock), ("root", root), ("cleanup", cleanup)]
+             ("lock", lock), ("root", root)]
+    if a.perf_mib > 0:
+        steps.append(("perf", perf))
+    steps.append(("cleanup", cleanup))
     for n, fn in steps:
         t0 = time.time()
-        if n in ("read", "cross", "lock") and len(shas) < len(a.user):
+        if n in ("read", "cross", "lock", "perf") and len(shas) < len(a.user):
             st, why = "FAIL", "not run: own failed"
             failed += 1
         else:

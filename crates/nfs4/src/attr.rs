@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use vfs::{Attr, FileType, FsStat, SetAttrs, SetTime, Time};
 use xdr::{Decoder, Encoder};
 
+use crate::acl::{Ace4, Who};
 use crate::idmap::IdMap;
 use nfs4wire::{Bitmap4, Fattr4, NfsFtype4, Nfsstat4};
 
@@ -48,6 +49,12 @@ impl Bitmap {
     pub fn and(&self, o: &Bitmap) -> Bitmap {
         Bitmap(self.0.iter().zip(o.0.iter()).map(|(a, b)| a & b).collect())
     }
+    /// Clears bit `n`.
+    pub fn clear(&mut self, n: u32) {
+        if let Some(w) = self.0.get_mut((n / 32) as usize) {
+            *w &= !(1 << (n % 32));
+        }
+    }
     /// Whether no bit is set.
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(|w| *w == 0)
@@ -88,6 +95,7 @@ const COMMON: &[u32] = &[
     nfs4wire::FATTR4_UNIQUE_HANDLES,
     nfs4wire::FATTR4_LEASE_TIME,
     nfs4wire::FATTR4_RDATTR_ERROR,
+    nfs4wire::FATTR4_ACL,
     nfs4wire::FATTR4_ACLSUPPORT,
     nfs4wire::FATTR4_CANSETTIME,
     nfs4wire::FATTR4_CASE_INSENSITIVE,
@@ -135,6 +143,9 @@ pub fn supported(minor: u32) -> &'static Bitmap {
         let mut b = Bitmap::of(COMMON);
         if minor >= 1 {
             b.set(nfs4wire::FATTR4_SUPPATTR_EXCLCREAT);
+            // the ACL with its flags (RFC 8881 section 6.2.3); sacl is not supported (knfsd
+            // has none either: audit and alarm ACEs have no POSIX counterpart)
+            b.set(nfs4wire::FATTR4_DACL);
             // pNFS (RFC 8881 sections 5.12, 5.13): the types are empty where no layout is offered
             b.set(nfs4wire::FATTR4_FS_LAYOUT_TYPES);
             b.set(nfs4wire::FATTR4_LAYOUT_BLKSIZE);
@@ -183,11 +194,20 @@ pub fn has_write_only(req: &Bitmap) -> bool {
     req.has(nfs4wire::FATTR4_TIME_ACCESS_SET) || req.has(nfs4wire::FATTR4_TIME_MODIFY_SET)
 }
 
+/// The ACL attributes, absent from supported_attrs where ACLs are not served.
+const ACL_ATTRS: [u32; 2] = [nfs4wire::FATTR4_ACL, nfs4wire::FATTR4_DACL];
+
+/// Most ACEs an ACL set by a client may have: twice the POSIX entries that can hold them (an
+/// ALLOW and a DENY each), with room for the special principals.
+pub const MAX_ACES: usize = 2 * vfs::acl::MAX_ENTRIES + 8;
+
 /// Whether an attribute is writable.
 fn writable(n: u32) -> bool {
     matches!(
         n,
         nfs4wire::FATTR4_SIZE
+            | nfs4wire::FATTR4_ACL
+            | nfs4wire::FATTR4_DACL
             | nfs4wire::FATTR4_MODE
             | nfs4wire::FATTR4_OWNER
             | nfs4wire::FATTR4_OWNER_GROUP
@@ -213,6 +233,62 @@ pub struct Object<'a> {
     /// The file system offers flexible files layouts to this client (fs_layout_types lists
     /// them; empty otherwise).
     pub layouts: bool,
+    /// Its NFSv4 ACL, read when asked for: None where ACLs are not served (`no_acl`, a file
+    /// system without POSIX ACLs, the pseudo file system), an error when it cannot be read.
+    pub acl: &'a dyn Fn() -> Option<Result<Vec<Ace4>, Nfsstat4>>,
+}
+
+/// An ACL as fattr4_acl: the count, then each ACE with its principal's name.
+fn encode_aces(v: &mut Encoder, aces: &[Ace4], idmap: &IdMap) {
+    v.u32(aces.len() as u32);
+    for a in aces {
+        v.u32(a.kind);
+        v.u32(a.flag);
+        v.u32(a.mask);
+        match a.who {
+            Who::Owner => v.opaque(crate::acl::OWNER),
+            Who::Group => v.opaque(crate::acl::GROUP),
+            Who::Everyone => v.opaque(crate::acl::EVERYONE),
+            Who::User(uid) => v.opaque(idmap.owner(uid).as_ref()),
+            Who::NamedGroup(gid) => v.opaque(idmap.group(gid).as_ref()),
+        }
+    }
+}
+
+/// A fattr4_acl from a client: its principals resolved (BADOWNER for a name that maps to no
+/// id, as knfsd answers).
+fn decode_aces(v: &mut Decoder, idmap: &IdMap) -> Result<Vec<Ace4>, Nfsstat4> {
+    let bad = |_| Nfsstat4::NFS4ERR_BADXDR;
+    // an ACE takes at least 16 bytes (an empty name): the count is checked against what is left
+    let n = v.array_len(MAX_ACES, 16).map_err(|e| match e {
+        xdr::XdrError::TooLong { .. } => Nfsstat4::NFS4ERR_NOSPC,
+        _ => Nfsstat4::NFS4ERR_BADXDR,
+    })?;
+    let mut aces = Vec::with_capacity(n);
+    for _ in 0..n {
+        let kind = v.u32().map_err(bad)?;
+        let flag = v.u32().map_err(bad)?;
+        let mask = v.u32().map_err(bad)?;
+        let name = v
+            .opaque(nfs4wire::NFS4_OPAQUE_LIMIT as usize)
+            .map_err(bad)?;
+        let who = match &name[..] {
+            crate::acl::OWNER => Who::Owner,
+            crate::acl::GROUP => Who::Group,
+            crate::acl::EVERYONE => Who::Everyone,
+            _ if flag & nfs4wire::ACE4_IDENTIFIER_GROUP != 0 => {
+                Who::NamedGroup(idmap.parse_group(&name)?)
+            }
+            _ => Who::User(idmap.parse_owner(&name)?),
+        };
+        aces.push(Ace4 {
+            kind,
+            flag,
+            mask,
+            who,
+        });
+    }
+    Ok(aces)
 }
 
 fn time(e: &mut Encoder, t: Time) {
@@ -267,6 +343,8 @@ pub fn fattr_in(req: &Bitmap, o: &Object<'_>, minor: u32, v: &mut Encoder) -> Fa
     let a = o.attr;
     let mut fs: Option<Option<FsStat>> = None;
     let mut fsstat = || fs.get_or_insert_with(|| (o.fsstat)()).clone();
+    let mut read_acl: Option<Option<Result<Vec<Ace4>, Nfsstat4>>> = None;
+    let mut acl = || read_acl.get_or_insert_with(|| (o.acl)()).clone();
     for n in req.bits() {
         if !sup.has(n)
             || n == nfs4wire::FATTR4_TIME_ACCESS_SET
@@ -275,7 +353,16 @@ pub fn fattr_in(req: &Bitmap, o: &Object<'_>, minor: u32, v: &mut Encoder) -> Fa
             continue;
         }
         match n {
-            nfs4wire::FATTR4_SUPPORTED_ATTRS => sup.encode(v),
+            nfs4wire::FATTR4_SUPPORTED_ATTRS => match acl() {
+                Some(_) => sup.encode(v),
+                None => {
+                    let mut without = sup.clone();
+                    for b in ACL_ATTRS {
+                        without.clear(b);
+                    }
+                    without.encode(v)
+                }
+            },
             nfs4wire::FATTR4_TYPE => v.u32(ftype4(a.ftype)),
             nfs4wire::FATTR4_FH_EXPIRE_TYPE => v.u32(0),
             nfs4wire::FATTR4_CHANGE => v.u64(change(a)),
@@ -290,7 +377,20 @@ pub fn fattr_in(req: &Bitmap, o: &Object<'_>, minor: u32, v: &mut Encoder) -> Fa
             }
             nfs4wire::FATTR4_LEASE_TIME => v.u32(o.lease),
             nfs4wire::FATTR4_RDATTR_ERROR => v.u32(Nfsstat4::NFS4_OK.0),
-            nfs4wire::FATTR4_ACLSUPPORT => v.u32(0),
+            nfs4wire::FATTR4_ACLSUPPORT => v.u32(match acl() {
+                Some(_) => nfs4wire::ACL4_SUPPORT_ALLOW_ACL | nfs4wire::ACL4_SUPPORT_DENY_ACL,
+                None => 0,
+            }),
+            nfs4wire::FATTR4_ACL | nfs4wire::FATTR4_DACL => match acl() {
+                Some(Ok(aces)) => {
+                    if n == nfs4wire::FATTR4_DACL {
+                        v.u32(0); // aclflag4: no automatic inheritance
+                    }
+                    encode_aces(v, &aces, o.idmap)
+                }
+                // not served here, or unreadable: left out of the reply
+                _ => continue,
+            },
             nfs4wire::FATTR4_CANSETTIME
             | nfs4wire::FATTR4_CASE_PRESERVING
             | nfs4wire::FATTR4_CHOWN_RESTRICTED
@@ -385,12 +485,24 @@ fn settime(d: &mut Decoder) -> Result<SetTime, Nfsstat4> {
     }
 }
 
+/// What a fattr4 to set asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Sattr {
+    /// The changes the file system makes in one SETATTR.
+    pub set: SetAttrs,
+    /// An ACL to set (acl, or dacl's ACEs), applied after `set` as knfsd does.
+    pub acl: Option<Vec<Ace4>>,
+    /// The attributes it names.
+    pub bits: Bitmap,
+}
+
 /// The changes a fattr4 to set asks for, and the bitmap of the attributes it sets.
-pub fn decode_sattr(f: &Fattr4, minor: u32, idmap: &IdMap) -> Result<(SetAttrs, Bitmap), Nfsstat4> {
+pub fn decode_sattr(f: &Fattr4, minor: u32, idmap: &IdMap) -> Result<Sattr, Nfsstat4> {
     let bm = Bitmap(f.attrmask.clone());
     let mut v = Decoder::new(f.attr_vals.clone());
     let sup = supported(minor);
     let mut s = SetAttrs::default();
+    let mut acl = None;
     for n in bm.bits() {
         if !sup.has(n) {
             return Err(Nfsstat4::NFS4ERR_ATTRNOTSUPP);
@@ -401,6 +513,12 @@ pub fn decode_sattr(f: &Fattr4, minor: u32, idmap: &IdMap) -> Result<(SetAttrs, 
         let bad = |_| Nfsstat4::NFS4ERR_BADXDR;
         match n {
             nfs4wire::FATTR4_SIZE => s.size = Some(v.u64().map_err(bad)?),
+            nfs4wire::FATTR4_ACL => acl = Some(decode_aces(&mut v, idmap)?),
+            nfs4wire::FATTR4_DACL => {
+                // aclflag4: the inheritance bookkeeping flags have no POSIX counterpart
+                v.u32().map_err(bad)?;
+                acl = Some(decode_aces(&mut v, idmap)?);
+            }
             nfs4wire::FATTR4_MODE => s.mode = Some(v.u32().map_err(bad)? & 0o7777),
             nfs4wire::FATTR4_OWNER => {
                 s.uid = Some(
@@ -426,7 +544,11 @@ pub fn decode_sattr(f: &Fattr4, minor: u32, idmap: &IdMap) -> Result<(SetAttrs, 
     if v.remaining() != 0 {
         return Err(Nfsstat4::NFS4ERR_BADXDR);
     }
-    Ok((s, bm))
+    Ok(Sattr {
+        set: s,
+        acl,
+        bits: bm,
+    })
 }
 
 #[cfg(test)]
@@ -445,6 +567,7 @@ mod tests {
             lease: 90,
             idmap: &IdMap::default(),
             layouts: false,
+            acl: &|| None,
         };
         let req = Bitmap::of(&[crate::proto::FATTR4_OPEN_ARGUMENTS]);
         for minor in [1, 2] {
@@ -505,7 +628,7 @@ mod tests {
             ],
             v,
         );
-        let (s, _) = decode_sattr(&set, 1, &IdMap::default()).unwrap();
+        let s = decode_sattr(&set, 1, &IdMap::default()).unwrap().set;
         assert_eq!((s.size, s.mode, s.uid), (Some(10), Some(0o644), Some(1000)));
 
         let mut v = Encoder::new();

@@ -2,6 +2,7 @@
 //! backend, with a pseudo file system joining the exports, client and session state, opens,
 //! share reservations and byte-range locks.
 
+pub mod acl;
 pub mod admin;
 pub mod attr;
 pub mod compound;

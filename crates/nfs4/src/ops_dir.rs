@@ -55,23 +55,30 @@ impl Nfs4 {
             Createtype4::Default(_) => return Err(Nfsstat4::NFS4ERR_BADTYPE.into()),
         };
         let name = check_name(&a.objname)?;
-        let (s, bm) = attr::decode_sattr(&a.createattrs, ctx.minor, &self.idmap)?;
+        let sattr = attr::decode_sattr(&a.createattrs, ctx.minor, &self.idmap)?;
         let (c, dir) = self.cur_dir(ctx)?;
         if let Kind::Link(target) = &kind {
             if target.is_empty() {
                 return Err(Nfsstat4::NFS4ERR_INVAL.into());
             }
         }
-        let s = SetAttrs { size: None, ..s };
+        let s = SetAttrs {
+            size: None,
+            ..sattr.set
+        };
         let made = match kind {
             Kind::Link(target) => self.vfs.symlink(&c, &dir, &name, &target, &s),
             Kind::Dir => self.vfs.mkdir(&c, &dir, &name, &s),
             Kind::Special(k) => self.vfs.mknod(&c, &dir, &name, k, &s),
         }?;
+        if let Some(aces) = &sattr.acl {
+            let node = self.vfs.resolve(&made.value.0)?;
+            self.set_nfs4_acl(&c, &node, aces)?;
+        }
         ctx.set_cur(Some(Fh::Real(made.value.0.clone())));
         Ok(Create4resok {
             cinfo: dir_change_info(&made),
-            attrset: bm.into_wire(),
+            attrset: sattr.bits.into_wire(),
         })
     }
 

@@ -57,6 +57,7 @@ impl Nfs4 {
                     lease: self.lease_secs,
                     idmap: &self.idmap,
                     layouts: false,
+                    acl: &|| None,
                 };
                 attr::fattr(req, &o, ctx.minor)
             }
@@ -66,7 +67,7 @@ impl Nfs4 {
                     // a pNFS client may be writing it on the data servers
                     self.vfs.follow_remote(&mut n)?;
                 }
-                self.node_attrs(&n, req, ctx.minor, self.offers_layouts(&c))
+                self.node_attrs(&n, req, ctx.minor, &c)
             }
         })
     }
@@ -77,8 +78,9 @@ impl Nfs4 {
         caller.pnfs && self.pnfs.is_some()
     }
 
-    /// The attributes `req` asks for of a real object (`layouts`: see [`Object::layouts`]).
-    pub fn node_attrs(&self, n: &Node, req: &Bitmap, minor: u32, layouts: bool) -> Fattr4 {
+    /// The attributes `req` asks for of a real object, as `caller` sees them (layouts and ACLs
+    /// per its export rule).
+    pub fn node_attrs(&self, n: &Node, req: &Bitmap, minor: u32, caller: &vfs::Caller) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root(n) {
             self.pseudo()
                 .junction_fileid(&n.fh)
@@ -87,6 +89,7 @@ impl Nfs4 {
             n.attr.fileid
         };
         let fsstat = || self.vfs.fsstat(n).ok();
+        let acl = || self.nfs4_acl(caller, n);
         let o = Object {
             attr: &n.attr,
             fh: &n.fh,
@@ -94,9 +97,71 @@ impl Nfs4 {
             fsstat: &fsstat,
             lease: self.lease_secs,
             idmap: &self.idmap,
-            layouts,
+            layouts: self.offers_layouts(caller),
+            acl: &acl,
         };
         attr::fattr(req, &o, minor)
+    }
+
+    /// The NFSv4 ACL of `n` (its POSIX ACLs, or its mode, mapped); None where the caller's
+    /// rule says `no_acl` or the file system keeps no ACLs.
+    pub(crate) fn nfs4_acl(
+        &self,
+        caller: &vfs::Caller,
+        n: &Node,
+    ) -> Option<Result<Vec<crate::acl::Ace4>, Nfsstat4>> {
+        if !caller.acls || !self.vfs.acls_supported(n) {
+            return None;
+        }
+        let dir = n.attr.ftype == FileType::Directory;
+        let read = |kind| {
+            self.vfs
+                .get_acl(caller, n, kind)
+                .map_err(crate::compound::nfsstat4)
+        };
+        Some((|| {
+            let access = read(vfs::acl::AclKind::Access)?
+                .unwrap_or_else(|| vfs::acl::PosixAcl::from_mode(n.attr.mode));
+            let default = match dir {
+                true => read(vfs::acl::AclKind::Default)?,
+                false => None,
+            };
+            Ok(crate::acl::to_nfs4(&access, default.as_ref(), dir))
+        })())
+    }
+
+    /// Sets an NFSv4 ACL on `n` as its POSIX access ACL and, for a directory, default ACL.
+    /// What POSIX ACLs cannot hold is NFS4ERR_ATTRNOTSUPP, as from knfsd.
+    pub(crate) fn set_nfs4_acl(
+        &self,
+        caller: &vfs::Caller,
+        n: &Node,
+        aces: &[crate::acl::Ace4],
+    ) -> Result<(), Nfsstat4> {
+        use crate::acl::MapError;
+        use vfs::acl::AclKind;
+        if !caller.acls {
+            return Err(Nfsstat4::NFS4ERR_ATTRNOTSUPP);
+        }
+        let dir = n.attr.ftype == FileType::Directory;
+        let (access, default) = crate::acl::from_nfs4(aces, dir).map_err(|e| match e {
+            MapError::Unsupported => Nfsstat4::NFS4ERR_ATTRNOTSUPP,
+            // what ext4 answers for an ACL larger than its block
+            MapError::TooBig => Nfsstat4::NFS4ERR_NOSPC,
+        })?;
+        let status = |e| match e {
+            vfs::VfsError::NotSupported => Nfsstat4::NFS4ERR_ATTRNOTSUPP,
+            e => crate::compound::nfsstat4(e),
+        };
+        self.vfs
+            .set_acl(caller, n, AclKind::Access, Some(&access))
+            .map_err(status)?;
+        if dir {
+            self.vfs
+                .set_acl(caller, n, AclKind::Default, default.as_ref())
+                .map_err(status)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn getattr(&self, ctx: &mut Ctx<'_>, a: Getattr4args) -> Result<Fattr4, OpFail> {
@@ -113,7 +178,7 @@ impl Nfs4 {
                 && attr::depends_on_data(&req)
             {
                 if let Some((c, n)) = self.getattr_of_write_delegated(ctx)? {
-                    return Ok(self.node_attrs(&n, &req, ctx.minor, self.offers_layouts(&c)));
+                    return Ok(self.node_attrs(&n, &req, ctx.minor, &c));
                 }
             }
         }
@@ -297,8 +362,9 @@ impl Nfs4 {
         let sid = self
             .stateid(ctx, a.stateid)
             .map_err(|f| attrsset_fail(f.status))?;
-        let (s, bm) =
+        let sattr =
             attr::decode_sattr(&a.obj_attributes, ctx.minor, &self.idmap).map_err(attrsset_fail)?;
+        let s = &sattr.set;
         let (c, n) = match ctx.cur() {
             Ok(Fh::Pseudo(_)) => return Err(attrsset_fail(Nfsstat4::NFS4ERR_ROFS)),
             Ok(Fh::Real(_)) => self.real(ctx).map_err(|f| attrsset_fail(f.status))?,
@@ -321,9 +387,12 @@ impl Nfs4 {
         self.recall_before_change(ctx, n.file_id())
             .map_err(|f| attrsset_fail(f.status))?;
         self.vfs
-            .setattr(&c, &n, &s, None)
+            .setattr(&c, &n, s, None)
             .map_err(|e| attrsset_fail(crate::compound::nfsstat4(e)))?;
-        Ok(bm.into_wire())
+        if let Some(aces) = &sattr.acl {
+            self.set_nfs4_acl(&c, &n, aces).map_err(attrsset_fail)?;
+        }
+        Ok(sattr.bits.into_wire())
     }
 
     pub(crate) fn secinfo(
@@ -501,7 +570,6 @@ impl Nfs4 {
                     return Err(Nfsstat4::NFS4ERR_NOT_SAME.into());
                 }
                 let minor = ctx.minor;
-                let layouts = self.offers_layouts(&c);
                 let mut err = None;
                 // every entry's attribute values in one buffer
                 let mut vals = Encoder::with_capacity(maxcount);
@@ -513,7 +581,7 @@ impl Nfs4 {
                         }
                         let a = match &ent.plus {
                             Some((fh, attr)) => {
-                                self.entry_attrs(&n, fh, attr, &req, (minor, layouts), &mut vals)
+                                self.entry_attrs(&n, fh, attr, &req, (minor, &c), &mut vals)
                             }
                             None => match rdattr_error(&req, Nfsstat4::NFS4ERR_ACCESS) {
                                 Ok(a) => a,
@@ -554,7 +622,7 @@ impl Nfs4 {
         fh: &Bytes,
         attr: &Attr,
         req: &Bitmap,
-        (minor, layouts): (u32, bool),
+        (minor, caller): (u32, &vfs::Caller),
         vals: &mut Encoder,
     ) -> Fattr4 {
         let mounted_on = if self.vfs.is_export_root_attr(dir, attr) {
@@ -566,6 +634,10 @@ impl Nfs4 {
             let n = self.vfs.resolve(fh).ok()?;
             self.vfs.fsstat(&n).ok()
         };
+        let acl = || {
+            let n = self.vfs.resolve(fh).ok()?;
+            self.nfs4_acl(caller, &n)
+        };
         let o = Object {
             attr,
             fh,
@@ -573,7 +645,8 @@ impl Nfs4 {
             fsstat: &fsstat,
             lease: self.lease_secs,
             idmap: &self.idmap,
-            layouts,
+            layouts: self.offers_layouts(caller),
+            acl: &acl,
         };
         attr::fattr_in(req, &o, minor, vals)
     }

@@ -46,7 +46,7 @@ struct OpenArgs {
     clientid: u64,
     owner: Bytes,
     /// openflag4: how to create, with the createattrs and their bitmap (None: no creation).
-    create: Option<(CreateMode, Option<(SetAttrs, Bitmap)>)>,
+    create: Option<(CreateMode, Option<attr::Sattr>)>,
     claim: Claim,
     /// OPEN4_SHARE_ACCESS_READ / _WRITE of `share_access`.
     access: u32,
@@ -112,7 +112,7 @@ impl OpenArgs {
 
     /// The size 0 of an UNCHECKED create of an existing file: O_TRUNC.
     fn truncates(&self) -> bool {
-        matches!(&self.create, Some((_, Some((sa, _)))) if sa.size == Some(0))
+        matches!(&self.create, Some((_, Some(sa))) if sa.set.size == Some(0))
     }
 }
 
@@ -314,7 +314,11 @@ impl Nfs4 {
                 change_info(&dir.attr, None),
             ),
             Some((how, sattr)) => {
-                let (sa, mut bm) = sattr.clone().unwrap_or_default();
+                let attr::Sattr {
+                    set: sa,
+                    acl,
+                    bits: mut bm,
+                } = sattr.clone().unwrap_or_default();
                 let exclusive = matches!(how, CreateMode::Exclusive(_));
                 let made = self.create_by_name(&c, &dir, &name, how, &sa)?;
                 let cinfo = dir_change_info(&made);
@@ -335,6 +339,10 @@ impl Nfs4 {
                     // exclusive creates.
                     bm.set(nfs4wire::FATTR4_TIME_ACCESS);
                     bm.set(nfs4wire::FATTR4_TIME_MODIFY);
+                }
+                if let (Some(aces), true) = (&acl, made.created) {
+                    let node = self.vfs.resolve(&made.fh)?;
+                    self.set_nfs4_acl(&c, &node, aces)?;
                 }
                 let bm = if made.created { bm } else { Bitmap::default() };
                 (made.fh, made.created, bm, cinfo)

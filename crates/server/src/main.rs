@@ -220,6 +220,9 @@ async fn run(args: Args) -> Result<(), String> {
     disp.register(Arc::new(
         nfs3::Nfs3::new(vfs.clone()).with_change_guard(v4.clone()),
     ));
+    disp.register(Arc::new(
+        nfs3::NfsAcl::new(vfs.clone()).with_change_guard(v4.clone()),
+    ));
     let mount = Arc::new(nfs3::Mount::new(vfs.clone()));
     disp.register(mount.clone());
     // NFSv3 locks: one NLM and one NSM program, served on TCP beside NFS and on UDP below.
@@ -355,6 +358,12 @@ async fn run(args: Args) -> Result<(), String> {
         Mapping {
             prog: nfs3wire::NFS3_PROGRAM,
             vers: 4,
+            prot: IPPROTO_TCP,
+            port: nfs_addr.port() as u32,
+        },
+        Mapping {
+            prog: nfs3wire::NFS_ACL_PROGRAM,
+            vers: nfs3wire::NFS_ACL_V3,
             prot: IPPROTO_TCP,
             port: nfs_addr.port() as u32,
         },

@@ -3,6 +3,7 @@
 //! Protocol layers (NFSv3, NFSv4) call [`fs::Vfs`] with a [`fs::Caller`] admitted by the export
 //! rules; all checks on who may reach what live here, once, for every protocol version.
 
+pub mod acl;
 mod cache;
 pub mod cred;
 pub mod error;

@@ -78,7 +78,7 @@ pub fn substitute(msg: &[u8], env: &env::Env) -> Vec<u8> {
     out
 }
 
-/// A dispatcher with NFSv3, MOUNT and NFSv4 registered over the shared backend, with fresh
+/// A dispatcher with NFSv3, MOUNT, NFSACL and NFSv4 registered over the shared backend, with fresh
 /// protocol state (NFSv4 clients, sessions, DRC).
 pub struct Server {
     /// The dispatcher.
@@ -91,6 +91,7 @@ impl Server {
         let mut disp = Dispatcher::new(64, Arc::new(RpcMetrics::default()));
         disp.register(Arc::new(nfs3::Nfs3::new(env.vfs.clone())));
         disp.register(Arc::new(nfs3::Mount::new(env.vfs.clone())));
+        disp.register(Arc::new(nfs3::NfsAcl::new(env.vfs.clone())));
         let v4 = nfs4::Nfs4::new(env.vfs.clone());
         v4.state.lock().set_boot(FIXED_BOOT);
         disp.register(Arc::new(v4));

@@ -121,6 +121,9 @@ pub struct ExportOptions {
     /// The client gets pNFS layouts, and the data it writes to new files goes to the data
     /// servers (`pnfs`; `no_pnfs`, the default, clears it).
     pub pnfs: bool,
+    /// ACLs are served: NFSv4 `acl`/`dacl` attributes and the NFSACL program (`acl`, the
+    /// default; `no_acl` hides them, though permission checks still follow them).
+    pub acl: bool,
 }
 
 impl Default for ExportOptions {
@@ -137,6 +140,7 @@ impl Default for ExportOptions {
             mountpoint: false,
             mountpoint_path: None,
             pnfs: false,
+            acl: true,
         }
     }
 }
@@ -633,8 +637,10 @@ impl OptionsBuilder {
             ("async", None) => o.sync = false,
             // What rnfsd always does: handles are not tied to a parent directory, each WRITE
             // is served as it comes (wdelay lets a server delay, never obliges it), file systems
-            // mounted below an export are not crossed, no ACLs are served.
-            ("no_subtree_check" | "wdelay" | "no_wdelay" | "hide" | "no_acl", None) => {}
+            // mounted below an export are not crossed.
+            ("no_subtree_check" | "wdelay" | "no_wdelay" | "hide", None) => {}
+            ("acl", None) => o.acl = true,
+            ("no_acl", None) => o.acl = false,
             ("subtree_check", None) => {
                 return Err(unsupported(
                     opt,
@@ -647,7 +653,6 @@ impl OptionsBuilder {
                     "file systems mounted below an export are not crossed; export each one",
                 ))
             }
-            ("acl", None) => return Err(unsupported(opt, "no ACLs are served (use no_acl)")),
             ("pnfs", None) => o.pnfs = true,
             ("no_pnfs", None) => o.pnfs = false,
             ("mountpoint" | "mp", None) => {

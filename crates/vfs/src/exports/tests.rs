@@ -94,9 +94,12 @@ fn every_option() {
     assert_eq!(opts(&format!("fsid={uuid}")).fsid.as_deref(), Some(uuid));
     let uuid = "3f0f7d6a:9b3c4c1e:8e5a2b7c:9d0e1f23";
     assert_eq!(opts(&format!("fsid={uuid}")).fsid.as_deref(), Some(uuid));
-    for same in ["no_subtree_check", "wdelay", "no_wdelay", "hide", "no_acl"] {
+    for same in ["no_subtree_check", "wdelay", "no_wdelay", "hide", "acl"] {
         assert_eq!(opts(same), ExportOptions::default(), "{same}");
     }
+    assert!(ExportOptions::default().acl);
+    assert!(!opts("no_acl").acl);
+    assert!(opts("no_acl,acl").acl);
     assert_eq!(opts("sec=sys").sec, vec![SecFlavor::Sys]);
     assert_eq!(opts("sec=none").sec, vec![SecFlavor::None]);
     assert_eq!(
@@ -145,6 +148,7 @@ fn every_option() {
             mountpoint: true,
             mountpoint_path: None,
             pnfs: true,
+            acl: false,
         }
     );
     assert!(!opts("pnfs,no_pnfs").pnfs);
@@ -615,7 +619,6 @@ fn error_messages() {
         ("/a\n/b h(rw,subtree_check)", "subtree_check"),
         ("/a\n/b h(nohide)", "nohide"),
         ("/a\n/b -crossmnt h", "crossmnt"),
-        ("/a\n/b h(acl)", "acl"),
         ("/a\n/b *.example.com(rw)", "*.example.com"),
         ("/a\n/b @trusted", "@trusted"),
     ] {

@@ -101,7 +101,7 @@ impl Vfs {
                     Err(e)
                         if e.raw_os_error() == Some(libc::EPERM)
                             && touches_only(s)
-                            && mode_allows(&caller.creds, &node.attr, 2, false) =>
+                            && self.may(caller, node, 2, false) =>
                     {
                         cred::as_root(|| sys::utimensat(libc::AT_FDCWD, &path, &times, 0))?
                     }

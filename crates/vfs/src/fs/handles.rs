@@ -52,6 +52,7 @@ impl Vfs {
             writable: opts.rw,
             sync: opts.sync,
             pnfs: opts.pnfs,
+            acls: opts.acl,
         })
     }
 

@@ -348,9 +348,7 @@ impl Vfs {
         Self::check_regular(node)?;
         // Reading needs read permission; execute-only files may be read by a client paging
         // them in (knfsd does the same).
-        if !mode_allows(&caller.creds, &node.attr, 4, true)
-            && !mode_allows(&caller.creds, &node.attr, 1, false)
-        {
+        if !self.may(caller, node, 4, true) && !self.may(caller, node, 1, false) {
             return Err(VfsError::Errno(libc::EACCES));
         }
         self.data_fd(node)
@@ -362,7 +360,7 @@ impl Vfs {
         self.same_export(caller, node)?;
         self.writable(caller)?;
         Self::check_regular(node)?;
-        if !mode_allows(&caller.creds, &node.attr, 2, true) {
+        if !self.may(caller, node, 2, true) {
             return Err(VfsError::Errno(libc::EACCES));
         }
         self.data_fd(node)

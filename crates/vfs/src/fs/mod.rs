@@ -9,10 +9,12 @@
 //! for a local writer.
 //!
 //! Here: the types (`Vfs`, `Caller`, `Node`), start-up and the export list. By concern:
-//! `handles` (admission and handle resolution), `perm` (mode checks), `names` (the namespace),
+//! `handles` (admission and handle resolution), `perm` (mode checks), `acl` (POSIX ACLs and the
+//! checks that follow them), `names` (the namespace),
 //! `dirs` (listings), `attrs` (SETATTR, xattrs), `io` (READ, WRITE, COMMIT) and `sparse` (SEEK,
 //! extents, ALLOCATE, COPY).
 
+mod acl;
 mod attrs;
 mod dirchange;
 mod dirs;
@@ -97,6 +99,8 @@ pub struct Caller {
     /// The client's rule says `pnfs`: data it writes first to an empty file is placed on the
     /// data servers ([`RemoteData::place`]).
     pub pnfs: bool,
+    /// ACLs are shown to and set by this client (`acl`, the default; not with `no_acl`).
+    pub acls: bool,
 }
 
 /// An object reached from a handle, with its attributes at the time of resolution.
@@ -183,6 +187,8 @@ pub struct Vfs {
     dir_turns: Box<[parking_lot::Mutex<()>]>,
     /// Where the data of files placed elsewhere lives (a pNFS metadata server's data servers).
     remote: std::sync::OnceLock<Arc<dyn RemoteData>>,
+    /// Access ACLs of files recently checked (see [`Vfs::may`]).
+    acls: acl::AclCache,
 }
 
 impl std::fmt::Debug for Vfs {
@@ -259,6 +265,7 @@ impl Vfs {
                 .map(|_| parking_lot::Mutex::new(()))
                 .collect(),
             remote: std::sync::OnceLock::new(),
+            acls: acl::AclCache::new(),
         })
     }
 

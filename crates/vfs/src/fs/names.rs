@@ -50,7 +50,7 @@ impl Vfs {
         if dir.attr.ftype != FileType::Directory {
             return Err(VfsError::Errno(libc::ENOTDIR));
         }
-        if !mode_allows(&caller.creds, &dir.attr, 1, false) {
+        if !self.may(caller, dir, 1, false) {
             return Err(VfsError::Errno(libc::EACCES));
         }
         if name == b"." {

@@ -1,5 +1,6 @@
 //! Permission checks made against an object's mode before I/O through cached descriptors (the
-//! kernel checks the rest, as the caller).
+//! kernel checks the rest, as the caller); a file with an access ACL is checked by it instead
+//! (`acl`).
 
 use super::*;
 
@@ -26,11 +27,10 @@ impl Vfs {
     /// ACCESS: which of the `mask` bits the caller holds on `node`.
     pub fn access(&self, caller: &Caller, node: &Node, mask: u32) -> u32 {
         let a = &node.attr;
-        let c = &caller.creds;
         let mut granted = 0;
-        let r = mode_allows(c, a, 4, false);
-        let w = mode_allows(c, a, 2, false) && caller.writable;
-        let x = mode_allows(c, a, 1, false);
+        let r = self.may(caller, node, 4, false);
+        let w = self.may(caller, node, 2, false) && caller.writable;
+        let x = self.may(caller, node, 1, false);
         if a.ftype == FileType::Directory {
             if r {
                 granted |= access::READ;

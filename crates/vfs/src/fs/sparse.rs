@@ -312,9 +312,7 @@ impl Vfs {
         if self.remote(src).is_some() || self.remote(dst).is_some() {
             return Err(VfsError::NotSupported);
         }
-        if !mode_allows(&caller.creds, &src.attr, 4, true)
-            || !mode_allows(&caller.creds, &dst.attr, 2, true)
-        {
+        if !self.may(caller, src, 4, true) || !self.may(caller, dst, 2, true) {
             return Err(VfsError::Errno(libc::EACCES));
         }
         let sfd = self.data_fd(src)?;

@@ -45,11 +45,35 @@ impl Encode for Utf8<'_> {
     }
 }
 
+/// An ACL attribute value (fattr4_acl): the count, then the ACEs.
+struct Aces<'a>(&'a [w::Nfsace4]);
+
+impl Encode for Aces<'_> {
+    fn encode(&self, e: &mut Encoder) {
+        e.u32(self.0.len() as u32);
+        for a in self.0 {
+            a.encode(e);
+        }
+    }
+}
+
+/// An nfsace4 (`who` a name like "OWNER@", "1001").
+pub fn ace(kind: u32, flag: u32, mask: u32, who: &str) -> w::Nfsace4 {
+    w::Nfsace4 {
+        r#type: kind,
+        flag,
+        access_mask: mask,
+        who: bytes::Bytes::copy_from_slice(who.as_bytes()),
+    }
+}
+
 /// The writable attributes tests set (SETATTR, CREATE, and OPEN's createattrs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sattr {
     /// size.
     pub size: Option<w::Fattr4Size>,
+    /// acl.
+    pub acl: Option<Vec<w::Nfsace4>>,
     /// mode.
     pub mode: Option<w::Fattr4Mode>,
     /// owner (a string like "1000").
@@ -75,8 +99,10 @@ impl Sattr {
     pub fn fattr(&self) -> w::Fattr4 {
         let owner = self.owner.as_deref().map(Utf8);
         let group = self.group.as_deref().map(Utf8);
-        let vals: [(u32, Option<&dyn Encode>); 6] = [
+        let acl = self.acl.as_deref().map(Aces);
+        let vals: [(u32, Option<&dyn Encode>); 7] = [
             (w::FATTR4_SIZE, self.size.as_ref().map(|v| v as _)),
+            (w::FATTR4_ACL, acl.as_ref().map(|v| v as _)),
             (w::FATTR4_MODE, self.mode.as_ref().map(|v| v as _)),
             (w::FATTR4_OWNER, owner.as_ref().map(|v| v as _)),
             (w::FATTR4_OWNER_GROUP, group.as_ref().map(|v| v as _)),
@@ -130,6 +156,14 @@ pub struct Attrs {
     pub mtime: Option<w::Fattr4TimeModify>,
     /// mounted_on_fileid.
     pub mounted_on_fileid: Option<w::Fattr4MountedOnFileid>,
+    /// supported_attrs (the attribute numbers).
+    pub supported: Option<Vec<u32>>,
+    /// aclsupport.
+    pub aclsupport: Option<w::Fattr4Aclsupport>,
+    /// acl.
+    pub acl: Option<Vec<w::Nfsace4>>,
+    /// dacl.
+    pub dacl: Option<w::Nfsacl41>,
 }
 
 impl Attrs {
@@ -137,6 +171,14 @@ impl Attrs {
     pub fn of(f: &w::Fattr4) -> Attrs {
         fn val<T: Decode>(v: &mut Decoder) -> Option<T> {
             Some(T::decode(v).expect("attribute value"))
+        }
+        fn aces(v: &mut Decoder) -> Option<Vec<w::Nfsace4>> {
+            let n = v.u32().expect("ACE count");
+            Some(
+                (0..n)
+                    .map(|_| w::Nfsace4::decode(v).expect("nfsace4"))
+                    .collect(),
+            )
         }
         fn utf8(v: &mut Decoder) -> Option<String> {
             Some(v.string(w::NFS4_OPAQUE_LIMIT as usize).expect("utf8str"))
@@ -160,6 +202,14 @@ impl Attrs {
                 w::FATTR4_TIME_METADATA => a.ctime = val(&mut v),
                 w::FATTR4_TIME_MODIFY => a.mtime = val(&mut v),
                 w::FATTR4_MOUNTED_ON_FILEID => a.mounted_on_fileid = val(&mut v),
+                w::FATTR4_SUPPORTED_ATTRS => {
+                    let n = v.u32().expect("bitmap4 length");
+                    let words: Vec<u32> = (0..n).map(|_| v.u32().expect("bitmap4 word")).collect();
+                    a.supported = Some(bits(&words))
+                }
+                w::FATTR4_ACLSUPPORT => a.aclsupport = val(&mut v),
+                w::FATTR4_ACL => a.acl = aces(&mut v),
+                w::FATTR4_DACL => a.dacl = val(&mut v),
                 other => panic!("attribute {other} returned but not requested/decodable"),
             }
         }

@@ -248,6 +248,9 @@ builders! {
     /// SETATTR.
     setattr(sid: &w::Stateid4, s: &Sattr)
         => OpSetattr(w::Setattr4args { stateid: sid.clone(), obj_attributes: s.fattr() });
+    /// SETATTR of a fattr4 built by hand (attributes [`Sattr`] does not have).
+    setattr_raw(sid: &w::Stateid4, f: w::Fattr4)
+        => OpSetattr(w::Setattr4args { stateid: sid.clone(), obj_attributes: f });
     /// CREATE of a directory.
     mkdir(name: impl AsRef<[u8]>, s: &Sattr) => OpCreate(w::Create4args {
         objtype: w::Createtype4::Nf4dir, objname: bytes(name), createattrs: s.fattr() });
