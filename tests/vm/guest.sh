@@ -54,7 +54,7 @@ result() { # server vers transport case status time reason
 }
 all_cases() { # server vers transport status reason: one line for mount, every case, umount
 	local c
-	for c in mount ${WL_CASES//,/ } umount; do result "$1" "$2" "$3" "$c" "$4" 0 "$5"; done
+	for c in mount ${WL_CASES//,/ } $ACL_ROW umount; do result "$1" "$2" "$3" "$c" "$4" 0 "$5"; done
 }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -345,7 +345,8 @@ run_combo() { # server vers transport
 		return
 	fi
 	result "$s" "$v" "$t" mount PASS "$(elapsed "$t0")" "$(grep " $MNT " /proc/mounts | cut -d' ' -f4)"
-	if [ -z "$WL_CASES" ]; then # only cases that run apart (nlm, pnfs)
+	acl_case "$s" "$v" "$t"
+	if [ -z "$WL_CASES" ]; then # only cases that run apart (nlm, pnfs, krb5) or before (acl)
 		read -r st c out <<<"$(unmount)"
 		result "$s" "$v" "$t" umount "$st" "$c" "$out"
 		stop_capture
@@ -387,9 +388,75 @@ stop_capture() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# The "acl" case (docs/acl.md): POSIX ACLs through the kernel client on the combination's mount,
+# before the workload (tests/vm/acl.py): setfacl and getfacl (the NFSACL protocol) on NFSv3,
+# nfs4_setfacl and nfs4_getfacl (the acl attribute) on NFSv4, the export's ACLs read with
+# getfacl directly in the guest, and four local users (made once per guest with useradd: the
+# owner, a user named in the ACLs, a member of the group named in them, and another) reading,
+# writing and creating as themselves. Both servers export a tmpfs (mode=0777, default options:
+# POSIX ACLs on) with the same options. knfsd runs first: each rnfsd row also requires every
+# observation to be the same as knfsd's of the same combination (/tmp/acl-knfsd-V-T.txt).
+ACL_ROW=$(case ",$CASES," in *,acl,*) echo acl ;; esac)
+ACL_OWNER=aclown:2200:2200
+ACL_NAMED=aclnamed:2201:2201
+ACL_MEMBER=aclmember:2202:2202:2210
+ACL_OTHER=aclother:2203:2203
+ACL_GROUP=aclgrp:2210
+ACL_STATE=0 # 1 set up, 2 setup failed (ACL_WHY says why)
+ACL_WHY=
+acl_setup() { # once per guest: the tools, the users and the group
+	[ "$ACL_STATE" = 1 ] && return 0
+	[ "$ACL_STATE" = 2 ] && return 1
+	ACL_STATE=2
+	local p u name uid gid extra
+	for p in setfacl getfacl nfs4_setfacl nfs4_getfacl useradd groupadd; do
+		command -v $p >/dev/null ||
+			{ ACL_WHY="$p missing (tests/vm/run installs acl nfs4-acl-tools passwd)"; return 1; }
+	done
+	if [ "$(getent group "${ACL_GROUP%%:*}" | cut -d: -f3)" != "${ACL_GROUP#*:}" ]; then
+		groupadd -g "${ACL_GROUP#*:}" "${ACL_GROUP%%:*}" ||
+			{ ACL_WHY="groupadd ${ACL_GROUP%%:*} failed"; return 1; }
+	fi
+	for u in $ACL_OWNER $ACL_NAMED $ACL_MEMBER $ACL_OTHER; do
+		IFS=: read -r name uid gid extra <<<"$u"
+		if [ "$(id -u "$name" 2>/dev/null)" != "$uid" ]; then
+			groupadd -g "$gid" "$name" && useradd -u "$uid" -g "$gid" ${extra:+-G "$extra"} -M \
+				-d /nonexistent -s /usr/sbin/nologin "$name" ||
+				{ ACL_WHY="useradd $name ($uid) failed"; return 1; }
+		fi
+	done
+	say "acl: users $(for u in $ACL_OWNER $ACL_NAMED $ACL_MEMBER $ACL_OTHER; do id "${u%%:*}"; done | tr '\n' ' ')"
+	ACL_STATE=1
+}
+acl_case() { # server vers transport: the acl row, on the combination's mount at $MNT
+	[ -n "$ACL_ROW" ] || return 0
+	local s=$1 v=$2 t=$3 t0 out rc why ref= trans=/tmp/acl-$1-$2-$3.txt
+	t0=$(now)
+	if ! acl_setup; then
+		result "$s" "$v" "$t" acl FAIL 0 "setup failed: $ACL_WHY"
+		return
+	fi
+	[ "$s" = rnfsd ] && [ -s "/tmp/acl-knfsd-$v-$t.txt" ] && ref=/tmp/acl-knfsd-$v-$t.txt
+	out=$(timeout -k 10 600 python3 "$REPO/tests/vm/acl.py" --dir "$MNT" --server-dir "/srv/$s" \
+		--vers "$v" --tag "$v-$t" --owner $ACL_OWNER --named $ACL_NAMED --member $ACL_MEMBER \
+		--other $ACL_OTHER --group $ACL_GROUP --transcript "$trans" ${ref:+--reference "$ref"} 2>&1)
+	rc=$?
+	echo "$out" | sed "s/^/acl $s $v $t| /"
+	save "$trans"
+	why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
+	if [ "$rc" = 0 ] && [ -z "$why" ]; then
+		result "$s" "$v" "$t" acl PASS "$(elapsed "$t0")" "-"
+	else
+		result "$s" "$v" "$t" acl FAIL "$(elapsed "$t0")" "${why:-acl.py exited $rc}"
+		dmesg_tail 20
+		[ "$s" = rnfsd ] && dump "rnfsd.log" "$RNFSD_LOG" 20
+	fi
+}
+
+# ---------------------------------------------------------------------------------------------
 # The "nlm" case: NFSv3 locks through the kernel client's lockd (tests/vm/locks.py), with a v3
 # and a v4.2 mount of one export. It runs apart from the combination's mount.
-WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/,krb5,/,/; s/^,//; s/,$//')
+WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/,krb5,/,/; s/,acl,/,/; s/^,//; s/,$//')
 NLM_RC=1
 NLM_INCREMENTS=${NLM_INCREMENTS:-2000}
 nlm_result() { # server status time reason-file-or-text

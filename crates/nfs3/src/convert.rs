@@ -148,6 +148,7 @@ fn set_time(t: Option<&Nfstime3>, how: TimeHow) -> vfs::SetTime {
 /// Backend attribute changes from a sattr3.
 pub fn set_attrs(s: &Sattr3) -> SetAttrs {
     SetAttrs {
+        umask: None,
         mode: s.mode.0,
         uid: s.uid.0,
         gid: s.gid.0,

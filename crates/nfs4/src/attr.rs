@@ -156,6 +156,7 @@ pub fn supported(minor: u32) -> &'static Bitmap {
             b.set(nfs4wire::FATTR4_CHANGE_ATTR_TYPE);
             b.set(nfs4wire::FATTR4_XATTR_SUPPORT);
             b.set(crate::proto::FATTR4_OPEN_ARGUMENTS);
+            b.set(crate::proto::FATTR4_MODE_UMASK);
         }
         b
     })
@@ -177,21 +178,36 @@ fn encode_open_arguments(v: &mut Encoder) {
     bits(&[0, 1, 2, 3]).encode(v);
 }
 
-/// Attributes a client may set with EXCLUSIVE4_1 create.
-pub fn exclcreat() -> Bitmap {
-    Bitmap::of(&[
+/// Attributes a client may set with EXCLUSIVE4_1 create in minor version `minor`.
+pub fn exclcreat(minor: u32) -> Bitmap {
+    let mut b = Bitmap::of(&[
         nfs4wire::FATTR4_SIZE,
         nfs4wire::FATTR4_MODE,
         nfs4wire::FATTR4_OWNER,
         nfs4wire::FATTR4_OWNER_GROUP,
         // not the times: an exclusive create keeps its verifier in them until the client
         // sets them, as the OPEN's attrset asks it to (see `Nfs4::open`)
-    ])
+    ]);
+    if minor >= 2 {
+        // the Linux client sends its umask with an exclusive create's mode too
+        b.set(crate::proto::FATTR4_MODE_UMASK);
+    }
+    b
+}
+
+/// Whether attribute `n` may only be set (GETATTR, READDIR and VERIFY refuse it).
+pub fn write_only(n: u32) -> bool {
+    matches!(
+        n,
+        nfs4wire::FATTR4_TIME_ACCESS_SET
+            | nfs4wire::FATTR4_TIME_MODIFY_SET
+            | crate::proto::FATTR4_MODE_UMASK
+    )
 }
 
 /// Whether a requested bitmap names a write-only attribute (GETATTR / READDIR must refuse it).
 pub fn has_write_only(req: &Bitmap) -> bool {
-    req.has(nfs4wire::FATTR4_TIME_ACCESS_SET) || req.has(nfs4wire::FATTR4_TIME_MODIFY_SET)
+    req.bits().any(write_only)
 }
 
 /// The ACL attributes, absent from supported_attrs where ACLs are not served.
@@ -213,6 +229,7 @@ fn writable(n: u32) -> bool {
             | nfs4wire::FATTR4_OWNER_GROUP
             | nfs4wire::FATTR4_TIME_ACCESS_SET
             | nfs4wire::FATTR4_TIME_MODIFY_SET
+            | crate::proto::FATTR4_MODE_UMASK
     )
 }
 
@@ -346,10 +363,7 @@ pub fn fattr_in(req: &Bitmap, o: &Object<'_>, minor: u32, v: &mut Encoder) -> Fa
     let mut read_acl: Option<Option<Result<Vec<Ace4>, Nfsstat4>>> = None;
     let mut acl = || read_acl.get_or_insert_with(|| (o.acl)()).clone();
     for n in req.bits() {
-        if !sup.has(n)
-            || n == nfs4wire::FATTR4_TIME_ACCESS_SET
-            || n == nfs4wire::FATTR4_TIME_MODIFY_SET
-        {
+        if !sup.has(n) || write_only(n) {
             continue;
         }
         match n {
@@ -445,7 +459,7 @@ pub fn fattr_in(req: &Bitmap, o: &Object<'_>, minor: u32, v: &mut Encoder) -> Fa
             nfs4wire::FATTR4_TIME_METADATA => time(v, a.ctime),
             nfs4wire::FATTR4_TIME_MODIFY => time(v, a.mtime),
             nfs4wire::FATTR4_MOUNTED_ON_FILEID => v.u64(o.mounted_on_fileid),
-            nfs4wire::FATTR4_SUPPATTR_EXCLCREAT => exclcreat().encode(v),
+            nfs4wire::FATTR4_SUPPATTR_EXCLCREAT => exclcreat(minor).encode(v),
             nfs4wire::FATTR4_FS_LAYOUT_TYPES => match o.layouts {
                 true => {
                     v.u32(1);
@@ -520,6 +534,11 @@ pub fn decode_sattr(f: &Fattr4, minor: u32, idmap: &IdMap) -> Result<Sattr, Nfss
                 acl = Some(decode_aces(&mut v, idmap)?);
             }
             nfs4wire::FATTR4_MODE => s.mode = Some(v.u32().map_err(bad)? & 0o7777),
+            crate::proto::FATTR4_MODE_UMASK => {
+                // mode_umask4: the mode (it replaces a mode attribute, as in knfsd) and umask
+                s.mode = Some(v.u32().map_err(bad)? & 0o7777);
+                s.umask = Some(v.u32().map_err(bad)? & 0o777);
+            }
             nfs4wire::FATTR4_OWNER => {
                 s.uid = Some(
                     idmap.parse_owner(

@@ -340,15 +340,17 @@ impl Nfs4 {
             if !sup.has(b) {
                 return Err(Nfsstat4::NFS4ERR_ATTRNOTSUPP.into());
             }
-            if b == nfs4wire::FATTR4_RDATTR_ERROR
-                || b == nfs4wire::FATTR4_TIME_ACCESS_SET
-                || b == nfs4wire::FATTR4_TIME_MODIFY_SET
-            {
+            if b == nfs4wire::FATTR4_RDATTR_ERROR || attr::write_only(b) {
                 return Err(Nfsstat4::NFS4ERR_INVAL.into());
             }
         }
+        let have = self.attrs(&fh, &bm, ctx)?;
+        // an attribute this object does not have (ACLs where none are served)
+        if Bitmap::from(have.attrmask) != Bitmap(bm.clone().into_wire()) {
+            return Err(Nfsstat4::NFS4ERR_ATTRNOTSUPP.into());
+        }
         // only the values are compared
-        let same = self.attrs(&fh, &bm, ctx)?.attr_vals == f.attr_vals;
+        let same = have.attr_vals == f.attr_vals;
         match (same, want_same) {
             (true, true) | (false, false) => Ok(()),
             (false, true) => Err(Nfsstat4::NFS4ERR_NOT_SAME.into()),
@@ -364,6 +366,10 @@ impl Nfs4 {
             .map_err(|f| attrsset_fail(f.status))?;
         let sattr =
             attr::decode_sattr(&a.obj_attributes, ctx.minor, &self.idmap).map_err(attrsset_fail)?;
+        if sattr.set.umask.is_some() {
+            // mode_umask belongs to creates; knfsd's decoder refuses it elsewhere
+            return Err(attrsset_fail(Nfsstat4::NFS4ERR_BADXDR));
+        }
         let s = &sattr.set;
         let (c, n) = match ctx.cur() {
             Ok(Fh::Pseudo(_)) => return Err(attrsset_fail(Nfsstat4::NFS4ERR_ROFS)),

@@ -325,9 +325,12 @@ impl Nfs4 {
                 let made = made.value;
                 if exclusive && made.created {
                     // EXCLUSIVE4_1 attributes other than the times holding the verifier.
+                    // the mode went into the create itself (with the umask, under a default ACL)
                     let rest = SetAttrs {
                         atime: vfs::SetTime::DontChange,
                         mtime: vfs::SetTime::DontChange,
+                        mode: None,
+                        umask: None,
                         ..sa
                     };
                     if rest != SetAttrs::default() {
@@ -374,7 +377,13 @@ impl Nfs4 {
     ) -> vfs::VfsResult<vfs::DirChange<vfs::Created>> {
         let attrs = match how {
             CreateMode::Unchecked | CreateMode::Guarded => sa.clone(),
-            CreateMode::Exclusive(_) => SetAttrs::default(),
+            // the mode (EXCLUSIVE4_1) is the create's own, so that a directory's default ACL
+            // is combined with it as the kernel does, not overwritten by a chmod after
+            CreateMode::Exclusive(_) => SetAttrs {
+                mode: sa.mode,
+                umask: sa.umask,
+                ..SetAttrs::default()
+            },
         };
         self.vfs.create_file(c, dir, name, *how, &attrs)
     }

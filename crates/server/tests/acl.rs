@@ -738,3 +738,116 @@ fn no_acl_hides_acls_but_checks_still_follow_them() {
     v3.set_user(ALICE, ALICE);
     assert_eq!(v3.read(&f3, 0, 10).status(), Nfsstat3::NFS3_OK);
 }
+
+/// A directory with the default ACL `u::rwx,u:ALICE:rwx,g::r-x,g:STAFF:r-x,m::rwx,o::---`.
+fn inheriting_dir(fx: &Fixture, name: &str) -> std::path::PathBuf {
+    let d = owned_dir(&fx.export, name);
+    setfacl(
+        &d,
+        &[
+            "-d",
+            "-m",
+            &format!("u::rwx,u:{ALICE}:rwx,g::r-x,g:{STAFF}:r-x,m::rwx,o::---"),
+        ],
+    );
+    d
+}
+
+#[test]
+fn an_exclusive_create_combines_its_mode_with_the_default_acl() {
+    // as knfsd: the EXCLUSIVE4_1 file is made with the client's mode, so the default ACL's
+    // other::--- stands (a chmod after the create would give other the mode's r--)
+    let fx = fixture();
+    let d = inheriting_dir(&fx, "i");
+    let (mut c, dir) = v4(&fx, "excl-acl");
+    let dh = c
+        .call(Ops::new().putfh(&dir).lookup("i").getfh())
+        .ok("LOOKUP")
+        .fh();
+    c.open_ok(
+        &dh,
+        "x",
+        "o",
+        w::OPEN4_SHARE_ACCESS_WRITE,
+        0,
+        OpenHow::Exclusive41(*b"excl-acl", Sattr::mode(0o644)),
+    );
+    let got = getfacl(&d.join("x"), false);
+    assert!(got.contains(&"other::---".to_string()), "{got:?}");
+    assert!(got.contains(&"mask::r--".to_string()), "{got:?}");
+    assert!(got.contains(&format!("user:{ALICE}:rwx")), "{got:?}");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(d.join("x")).unwrap().mode() & 0o777,
+        0o640
+    );
+}
+
+#[test]
+fn mode_umask_is_applied_only_where_no_default_acl_decides() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = fixture();
+    let d = inheriting_dir(&fx, "i");
+    owned_dir(&fx.export, "plain");
+    let (mut c, dir) = v4(&fx, "mode-umask");
+    let fh_of = |c: &mut V4, name: &str| {
+        c.call(Ops::new().putfh(&dir).lookup(name).getfh())
+            .ok("LOOKUP")
+            .fh()
+    };
+    let (ih, ph) = (fh_of(&mut c, "i"), fh_of(&mut c, "plain"));
+    let a = c.getattr(&dir, &[w::FATTR4_SUPPORTED_ATTRS]);
+    assert!(a.supported.unwrap().contains(&FATTR4_MODE_UMASK));
+    let with_umask = |mode| Sattr {
+        mode_umask: Some((mode, 0o022)),
+        ..Default::default()
+    };
+    for (h, name) in [(&ih, "f"), (&ph, "f")] {
+        c.open_ok(
+            h,
+            name,
+            "o",
+            w::OPEN4_SHARE_ACCESS_WRITE,
+            0,
+            OpenHow::Unchecked(with_umask(0o666)),
+        );
+        c.call(Ops::new().putfh(h).mkdir("sub", &with_umask(0o777)))
+            .ok("CREATE with mode_umask");
+    }
+    // under the default ACL the umask is not applied: the mask keeps the group's w
+    let got = getfacl(&d.join("f"), false);
+    assert!(got.contains(&"mask::rw-".to_string()), "{got:?}");
+    assert_eq!(
+        std::fs::metadata(d.join("f")).unwrap().mode() & 0o777,
+        0o660
+    );
+    assert_eq!(
+        std::fs::metadata(d.join("sub")).unwrap().mode() & 0o777,
+        0o770
+    );
+    // and where there is none, it is
+    let plain = fx.export.join("plain");
+    assert_eq!(
+        std::fs::metadata(plain.join("f")).unwrap().mode() & 0o777,
+        0o644
+    );
+    assert_eq!(
+        std::fs::metadata(plain.join("sub")).unwrap().mode() & 0o777,
+        0o755
+    );
+    // only creates take it (BADXDR in SETATTR, as knfsd), and it cannot be read
+    let f = fh_of(&mut c, "plain");
+    let r = c.call(
+        Ops::new()
+            .putfh(&f)
+            .setattr(&anonymous_stateid(), &with_umask(0o600)),
+    );
+    assert_eq!(r.status, w::Nfsstat4::NFS4ERR_BADXDR);
+    let r = c.call(Ops::new().putfh(&f).getattr(&[FATTR4_MODE_UMASK]));
+    assert_eq!(r.status, w::Nfsstat4::NFS4ERR_INVAL);
+    // NFSv4.1 does not have it
+    let mut c41 = V4::session(fx.server.port, 1, "mode-umask-41");
+    let root = c41.path_fh(&fx.export);
+    let a = c41.getattr(&root, &[w::FATTR4_SUPPORTED_ATTRS]);
+    assert!(!a.supported.unwrap().contains(&FATTR4_MODE_UMASK));
+}

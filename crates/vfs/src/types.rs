@@ -146,6 +146,10 @@ pub struct SetAttrs {
     pub atime: SetTime,
     /// New modification time.
     pub mtime: SetTime,
+    /// Creates only: the client's umask (NFSv4.2 `mode_umask`, RFC 8275), taken from the mode
+    /// unless the directory has a default ACL, which then decides instead (as for a local
+    /// create).
+    pub umask: Option<u32>,
 }
 
 /// A regular file a create returned.

@@ -71,14 +71,10 @@ fn read_acl(path: &CStr, kind: AclKind) -> VfsResult<Option<PosixAcl>> {
 }
 
 impl Vfs {
-    /// Whether the file system of `node` keeps POSIX ACLs (a read of its access ACL is not
-    /// EOPNOTSUPP).
+    /// Whether the file system of `node` keeps POSIX ACLs (decided per export when it is
+    /// opened; a symbolic link of such a file system has the ACL of its mode, as with knfsd).
     pub fn acls_supported(&self, node: &Node) -> bool {
-        let path = node.proc_path();
-        !matches!(
-            cred::as_root(|| sys::getxattr(&path, AclKind::Access.xattr_name(), 0)),
-            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP)
-        )
+        self.table().get(node.export).is_ok_and(|e| e.posix_acls)
     }
 
     /// A file's access or default ACL, read as the caller; None when it has none (the access
@@ -134,6 +130,28 @@ impl Vfs {
             _ => e.into(),
         })?;
         self.commit_attrs(caller, node)
+    }
+
+    /// The mode a create in `dir` passes to the kernel: the one asked for (or `default`), less
+    /// the client's umask when it sent one (NFSv4.2 `mode_umask`) and the directory has no
+    /// default ACL; with a default ACL the kernel combines the mode with it and the umask is
+    /// not applied, as for a local create (rnfsd's own umask is 0).
+    pub(super) fn create_mode(&self, dir: &Node, s: &SetAttrs, default: u32) -> u32 {
+        let mode = s.mode.unwrap_or(default) & 0o7777;
+        match s.umask {
+            Some(umask) if !self.has_default_acl(dir) => mode & !(umask & 0o777),
+            _ => mode,
+        }
+    }
+
+    /// Whether directory `dir` has a default ACL.
+    fn has_default_acl(&self, dir: &Node) -> bool {
+        if !self.acls_supported(dir) {
+            return false;
+        }
+        let path = dir.proc_path();
+        // a size query: it fails with ENODATA when there is none
+        cred::as_root(|| sys::getxattr(&path, AclKind::Default.xattr_name(), 0)).is_ok()
     }
 
     /// The access ACL the permission checks use for `node`: cached while its ctime stands.

@@ -219,7 +219,8 @@ impl Vfs {
         Ok(made)
     }
 
-    /// Applies what a create asked for beyond the mode (given at creation) to the new `node`;
+    /// Applies what a create asked for beyond the mode and umask (given at creation) to the
+    /// new `node`;
     /// its attributes.
     pub(super) fn set_after_create(
         &self,
@@ -229,6 +230,7 @@ impl Vfs {
     ) -> VfsResult<Attr> {
         let rest = SetAttrs {
             mode: None,
+            umask: None,
             ..s.clone()
         };
         if rest != SetAttrs::default() {
@@ -311,8 +313,8 @@ impl Vfs {
         self.check_dir_for_change(caller, dir)?;
         let c = new_name(name)?;
         let mode = match how {
-            CreateMode::Exclusive(_) => 0o600,
-            _ => s.mode.unwrap_or(0o644) & 0o7777,
+            CreateMode::Exclusive(_) => self.create_mode(dir, s, 0o600),
+            _ => self.create_mode(dir, s, 0o644),
         };
         let opened = self.change_dir(dir, || {
             let fd = cred::with_creds(&caller.creds, || {
@@ -403,9 +405,8 @@ impl Vfs {
     ) -> VfsResult<DirChange<(Bytes, Attr)>> {
         self.check_dir_for_change(caller, dir)?;
         let c = new_name(name)?;
-        let made = self.make_name(caller, dir, &c, || {
-            sys::mkdirat(dir.fd(), &c, s.mode.unwrap_or(0o755) & 0o7777)
-        })?;
+        let mode = self.create_mode(dir, s, 0o755);
+        let made = self.make_name(caller, dir, &c, || sys::mkdirat(dir.fd(), &c, mode))?;
         self.finish_create(caller, dir, made, s)
     }
 
@@ -440,7 +441,7 @@ impl Vfs {
     ) -> VfsResult<DirChange<(Bytes, Attr)>> {
         self.check_dir_for_change(caller, dir)?;
         let c = new_name(name)?;
-        let perm = s.mode.unwrap_or(0o644) & 0o7777;
+        let perm = self.create_mode(dir, s, 0o644);
         let (fmt, dev) = match kind {
             SpecialFile::Char(ma, mi) => (libc::S_IFCHR, libc::makedev(ma, mi)),
             SpecialFile::Block(ma, mi) => (libc::S_IFBLK, libc::makedev(ma, mi)),

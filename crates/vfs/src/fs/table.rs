@@ -11,6 +11,7 @@ use super::*;
 
 use arc_swap::ArcSwap;
 
+use crate::acl::AclKind;
 use crate::cache::{memory_file_system, unique_inode_numbers};
 
 /// One export: its root, opened once, and its client rules.
@@ -33,6 +34,9 @@ pub(super) struct Export {
     pub(super) splice_reads: AtomicBool,
     /// What clients did with it (kept while its rules change).
     pub(super) stats: Arc<ExportStats>,
+    /// Its file system keeps POSIX ACLs (its root's are readable): ACLs are served for
+    /// every object of the export, as knfsd decides per file system.
+    pub(super) posix_acls: bool,
 }
 
 /// Per-export counters for metrics: calls admitted and data bytes moved.
@@ -127,6 +131,10 @@ impl Export {
         let root_fh = Bytes::from(key.seal(id, &kh));
         let f_type = sys::fstatfs_type(root.as_fd()).ok();
         let by_inode = f_type.is_some_and(unique_inode_numbers);
+        let posix_acls = !matches!(
+            sys::getxattr(&proc_path(root.as_raw_fd()), AclKind::Access.xattr_name(), 0),
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP)
+        );
         let nowait_reads = match f_type {
             Some(t) if memory_file_system(t) => NowaitReads::Memory,
             _ if by_inode => NowaitReads::Flag(AtomicBool::new(true)),
@@ -144,6 +152,7 @@ impl Export {
             nowait_reads,
             splice_reads: AtomicBool::new(true),
             stats: Arc::default(),
+            posix_acls,
         })
     }
 
@@ -169,6 +178,7 @@ impl Export {
             nowait_reads,
             splice_reads: AtomicBool::new(self.splice_reads.load(Ordering::Relaxed)),
             stats: self.stats.clone(),
+            posix_acls: self.posix_acls,
         })
     }
 }

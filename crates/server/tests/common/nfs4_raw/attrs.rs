@@ -84,6 +84,21 @@ pub struct Sattr {
     pub atime: Option<w::Fattr4TimeAccessSet>,
     /// time_modify_set.
     pub mtime: Option<w::Fattr4TimeModifySet>,
+    /// mode_umask (RFC 8275, NFSv4.2 creates): (mode, umask).
+    pub mode_umask: Option<(u32, u32)>,
+}
+
+/// The mode_umask attribute number (RFC 8275).
+pub const FATTR4_MODE_UMASK: u32 = 81;
+
+/// A mode_umask4 value.
+struct ModeUmask(u32, u32);
+
+impl Encode for ModeUmask {
+    fn encode(&self, e: &mut Encoder) {
+        e.u32(self.0);
+        e.u32(self.1);
+    }
 }
 
 impl Sattr {
@@ -100,7 +115,8 @@ impl Sattr {
         let owner = self.owner.as_deref().map(Utf8);
         let group = self.group.as_deref().map(Utf8);
         let acl = self.acl.as_deref().map(Aces);
-        let vals: [(u32, Option<&dyn Encode>); 7] = [
+        let mode_umask = self.mode_umask.map(|(m, u)| ModeUmask(m, u));
+        let vals: [(u32, Option<&dyn Encode>); 8] = [
             (w::FATTR4_SIZE, self.size.as_ref().map(|v| v as _)),
             (w::FATTR4_ACL, acl.as_ref().map(|v| v as _)),
             (w::FATTR4_MODE, self.mode.as_ref().map(|v| v as _)),
@@ -114,6 +130,7 @@ impl Sattr {
                 w::FATTR4_TIME_MODIFY_SET,
                 self.mtime.as_ref().map(|v| v as _),
             ),
+            (FATTR4_MODE_UMASK, mode_umask.as_ref().map(|v| v as _)),
         ];
         let set: Vec<(u32, &dyn Encode)> = vals
             .into_iter()
