@@ -304,6 +304,19 @@ impl Nfs4 {
         Ok(Self::with_state(vfs, State::with_db(db)))
     }
 
+    /// NFSv4 over `vfs` with its client records in `store` (an etcd cluster the heads share:
+    /// the head that serves this identity next finds them and starts a grace period). Fails
+    /// when the records cannot be read: serving without them would deny their clients the
+    /// reclaim they are owed.
+    pub fn with_store(
+        vfs: Arc<Vfs>,
+        store: Arc<dyn store::Store>,
+    ) -> Result<Self, crate::db::DbError> {
+        let db = crate::db::ClientDb::on(store);
+        db.load()?;
+        Ok(Self::with_state(vfs, State::with_db(db)))
+    }
+
     fn with_state(vfs: Arc<Vfs>, state: State) -> Self {
         let pseudo = arc_swap::ArcSwap::from_pointee(pseudo_of(&vfs));
         let write_delegations = state.states.write_delegations();

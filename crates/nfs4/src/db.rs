@@ -1,77 +1,109 @@
-//! Confirmed client records on disk, so that clients can reclaim their opens and locks after a
-//! server crash (RFC 8881 section 8.4.2.1: the server must know which clients may reclaim).
+//! Confirmed client records, so that clients can reclaim their opens and locks after a server
+//! crash or on the head that takes over (RFC 8881 section 8.4.2.1: the server must know which
+//! clients may reclaim).
 //!
-//! An embedded, transactional database (redb) holds one row per confirmed client owner; a
-//! record is written before the confirmation is answered and removed when the client's state
-//! is destroyed.
+//! One row per confirmed client owner (its minor version as the value) in the server's state
+//! store (`store::Store`): the embedded database in the state directory, or the etcd cluster
+//! the heads share. A record is written before the confirmation is answered and removed when
+//! the client's state is destroyed.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use store::{Embedded, Store, StoreError, Table};
 
-const CLIENTS: TableDefinition<&[u8], u32> = TableDefinition::new("clients");
+/// The table of client records.
+const CLIENTS: Table = Table::new("nfs4_clients");
 
-/// The on-disk client table.
+/// The client table of rnfsd before the state store (the minor version as a redb u32), moved
+/// into [`CLIENTS`] when an old state directory is opened.
+const LEGACY: redb::TableDefinition<&[u8], u32> = redb::TableDefinition::new("clients");
+
+/// The client records.
 pub struct ClientDb {
-    db: Database,
+    store: Arc<dyn Store>,
 }
 
 impl std::fmt::Debug for ClientDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClientDb")
+        write!(f, "ClientDb({})", self.store.describe())
     }
 }
 
-/// A database failure, reported as text (the caller logs it; state stays in memory).
-#[derive(Debug, thiserror::Error)]
-#[error("client database: {0}")]
-pub struct DbError(String);
-
-fn err(e: impl std::fmt::Display) -> DbError {
-    DbError(e.to_string())
-}
+/// A store failure (the caller logs it; state stays in memory).
+pub type DbError = StoreError;
 
 impl ClientDb {
-    /// Opens (or creates) the database at `path`.
+    /// The embedded database at `path` (created if missing; an older layout is migrated).
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let db = Database::create(path).map_err(err)?;
-        let w = db.begin_write().map_err(err)?;
-        w.open_table(CLIENTS).map_err(err)?;
-        w.commit().map_err(err)?;
-        Ok(Self { db })
+        let e = Embedded::open(path)?;
+        migrate(&e)?;
+        Ok(Self::on(Arc::new(e)))
+    }
+
+    /// The records in `store`.
+    pub fn on(store: Arc<dyn Store>) -> Self {
+        Self { store }
     }
 
     /// Client owners recorded by earlier server instances, with their minor versions.
     pub fn load(&self) -> Result<Vec<(Vec<u8>, u32)>, DbError> {
-        let r = self.db.begin_read().map_err(err)?;
-        let t = r.open_table(CLIENTS).map_err(err)?;
-        let mut out = Vec::new();
-        for row in t.iter().map_err(err)? {
-            let (k, v) = row.map_err(err)?;
-            out.push((k.value().to_vec(), v.value()));
-        }
-        Ok(out)
+        self.store
+            .load(CLIENTS)?
+            .into_iter()
+            .map(|(owner, v)| {
+                let minor = <[u8; 4]>::try_from(v.as_slice())
+                    .map(u32::from_be_bytes)
+                    .map_err(|_| StoreError::Engine("malformed client record".into()))?;
+                Ok((owner, minor))
+            })
+            .collect()
     }
 
     /// Records a confirmed client (durable when this returns).
     pub fn insert(&self, owner: &[u8], minor: u32) -> Result<(), DbError> {
-        let w = self.db.begin_write().map_err(err)?;
-        {
-            let mut t = w.open_table(CLIENTS).map_err(err)?;
-            t.insert(owner, minor).map_err(err)?;
-        }
-        w.commit().map_err(err)
+        self.store.put(CLIENTS, owner, &minor.to_be_bytes())
     }
 
     /// Forgets a client.
     pub fn remove(&self, owner: &[u8]) -> Result<(), DbError> {
-        let w = self.db.begin_write().map_err(err)?;
-        {
-            let mut t = w.open_table(CLIENTS).map_err(err)?;
-            t.remove(owner).map_err(err)?;
-        }
-        w.commit().map_err(err)
+        self.store.delete(CLIENTS, owner)
     }
+}
+
+/// Moves the rows of the legacy table into the store's table, in one transaction.
+fn migrate(e: &Embedded) -> Result<(), DbError> {
+    use redb::{ReadableDatabase, ReadableTable};
+    let err = |e: &dyn std::fmt::Display| StoreError::Engine(e.to_string());
+    let rows: Vec<(Vec<u8>, u32)> = {
+        let r = e.database().begin_read().map_err(|x| err(&x))?;
+        match r.open_table(LEGACY) {
+            Ok(t) => t
+                .iter()
+                .map_err(|x| err(&x))?
+                .map(|row| row.map(|(k, v)| (k.value().to_vec(), v.value())))
+                .collect::<Result<_, _>>()
+                .map_err(|x| err(&x))?,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(x) => return Err(err(&x)),
+        }
+    };
+    let w = e.database().begin_write().map_err(|x| err(&x))?;
+    {
+        let new: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new(CLIENTS.name());
+        let mut t = w.open_table(new).map_err(|x| err(&x))?;
+        for (owner, minor) in &rows {
+            t.insert(owner.as_slice(), minor.to_be_bytes().as_slice())
+                .map_err(|x| err(&x))?;
+        }
+    }
+    w.delete_table(LEGACY).map_err(|x| err(&x))?;
+    w.commit().map_err(|x| err(&x))?;
+    tracing::info!(
+        clients = rows.len(),
+        "client records moved to the state store's table"
+    );
+    Ok(())
 }
 
 #[cfg(test)]
@@ -90,5 +122,31 @@ mod tests {
         }
         let db = ClientDb::open(&p).unwrap();
         assert_eq!(db.load().unwrap(), vec![(b"b".to_vec(), 0)]);
+    }
+
+    #[test]
+    fn an_older_state_directorys_records_are_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("c.redb");
+        {
+            // as rnfsd wrote them before the state store
+            let db = redb::Database::create(&p).unwrap();
+            let w = db.begin_write().unwrap();
+            {
+                let mut t = w.open_table(LEGACY).unwrap();
+                t.insert(b"old-client".as_slice(), 1).unwrap();
+                t.insert(b"v40-client".as_slice(), 0).unwrap();
+            }
+            w.commit().unwrap();
+        }
+        let db = ClientDb::open(&p).unwrap();
+        assert_eq!(
+            db.load().unwrap(),
+            vec![(b"old-client".to_vec(), 1), (b"v40-client".to_vec(), 0)]
+        );
+        drop(db);
+        // migrated once: opening again finds them in the new table only
+        let db = ClientDb::open(&p).unwrap();
+        assert_eq!(db.load().unwrap().len(), 2);
     }
 }

@@ -202,6 +202,14 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub gss_max_contexts: u64,
     // --- end Kerberos ---
+    /// Keep the state other heads must find after a failover (NFSv4 client records) in this
+    /// etcd cluster rather than in --state-dir: etcd://HOST:PORT[,HOST:PORT...] (docs/ha.md).
+    #[arg(long, value_name = "etcd://HOST:PORT[,...]", requires = "node_id")]
+    pub cluster: Option<String>,
+    /// The serving identity whose records this server keeps in --cluster (letters, digits,
+    /// '-', '_', '.'); the head that takes the identity over uses the same id.
+    #[arg(long, value_name = "ID", requires = "cluster")]
+    pub node_id: Option<String>,
     /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
     #[arg(long, default_value = "info")]
     pub log_level: String,

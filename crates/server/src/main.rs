@@ -201,8 +201,28 @@ async fn run(args: Args) -> Result<(), String> {
         metrics.add_source(g.clone());
     }
     let mds = pnfs_mds(&args, &vfs)?;
-    let mut v4 = nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir)
-        .map_err(|e| e.to_string())?
+    let v4 = match (&args.cluster, &args.node_id) {
+        (Some(url), Some(id)) => {
+            let cfg = store::EtcdConfig::from_url(url, id).map_err(|e| e.to_string())?;
+            let etcd: Arc<dyn store::Store> =
+                Arc::new(store::Etcd::new(cfg).map_err(|e| e.to_string())?);
+            tracing::info!(store = %etcd.describe(), "NFSv4 client records in the cluster");
+            // the cluster may be starting too: a minute to answer, then refuse to serve
+            let t0 = std::time::Instant::now();
+            loop {
+                match nfs4::Nfs4::with_store(vfs.clone(), etcd.clone()) {
+                    Ok(v4) => break v4,
+                    Err(e) if t0.elapsed() < std::time::Duration::from_secs(60) => {
+                        tracing::warn!(error = %e, "cannot read the client records; trying again");
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                    }
+                    Err(e) => return Err(format!("cannot read the client records: {e}")),
+                }
+            }
+        }
+        _ => nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir).map_err(|e| e.to_string())?,
+    };
+    let mut v4 = v4
         .with_lease(args.lease_time)
         .with_unasked_write_delegations(args.write_delegations)
         .with_idmap_domain(args.idmap_domain.clone());

@@ -258,6 +258,18 @@ impl Server {
         }
     }
 
+    /// Kills the server with SIGKILL (a machine that died), leaving it stopped.
+    pub fn crash(&mut self) {
+        let mut child = self.child.take().expect("server not running");
+        child.kill().expect("SIGKILL rnfsd");
+        child.wait().expect("wait for rnfsd");
+    }
+
+    /// The configuration it was started with.
+    pub fn config(&self) -> ServerConfig {
+        self.cfg.clone()
+    }
+
     /// Kills the server with SIGKILL (a crash: nothing is flushed or unregistered) and starts
     /// it again with the same configuration.
     pub fn crash_and_restart(&mut self) {

@@ -1,0 +1,182 @@
+//! State kept in an etcd cluster (`--cluster`, docs/ha.md) against a real three-member etcd
+//! (Debian's etcd-server, started by the test on loopback under a temporary directory): NFSv4
+//! client records are in etcd before their confirmation is answered, and a head that takes
+//! the identity over with a state directory of its own (only the handle key shared) finds them,
+//! starts a grace period, and lets the client reclaim its open and lock.
+
+mod common;
+
+use common::nfs4_raw::*;
+use common::*;
+use nfs4wire::*;
+use store::testkit::EtcdCluster;
+use store::{Etcd, EtcdConfig, Store, Table};
+
+fn cluster() -> EtcdCluster {
+    EtcdCluster::start(3)
+        .expect("etcd is not installed (scripts/install-deps installs etcd-server)")
+}
+
+/// The rows of the NFSv4 client table that identity `node` has in the cluster.
+fn client_rows(c: &EtcdCluster, node: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let s = Etcd::new(EtcdConfig {
+        endpoints: c.endpoints(),
+        prefix: format!("/rnfs/id/{node}"),
+        timeout: std::time::Duration::from_secs(5),
+    })
+    .unwrap();
+    s.load(Table::new("nfs4_clients")).unwrap()
+}
+
+#[test]
+fn client_records_in_etcd_let_another_head_grant_reclaims() {
+    let etcd = cluster();
+    let url = etcd.url();
+    let mut fx = Fixture::with_args(&["--cluster", &url, "--node-id", "head-a"]);
+    let mut a = V4::session(fx.server.port, 1, "ha-client-a");
+    let dir = a.path_fh(&fx.export);
+    let (fh, open) = a.open_ok(
+        &dir,
+        "held",
+        "a-open",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_WRITE,
+        OpenHow::Unchecked(Sattr::mode(0o666)),
+    );
+    a.write_all(&fh, &open, 0, b"acknowledged before the failover");
+    let locker = new_lock_owner(0, &open, 0, a.clientid, b"a-lock");
+    a.call(
+        Ops::new()
+            .putfh(&fh)
+            .lock(NfsLockType4::WriteLt, 0, 100, &locker),
+    )
+    .ok("LOCK before the failover");
+
+    // the confirmation was answered after the record reached etcd: it is there, under this
+    // identity, and nowhere in the state directory
+    let rows = client_rows(&etcd, "head-a");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(
+        rows[0].0.windows(11).any(|w| w == b"ha-client-a"),
+        "{:?}",
+        String::from_utf8_lossy(&rows[0].0)
+    );
+    assert!(client_rows(&etcd, "head-b").is_empty());
+    let old = fx.server.config();
+    assert!(
+        !old.state_dir.join("nfs4-clients.redb").exists(),
+        "client records went to the state directory"
+    );
+
+    // the head dies; another takes the identity over with a state directory of its own (the
+    // handle key is the one thing shared: files keep their handles)
+    fx.server.crash();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::copy(old.state_dir.join("fh.key"), other.path().join("fh.key")).unwrap();
+    let cfg = ServerConfig {
+        state_dir: other.path().to_owned(),
+        port: Some(fx.server.port),
+        ..old
+    };
+    fx.server.start_again(cfg);
+    let port = fx.server.port;
+
+    // the records from etcd started a grace period: a newcomer waits
+    let mut b = V4::session(port, 1, "ha-client-b");
+    let r = b.open(
+        &dir,
+        "held",
+        "b-open",
+        OPEN4_SHARE_ACCESS_READ,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_GRACE, "{}", r.summary());
+
+    // and the client reclaims its open and its lock on the new head
+    let mut a = V4::connect(port, 1, "ha-client-a");
+    a.establish_with(8, false);
+    let r = a
+        .call(
+            Ops::new()
+                .putfh(&fh)
+                .open(
+                    0,
+                    OPEN4_SHARE_ACCESS_BOTH,
+                    OPEN4_SHARE_DENY_WRITE,
+                    a.clientid,
+                    b"a-open",
+                    &OpenHow::NoCreate,
+                    &OpenClaim4::ClaimPrevious(OpenDelegationType4::OpenDelegateNone),
+                )
+                .getfh(),
+        )
+        .ok("OPEN CLAIM_PREVIOUS on the new head");
+    let open = r.open_stateid();
+    let locker = new_lock_owner(0, &open, 0, a.clientid, b"a-lock");
+    a.call(
+        Ops::new()
+            .putfh(&fh)
+            .lock_with(true, NfsLockType4::WriteLt, 0, 100, &locker),
+    )
+    .ok("LOCK reclaim on the new head");
+    a.call(Ops::new().reclaim_complete(false))
+        .ok("RECLAIM_COMPLETE");
+    // the reclaimed lock holds against the newcomer once grace is over
+    let r =
+        b.call(
+            Ops::new()
+                .putfh(&fh)
+                .lockt(NfsLockType4::ReadLt, 10, 10, b.clientid, b"b-lock"),
+        );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DENIED, "{}", r.summary());
+    assert_eq!(
+        std::fs::read(fx.export.join("held")).unwrap(),
+        b"acknowledged before the failover"
+    );
+}
+
+#[test]
+fn a_server_without_its_cluster_does_not_serve_until_it_answers() {
+    // every member down when the server starts: it waits for its records (it would otherwise
+    // serve without the grace period its clients' reclaims need), and serves once they come
+    let mut etcd = cluster();
+    let url = etcd.url();
+    for i in 0..3 {
+        etcd.stop(i);
+    }
+    let later = std::thread::spawn(move || {
+        // past one whole request timeout (5 s), so that the server has given up once
+        std::thread::sleep(std::time::Duration::from_secs(7));
+        for i in 0..3 {
+            etcd.restart(i);
+        }
+        etcd
+    });
+    let t0 = std::time::Instant::now();
+    let fx = Fixture::with_args(&["--cluster", &url, "--node-id", "head-w"]);
+    let waited = t0.elapsed();
+    let etcd = later.join().unwrap();
+    assert!(
+        waited >= std::time::Duration::from_secs(7),
+        "ready after {waited:?}, before the cluster was back"
+    );
+    assert!(
+        fx.server
+            .log_text()
+            .contains("cannot read the client records; trying again"),
+        "{}",
+        fx.server.log_text()
+    );
+    let mut a = V4::session(fx.server.port, 1, "ha-after-wait");
+    let dir = a.path_fh(&fx.export);
+    a.open_ok(
+        &dir,
+        "f",
+        "o",
+        OPEN4_SHARE_ACCESS_WRITE,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    assert_eq!(client_rows(&etcd, "head-w").len(), 1);
+}
