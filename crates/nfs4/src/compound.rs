@@ -231,6 +231,9 @@ pub struct Nfs4 {
     metrics: OnceLock<NfsMetrics>,
     /// The data servers when this is a pNFS metadata server.
     pub pnfs: Option<Arc<pnfs::Mds>>,
+    /// Where confirmed clients are recorded (written before a confirmation is answered,
+    /// outside the state lock: the store may be a network round trip away).
+    pub(crate) records: Option<crate::db::ClientDb>,
 }
 
 /// Counters that show what the data path did (holes sent as holes, reclaims admitted).
@@ -301,7 +304,9 @@ impl Nfs4 {
         state_dir: &std::path::Path,
     ) -> Result<Self, crate::db::DbError> {
         let db = crate::db::ClientDb::open(&state_dir.join("nfs4-clients.redb"))?;
-        Ok(Self::with_state(vfs, State::with_db(db)))
+        let mut v4 = Self::with_state(vfs, State::with_db(db.clone()));
+        v4.records = Some(db);
+        Ok(v4)
     }
 
     /// NFSv4 over `vfs` with its client records in `store` (an etcd cluster the heads share:
@@ -314,7 +319,9 @@ impl Nfs4 {
     ) -> Result<Self, crate::db::DbError> {
         let db = crate::db::ClientDb::on(store);
         db.load()?;
-        Ok(Self::with_state(vfs, State::with_db(db)))
+        let mut v4 = Self::with_state(vfs, State::with_db(db.clone()));
+        v4.records = Some(db);
+        Ok(v4)
     }
 
     fn with_state(vfs: Arc<Vfs>, state: State) -> Self {
@@ -332,6 +339,7 @@ impl Nfs4 {
             lease_secs: crate::proto::LEASE_SECONDS,
             idmap: crate::idmap::IdMap::default(),
             pnfs: None,
+            records: None,
         }
     }
 

@@ -19,7 +19,8 @@ const CLIENTS: Table = Table::new("nfs4_clients");
 /// into [`CLIENTS`] when an old state directory is opened.
 const LEGACY: redb::TableDefinition<&[u8], u32> = redb::TableDefinition::new("clients");
 
-/// The client records.
+/// The client records (a handle on the store: clones share it).
+#[derive(Clone)]
 pub struct ClientDb {
     store: Arc<dyn Store>,
 }

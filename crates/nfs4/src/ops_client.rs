@@ -197,6 +197,7 @@ impl Nfs4 {
         a: SetclientidConfirm4args,
     ) -> Result<(), OpFail> {
         let (id, confirm) = (a.clientid, a.setclientid_confirm);
+        self.record_before_confirm(id, |c| c.confirm == confirm)?;
         let mut s = self.state.lock();
         if s.is_stale_client(id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
@@ -215,8 +216,33 @@ impl Nfs4 {
             c.confirmed = true;
             c.renewed = Instant::now();
         }
-        s.record_confirmed(&c.owner, 0);
         Ok(())
+    }
+
+    /// Records client `id` as confirmed in the store before the confirmation (by
+    /// SETCLIENTID_CONFIRM or a first CREATE_SESSION, when `valid` says the call would confirm
+    /// it) is answered, so that it can reclaim after a crash or on the head that takes over:
+    /// outside the state lock, and NFS4ERR_DELAY when the store cannot take it (the client
+    /// tries again). A call that fails afterwards leaves a record with nothing to reclaim.
+    fn record_before_confirm(
+        &self,
+        id: u64,
+        valid: impl FnOnce(&crate::state::ClientRec) -> bool,
+    ) -> Result<(), OpFail> {
+        let Some(db) = &self.records else {
+            return Ok(());
+        };
+        let (owner, minor) = {
+            let s = self.state.lock();
+            match s.clients.get(id) {
+                Some(c) if !c.confirmed && valid(c) => (c.owner.clone(), c.minor),
+                _ => return Ok(()),
+            }
+        };
+        db.insert(&owner, minor).map_err(|e| {
+            tracing::warn!(error = %e, "client record not stored: the client is told to retry");
+            OpFail::from(Nfsstat4::NFS4ERR_DELAY)
+        })
     }
 
     pub(crate) fn exchange_id(
@@ -344,6 +370,7 @@ impl Nfs4 {
         let cb_program = a.csa_cb_program;
         // the first flavor the server can use
         let cb_cred = a.csa_sec_parms.iter().find_map(callback_cred);
+        self.record_before_confirm(id, |c| c.cs_seq == seq)?;
         let mut s = self.state.lock();
         if s.is_stale_client(id) {
             return Err(Nfsstat4::NFS4ERR_STALE_CLIENTID.into());
@@ -429,9 +456,6 @@ impl Nfs4 {
             csr_fore_chan_attrs: nego.to_wire(),
             csr_back_chan_attrs: back_nego.to_wire(),
         });
-        if !c.confirmed {
-            s.record_confirmed(&c.owner, c.minor);
-        }
         if let Some(c) = s.clients.get_mut(id) {
             c.confirmed = true;
             c.renewed = Instant::now();

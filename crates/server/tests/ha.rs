@@ -180,3 +180,60 @@ fn a_server_without_its_cluster_does_not_serve_until_it_answers() {
     );
     assert_eq!(client_rows(&etcd, "head-w").len(), 1);
 }
+
+#[test]
+fn a_confirmation_the_cluster_cannot_record_is_delayed_while_others_are_served() {
+    let mut etcd = cluster();
+    let url = etcd.url();
+    let fx = Fixture::with_args(&["--cluster", &url, "--node-id", "head-d"]);
+    let port = fx.server.port;
+    // a client with its session before the cluster goes
+    let mut a = V4::session(port, 1, "ha-established");
+    let dir = a.path_fh(&fx.export);
+    for i in 0..3 {
+        etcd.stop(i);
+    }
+    // a new client's first CREATE_SESSION cannot be recorded: NFS4ERR_DELAY (not a confirmed
+    // client that could not reclaim after a failover), within the store's timeout
+    let waiting = std::thread::spawn(move || {
+        let mut b = V4::connect(port, 1, "ha-during-outage");
+        let (clientid, seq) = b.exchange_id();
+        let t0 = std::time::Instant::now();
+        let r = b.compound(Ops::new().create_session(clientid, seq, 8));
+        (b, clientid, seq, r, t0.elapsed())
+    });
+    // while that CREATE_SESSION waits for the store, the established client is served: the
+    // store is not asked under the state lock
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let t0 = std::time::Instant::now();
+    a.getattr(&dir, &[FATTR4_TYPE]);
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t0.elapsed()
+    );
+    let (mut b, clientid, seq, r, took) = waiting.join().unwrap();
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
+    assert!(
+        took > std::time::Duration::from_secs(2),
+        "answered in {took:?}: did it wait?"
+    );
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+    // the cluster back, the retried CREATE_SESSION confirms, and the record is there
+    for i in 0..3 {
+        etcd.restart(i);
+    }
+    let mut done = None;
+    for _ in 0..60 {
+        let r = b.compound(Ops::new().create_session(clientid, seq, 8));
+        if r.status == Nfsstat4::NFS4_OK {
+            done = Some(r);
+            break;
+        }
+        assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    done.expect("CREATE_SESSION after the cluster came back");
+    let rows = client_rows(&etcd, "head-d");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+}

@@ -87,15 +87,6 @@ impl Grace {
         self.done.insert(owner.clone());
     }
 
-    /// Records a newly confirmed client on disk before the confirmation is answered.
-    pub fn record(&self, owner: &Bytes, minor: u32) {
-        if let Some(db) = &self.db {
-            if let Err(e) = db.insert(owner, minor) {
-                tracing::error!(error = %e, "client record not saved: it cannot reclaim after a crash");
-            }
-        }
-    }
-
     /// Removes `owner`'s record from disk (it holds nothing to reclaim any more).
     pub fn forget(&self, owner: &Bytes) {
         if let Some(db) = &self.db {

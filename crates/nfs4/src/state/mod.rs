@@ -210,11 +210,6 @@ impl State {
         }
     }
 
-    /// Records a newly confirmed client on disk before the confirmation is answered.
-    pub fn record_confirmed(&mut self, owner: &Bytes, minor: u32) {
-        self.grace.record(owner, minor);
-    }
-
     /// Notes that a client finished reclaiming.
     pub fn reclaim_complete(&mut self, client: ClientId) {
         if let Some(c) = self.clients.get(client) {
