@@ -125,6 +125,17 @@ impl LockService {
         let db = state_dir
             .map(|d| MonitorDb::open(&d.join("nlm-hosts.redb")))
             .transpose()?;
+        Self::start_with(vfs, locks, db, cfg)
+    }
+
+    /// [`LockService::start`] with its records in `db` (the state store the heads share, for
+    /// one): the head that serves this identity next notifies the same hosts.
+    pub fn start_with(
+        vfs: Arc<Vfs>,
+        locks: Arc<LockManager>,
+        db: Option<MonitorDb>,
+        cfg: NlmConfig,
+    ) -> Result<Arc<Self>, monitor::DbError> {
         let state = match &db {
             Some(db) => db.next_state()?,
             None => 1,

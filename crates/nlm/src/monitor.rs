@@ -2,19 +2,28 @@
 //! this server's NSM state number, odd while up and moved on by two at every start, and the
 //! hosts that held locks, so that each is told of the restart (SM_NOTIFY) and reclaims.
 //!
-//! Hosts are rows of an embedded transactional database (redb, as NFSv4's client records):
-//! written, durably, before a host's first lock is granted; removed when the host has held
-//! nothing for a while.
+//! Hosts and the state number are rows of the server's state store (`store::Store`, as
+//! NFSv4's client records): the embedded database in the state directory, or the etcd cluster
+//! the heads share. A host is written, durably, before its first lock is granted, and removed
+//! when it has held nothing for a while.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::sync::Arc;
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use store::{Embedded, Store, StoreError, Table};
 
 /// Key: the host's address and the server address it called (`-` when unknown), separated by
 /// a space (the server address is the name this server goes by in the notification the host
 /// gets); value: its `caller_name`.
-const HOSTS: TableDefinition<&str, &[u8]> = TableDefinition::new("hosts");
+const HOSTS: Table = Table::new("nlm_hosts");
+/// Key `state`: the NSM state number (big-endian u32).
+const META: Table = Table::new("nlm_meta");
+
+/// The tables of rnfsd before the state store, moved into [`HOSTS`] and [`META`] when an old
+/// state directory is opened.
+const LEGACY_HOSTS: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("hosts");
+const LEGACY_META: redb::TableDefinition<&str, u32> = redb::TableDefinition::new("meta");
 
 fn key(addr: IpAddr, server: Option<IpAddr>) -> String {
     match server {
@@ -22,16 +31,9 @@ fn key(addr: IpAddr, server: Option<IpAddr>) -> String {
         None => format!("{addr} -"),
     }
 }
-const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 
-/// A database failure, reported as text (the caller logs it).
-#[derive(Debug, thiserror::Error)]
-#[error("NLM host database: {0}")]
-pub struct DbError(String);
-
-fn err(e: impl std::fmt::Display) -> DbError {
-    DbError(e.to_string())
-}
+/// A store failure (the caller logs it).
+pub type DbError = StoreError;
 
 /// A host recorded as holding locks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,62 +46,62 @@ pub struct HostRecord {
     pub server: Option<IpAddr>,
 }
 
-/// The on-disk records.
+/// The status monitor's records.
 pub struct MonitorDb {
-    db: Database,
+    store: Arc<dyn Store>,
 }
 
 impl std::fmt::Debug for MonitorDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MonitorDb")
+        write!(f, "MonitorDb({})", self.store.describe())
     }
 }
 
 impl MonitorDb {
-    /// Opens (or creates) the database at `path`.
+    /// The embedded database at `path` (created if missing; an older layout is migrated).
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let db = Database::create(path).map_err(err)?;
-        let w = db.begin_write().map_err(err)?;
-        w.open_table(HOSTS).map_err(err)?;
-        w.open_table(META).map_err(err)?;
-        w.commit().map_err(err)?;
-        Ok(MonitorDb { db })
+        let e = Embedded::open(path)?;
+        migrate(&e)?;
+        Ok(Self::on(Arc::new(e)))
+    }
+
+    /// The records in `store`.
+    pub fn on(store: Arc<dyn Store>) -> Self {
+        MonitorDb { store }
     }
 
     /// Moves the state number on for a new start and returns it: odd (up), two past the last
-    /// start's, 1 on a first start.
+    /// start's, 1 on a first start (one atomic update: two heads starting at once get
+    /// different numbers).
     pub fn next_state(&self) -> Result<u32, DbError> {
-        let w = self.db.begin_write().map_err(err)?;
-        let n = {
-            let mut t = w.open_table(META).map_err(err)?;
-            let last = t.get("state").map_err(err)?.map(|v| v.value());
+        let v = self.store.update(META, b"state", &|old| {
+            let last = old
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(u32::from_be_bytes);
             let n = match last {
                 None => 1,
                 Some(s) if s % 2 == 0 => s.wrapping_add(1),
                 Some(s) => s.wrapping_add(2),
             };
-            t.insert("state", n).map_err(err)?;
-            n
-        };
-        w.commit().map_err(err)?;
-        Ok(n)
+            n.to_be_bytes().to_vec()
+        })?;
+        <[u8; 4]>::try_from(v.as_slice())
+            .map(u32::from_be_bytes)
+            .map_err(|_| StoreError::Engine("malformed state number".into()))
     }
 
     /// The hosts recorded.
     pub fn hosts(&self) -> Result<Vec<HostRecord>, DbError> {
-        let r = self.db.begin_read().map_err(err)?;
-        let t = r.open_table(HOSTS).map_err(err)?;
         let mut out = Vec::new();
-        for row in t.iter().map_err(err)? {
-            let (k, v) = row.map_err(err)?;
-            let k = k.value();
-            let (addr, server) = k.split_once(' ').unwrap_or((k, "-"));
+        for (k, v) in self.store.load(HOSTS)? {
+            let k = String::from_utf8_lossy(&k);
+            let (addr, server) = k.split_once(' ').unwrap_or((&k, "-"));
             let Ok(addr) = addr.parse::<IpAddr>() else {
                 continue;
             };
             out.push(HostRecord {
                 addr,
-                name: String::from_utf8_lossy(v.value()).into_owned(),
+                name: String::from_utf8_lossy(&v).into_owned(),
                 server: server.parse().ok(),
             });
         }
@@ -108,24 +110,58 @@ impl MonitorDb {
 
     /// Records a host (durable when this returns).
     pub fn insert(&self, h: &HostRecord) -> Result<(), DbError> {
-        let w = self.db.begin_write().map_err(err)?;
-        {
-            let mut t = w.open_table(HOSTS).map_err(err)?;
-            t.insert(key(h.addr, h.server).as_str(), h.name.as_bytes())
-                .map_err(err)?;
-        }
-        w.commit().map_err(err)
+        self.store
+            .put(HOSTS, key(h.addr, h.server).as_bytes(), h.name.as_bytes())
     }
 
     /// Forgets the host at `addr` that called `server`.
     pub fn remove(&self, addr: IpAddr, server: Option<IpAddr>) -> Result<(), DbError> {
-        let w = self.db.begin_write().map_err(err)?;
-        {
-            let mut t = w.open_table(HOSTS).map_err(err)?;
-            t.remove(key(addr, server).as_str()).map_err(err)?;
-        }
-        w.commit().map_err(err)
+        self.store.delete(HOSTS, key(addr, server).as_bytes())
     }
+}
+
+/// Moves the rows of the legacy tables into the store's tables, in one transaction.
+fn migrate(e: &Embedded) -> Result<(), DbError> {
+    use redb::{ReadableDatabase, ReadableTable, TableError};
+    let err = |x: &dyn std::fmt::Display| StoreError::Engine(x.to_string());
+    let r = e.database().begin_read().map_err(|x| err(&x))?;
+    let hosts: Vec<(String, Vec<u8>)> = match r.open_table(LEGACY_HOSTS) {
+        Ok(t) => t
+            .iter()
+            .map_err(|x| err(&x))?
+            .map(|row| row.map(|(k, v)| (k.value().to_owned(), v.value().to_vec())))
+            .collect::<Result<_, _>>()
+            .map_err(|x| err(&x))?,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(x) => return Err(err(&x)),
+    };
+    let state = match r.open_table(LEGACY_META) {
+        Ok(t) => t.get("state").map_err(|x| err(&x))?.map(|v| v.value()),
+        Err(TableError::TableDoesNotExist(_)) => None,
+        Err(x) => return Err(err(&x)),
+    };
+    drop(r);
+    let w = e.database().begin_write().map_err(|x| err(&x))?;
+    {
+        let def = |t: Table| redb::TableDefinition::<&[u8], &[u8]>::new(t.name());
+        let mut t = w.open_table(def(HOSTS)).map_err(|x| err(&x))?;
+        for (k, v) in &hosts {
+            t.insert(k.as_bytes(), v.as_slice()).map_err(|x| err(&x))?;
+        }
+        if let Some(n) = state {
+            let mut m = w.open_table(def(META)).map_err(|x| err(&x))?;
+            m.insert(b"state".as_slice(), n.to_be_bytes().as_slice())
+                .map_err(|x| err(&x))?;
+        }
+    }
+    w.delete_table(LEGACY_HOSTS).map_err(|x| err(&x))?;
+    w.delete_table(LEGACY_META).map_err(|x| err(&x))?;
+    w.commit().map_err(|x| err(&x))?;
+    tracing::info!(
+        hosts = hosts.len(),
+        "NLM host records moved to the state store's tables"
+    );
+    Ok(())
 }
 
 /// The address a call came to, as an IP (for the record of which name this server has).
@@ -166,6 +202,34 @@ mod tests {
             vec![HostRecord {
                 addr: "10.0.0.2".parse().unwrap(),
                 name: "client-a".into(),
+                server: Some("10.0.0.1".parse().unwrap()),
+            }]
+        );
+    }
+
+    #[test]
+    fn an_older_state_directorys_hosts_and_state_number_are_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("nlm.redb");
+        {
+            let db = redb::Database::create(&p).unwrap();
+            let w = db.begin_write().unwrap();
+            {
+                let mut t = w.open_table(LEGACY_HOSTS).unwrap();
+                t.insert("10.0.0.9 10.0.0.1", b"old-host".as_slice())
+                    .unwrap();
+                let mut m = w.open_table(LEGACY_META).unwrap();
+                m.insert("state", 7).unwrap();
+            }
+            w.commit().unwrap();
+        }
+        let db = MonitorDb::open(&p).unwrap();
+        assert_eq!(db.next_state().unwrap(), 9);
+        assert_eq!(
+            db.hosts().unwrap(),
+            vec![HostRecord {
+                addr: "10.0.0.9".parse().unwrap(),
+                name: "old-host".into(),
                 server: Some("10.0.0.1".parse().unwrap()),
             }]
         );

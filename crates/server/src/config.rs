@@ -202,8 +202,9 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub gss_max_contexts: u64,
     // --- end Kerberos ---
-    /// Keep the state other heads must find after a failover (NFSv4 client records) in this
-    /// etcd cluster rather than in --state-dir: etcd://HOST:PORT[,HOST:PORT...] (docs/ha.md).
+    /// Keep the state other heads must find after a failover (NFSv4 client records, NLM hosts
+    /// and the NSM state number) in this etcd cluster rather than in --state-dir:
+    /// etcd://HOST:PORT[,HOST:PORT...] (docs/ha.md).
     #[arg(long, value_name = "etcd://HOST:PORT[,...]", requires = "node_id")]
     pub cluster: Option<String>,
     /// The serving identity whose records this server keeps in --cluster (letters, digits,

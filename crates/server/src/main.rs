@@ -201,12 +201,19 @@ async fn run(args: Args) -> Result<(), String> {
         metrics.add_source(g.clone());
     }
     let mds = pnfs_mds(&args, &vfs)?;
-    let v4 = match (&args.cluster, &args.node_id) {
+    // the state other heads must find (--cluster), or none: each program's own in --state-dir
+    let cluster: Option<Arc<dyn store::Store>> = match (&args.cluster, &args.node_id) {
         (Some(url), Some(id)) => {
             let cfg = store::EtcdConfig::from_url(url, id).map_err(|e| e.to_string())?;
             let etcd: Arc<dyn store::Store> =
                 Arc::new(store::Etcd::new(cfg).map_err(|e| e.to_string())?);
-            tracing::info!(store = %etcd.describe(), "NFSv4 client records in the cluster");
+            tracing::info!(store = %etcd.describe(), "NFSv4 clients and NLM hosts recorded in the cluster");
+            Some(etcd)
+        }
+        _ => None,
+    };
+    let v4 = match &cluster {
+        Some(etcd) => {
             // the cluster may be starting too: a minute to answer, then refuse to serve
             let t0 = std::time::Instant::now();
             loop {
@@ -220,7 +227,9 @@ async fn run(args: Args) -> Result<(), String> {
                 }
             }
         }
-        _ => nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir).map_err(|e| e.to_string())?,
+        None => {
+            nfs4::Nfs4::with_state_dir(vfs.clone(), &args.state_dir).map_err(|e| e.to_string())?
+        }
     };
     let mut v4 = v4
         .with_lease(args.lease_time)
@@ -257,9 +266,18 @@ async fn run(args: Args) -> Result<(), String> {
             },
             ..Default::default()
         };
-        let svc =
-            nlm::LockService::start(vfs.clone(), v4.lock_manager(), Some(&args.state_dir), cfg)
-                .map_err(|e| e.to_string())?;
+        let svc = match &cluster {
+            Some(etcd) => nlm::LockService::start_with(
+                vfs.clone(),
+                v4.lock_manager(),
+                Some(nlm::monitor::MonitorDb::on(etcd.clone())),
+                cfg,
+            ),
+            None => {
+                nlm::LockService::start(vfs.clone(), v4.lock_manager(), Some(&args.state_dir), cfg)
+            }
+        }
+        .map_err(|e| e.to_string())?;
         let nlm4 = Arc::new(nlm::Nlm4::new(svc.clone()));
         let nsm = Arc::new(nlm::Nsm::new(svc.clone()));
         disp.register(nlm4.clone());

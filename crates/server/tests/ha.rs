@@ -237,3 +237,64 @@ fn a_confirmation_the_cluster_cannot_record_is_delayed_while_others_are_served()
     let rows = client_rows(&etcd, "head-d");
     assert_eq!(rows.len(), 2, "{rows:?}");
 }
+
+#[test]
+fn nlm_hosts_in_etcd_are_notified_by_the_head_that_takes_over() {
+    use common::nlm::*;
+    let etcd = cluster();
+    let url = etcd.url();
+    let (pmap_port, notified) = notified_host();
+    let pmap = pmap_port.to_string();
+    let mut fx = Fixture::with_args(&[
+        "--cluster",
+        &url,
+        "--node-id",
+        "head-n",
+        "--nlm-client-portmap-port",
+        &pmap,
+        "--lease-time",
+        "5",
+    ]);
+    let fh = user_file(&fx, "kept");
+    let mut a = fx.server.client();
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 3, &fh, 0, 10), false),
+        nlmwire::Nlm4Stats::nlm4_granted
+    );
+    drop(a);
+    // the host and the state number are in the cluster, under the identity
+    let s = Etcd::new(EtcdConfig {
+        endpoints: etcd.endpoints(),
+        prefix: "/rnfs/id/head-n".into(),
+        timeout: std::time::Duration::from_secs(5),
+    })
+    .unwrap();
+    assert_eq!(s.load(Table::new("nlm_hosts")).unwrap().len(), 1);
+    let state = s.load(Table::new("nlm_meta")).unwrap();
+    assert_eq!(
+        state,
+        vec![(b"state".to_vec(), 1u32.to_be_bytes().to_vec())]
+    );
+
+    // another head with a state directory of its own takes the identity over
+    fx.server.crash();
+    let old = fx.server.config();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::copy(old.state_dir.join("fh.key"), other.path().join("fh.key")).unwrap();
+    fx.server.start_again(ServerConfig {
+        state_dir: other.path().to_owned(),
+        port: Some(fx.server.port),
+        ..old
+    });
+    // it tells the host, with the identity's next state number
+    let (chge, _) = notified
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("SM_NOTIFY from the new head to the host that held a lock");
+    assert_eq!(chge.state, 3);
+    // and takes its reclaim in the grace period
+    let mut a = fx.server.client();
+    let mut reclaim = lockargs(nlm_lock("host-a", 3, &fh, 0, 10), false);
+    reclaim.reclaim = true;
+    let r: nlmwire::Nlm4Res = nlm(&mut a, nlmwire::NLM4_LOCK, &reclaim);
+    assert_eq!(r.stat.stat, nlmwire::Nlm4Stats::nlm4_granted);
+}

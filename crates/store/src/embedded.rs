@@ -78,6 +78,25 @@ impl Store for Embedded {
         w.commit().map_err(err)
     }
 
+    fn update(
+        &self,
+        table: Table,
+        key: &[u8],
+        f: &dyn Fn(Option<&[u8]>) -> Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        // one write transaction: redb has one writer at a time
+        let w = self.db.begin_write().map_err(err)?;
+        let new = {
+            let mut t = w.open_table(def(table)).map_err(err)?;
+            let old = t.get(key).map_err(err)?.map(|v| v.value().to_vec());
+            let new = f(old.as_deref());
+            t.insert(key, new.as_slice()).map_err(err)?;
+            new
+        };
+        w.commit().map_err(err)?;
+        Ok(new)
+    }
+
     fn describe(&self) -> String {
         format!("embedded database {}", self.path.display())
     }
@@ -95,6 +114,7 @@ mod tests {
             let s = Embedded::open(&p).unwrap();
             crate::conformance::basic(&s);
             crate::conformance::many(&s);
+            crate::conformance::update(&s);
         }
         let s = Embedded::open(&p).unwrap();
         assert_eq!(s.load(Table::new("b")).unwrap().len(), 1);

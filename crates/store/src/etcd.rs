@@ -10,7 +10,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, GetOptions};
+use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, Txn, TxnOp};
 
 use crate::{Rows, Store, StoreError, Table};
 
@@ -66,11 +66,22 @@ enum Op {
     Load(Table),
     Put(Table, Vec<u8>, Vec<u8>),
     Delete(Table, Vec<u8>),
+    /// One row's value and its modification revision (0: absent).
+    Get(Table, Vec<u8>),
+    /// Put if the row's modification revision is still the one given (0: still absent).
+    PutIf(Table, Vec<u8>, Vec<u8>, i64),
+}
+
+/// What the client thread answers.
+enum Answer {
+    Rows(Rows),
+    Row(Option<Vec<u8>>, i64),
+    Done(bool),
 }
 
 struct Request {
     op: Op,
-    reply: mpsc::SyncSender<Result<Rows, StoreError>>,
+    reply: mpsc::SyncSender<Result<Answer, StoreError>>,
 }
 
 /// Tables in an etcd cluster.
@@ -129,7 +140,7 @@ impl Worker {
     /// Runs `op`, again on a new connection after a failure (a member died under an open
     /// connection), until it succeeds or the timeout is spent. Every request here may be
     /// repeated: a put of the same value, a delete, a read.
-    async fn run_until_done(&mut self, op: Op) -> Result<Rows, StoreError> {
+    async fn run_until_done(&mut self, op: Op) -> Result<Answer, StoreError> {
         let timeout = self.cfg.timeout;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -153,7 +164,7 @@ impl Worker {
         format!("{}/{}/", self.cfg.prefix, t.name())
     }
 
-    async fn run(&mut self, op: Op) -> Result<Rows, StoreError> {
+    async fn run(&mut self, op: Op) -> Result<Answer, StoreError> {
         match op {
             Op::Put(t, k, v) => {
                 let key = format!("{}{}", self.table_prefix(t), hex(&k));
@@ -162,7 +173,7 @@ impl Worker {
                     .put(key, v, None)
                     .await
                     .map_err(unavailable)?;
-                Ok(Vec::new())
+                Ok(Answer::Done(true))
             }
             Op::Delete(t, k) => {
                 let key = format!("{}{}", self.table_prefix(t), hex(&k));
@@ -171,7 +182,29 @@ impl Worker {
                     .delete(key, None)
                     .await
                     .map_err(unavailable)?;
-                Ok(Vec::new())
+                Ok(Answer::Done(true))
+            }
+            Op::Get(t, k) => {
+                let key = format!("{}{}", self.table_prefix(t), hex(&k));
+                let resp = self
+                    .client()
+                    .await?
+                    .get(key, None)
+                    .await
+                    .map_err(unavailable)?;
+                Ok(match resp.kvs().first() {
+                    Some(kv) => Answer::Row(Some(kv.value().to_vec()), kv.mod_revision()),
+                    None => Answer::Row(None, 0),
+                })
+            }
+            Op::PutIf(t, k, v, rev) => {
+                let key = format!("{}{}", self.table_prefix(t), hex(&k));
+                // an absent key's modification revision compares as 0
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(key.clone(), CompareOp::Equal, rev)])
+                    .and_then([TxnOp::put(key, v, None)]);
+                let resp = self.client().await?.txn(txn).await.map_err(unavailable)?;
+                Ok(Answer::Done(resp.succeeded()))
             }
             Op::Load(t) => {
                 let start = self.table_prefix(t);
@@ -211,7 +244,7 @@ impl Worker {
                         _ => break,
                     }
                 }
-                Ok(rows)
+                Ok(Answer::Rows(rows))
             }
         }
     }
@@ -241,7 +274,7 @@ impl Etcd {
         Ok(Self { requests: tx, cfg })
     }
 
-    fn call(&self, op: Op) -> Result<Rows, StoreError> {
+    fn call(&self, op: Op) -> Result<Answer, StoreError> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.requests
             .send(Request { op, reply })
@@ -255,7 +288,35 @@ impl Etcd {
 
 impl Store for Etcd {
     fn load(&self, table: Table) -> Result<Rows, StoreError> {
-        self.call(Op::Load(table))
+        match self.call(Op::Load(table))? {
+            Answer::Rows(r) => Ok(r),
+            _ => Err(StoreError::Engine("unexpected answer".into())),
+        }
+    }
+
+    fn update(
+        &self,
+        table: Table,
+        key: &[u8],
+        f: &dyn Fn(Option<&[u8]>) -> Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        // read, compute, and write only if nobody wrote in between (compare the revision);
+        // again when someone did
+        for _ in 0..100 {
+            let (old, rev) = match self.call(Op::Get(table, key.to_vec()))? {
+                Answer::Row(v, rev) => (v, rev),
+                _ => return Err(StoreError::Engine("unexpected answer".into())),
+            };
+            let new = f(old.as_deref());
+            match self.call(Op::PutIf(table, key.to_vec(), new.clone(), rev))? {
+                Answer::Done(true) => return Ok(new),
+                Answer::Done(false) => continue,
+                _ => return Err(StoreError::Engine("unexpected answer".into())),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "update lost to other writers 100 times".into(),
+        ))
     }
 
     fn put(&self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
@@ -318,6 +379,7 @@ mod tests {
         let a = store(&cluster, "a");
         crate::conformance::basic(&a);
         crate::conformance::many(&a);
+        crate::conformance::update(&a);
         // another identity's rows are its own
         let b = store(&cluster, "b");
         assert_eq!(b.load(Table::new("a")).unwrap(), vec![]);

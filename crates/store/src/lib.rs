@@ -56,6 +56,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn put(&self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StoreError>;
     /// Removes `key` from `table` (no error when it is not there); durable when it returns.
     fn delete(&self, table: Table, key: &[u8]) -> Result<(), StoreError>;
+    /// Sets `key` to `f` of its current value (None: absent) atomically: no other write to the
+    /// row falls between the read and the write (`f` may run more than once). Returns the new
+    /// value; durable when it returns.
+    fn update(
+        &self,
+        table: Table,
+        key: &[u8],
+        f: &dyn Fn(Option<&[u8]>) -> Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError>;
     /// What it is, for logs: the file, or the cluster and prefix.
     fn describe(&self) -> String;
 }
@@ -93,6 +102,29 @@ pub(crate) mod conformance {
         assert_eq!(
             s.load(B).unwrap(),
             vec![(b"k1".to_vec(), b"other table".to_vec())]
+        );
+    }
+
+    /// Read-modify-write from several threads at once loses no update.
+    pub fn update(s: &(dyn Store + 'static)) {
+        let t = Table::new("counter");
+        let bump = |v: Option<&[u8]>| {
+            let n = v.map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()));
+            (n + 1).to_be_bytes().to_vec()
+        };
+        assert_eq!(s.update(t, b"n", &bump).unwrap(), 1u32.to_be_bytes());
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for _ in 0..10 {
+                        s.update(t, b"n", &bump).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            s.load(t).unwrap(),
+            vec![(b"n".to_vec(), 41u32.to_be_bytes().to_vec())]
         );
     }
 

@@ -15,6 +15,7 @@ pub mod loopback;
 pub mod nfs3_res;
 pub mod nfs4_raw;
 pub mod nfsrs;
+pub mod nlm;
 pub mod pnfs;
 mod rpc;
 mod server;
