@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Differential POSIX test: the same sequence of system calls on two directories, compared.
 
-One directory is the reference (a local file system, tmpfs in the guest), the other is on the
-NFS mount under test. Every step runs in a forked child with the step's identity (root; user A:
-uid 1001, gid 1001, supplementary group 2000; user B: uid 1002, gid 1002, no supplementary
-groups) and umask, first on the local directory, then on the NFS one. Per step the two sides
+One directory is the reference (a local file system with POSIX ACLs, tmpfs in the guest), the
+other is on the NFS mount under test. Every step runs in a forked child with the step's
+identity (root; user A: uid 1001, gid 1001, supplementary group 2000; user B: uid 1002, gid
+1002, no supplementary groups; for the ACL steps also user C: uid 1003, gid 1003, the user
+named in the ACL entries, and user D: uid 1004, gid 1004, supplementary group 2100, the group
+named in them; numeric ids, so no user database entries are needed: setfacl takes and getfacl
+-n prints numbers, and with AUTH_SYS the Linux client and both servers use numeric NFSv4
+who-names) and umask, first on the local directory, then on the NFS one. Per step the two sides
 must agree on
   * the result of every call in it: success (a write's count, a readlink's text) or the errno;
   * for each object the step touched, from statx(AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC) as
@@ -13,9 +17,49 @@ must agree on
     symlinks) and each of atime, mtime and ctime as its relation to the step: "same" (unchanged
     since this side last looked at the object), "now" (within TOLERANCE_NS, 5 s, of the step's wall
     time), "set:SEC.NSEC" (one of the explicit utimensat values), "changed" or "old".
+  * in the ACL steps (acl_plan), also each object's ACLs (acl_view, read as root): on NFSv3
+    (and when the directory under test is not on NFS) the access ACL and a directory's default
+    ACL as stored (system.posix_acl_access/_default, what getfacl shows; on the mount they
+    travel by the NFSACL protocol); on NFSv4, where the Linux client has no POSIX ACL
+    attributes, the NFSv4 ACL: the mount's acl attribute (system.nfs4_acl, what nfs4_getfacl
+    shows) against knfsd's mapping (docs/acl.md) of the local POSIX ACLs.
 Inode numbers, st_dev, st_blocks and directory sizes are not compared. Symlinks' atime is not
 compared (every path walk through one touches it locally, the NFS client does not tell the
-server), nor the atime after a step that reads (readlink).
+server), nor the atime after a step that reads (readlink) or lists a directory.
+
+The ACL steps: set (by the owner; a named user, other and root try too), access as a named
+user, a member of a named group and other (open for reading and writing, write, truncate,
+utimensat to now, create, list, rename, remove, getfacl) with a mask taking rights away, chmod
+moving the mask, chown moving the owner's entry, a group entry granting what the owning
+group's does not and refusing what other's would grant, a named user refused what other may;
+inheritance of a directory's default ACL by files made with open(O_CREAT) and with O_EXCL (0644,
+0666 under umask 022, 0666 under umask 077), directories (0777, 0750), a FIFO, and by what the
+named user makes in the new directory; a default ACL of the three base entries; the default
+ACL removed. What is compared, per NFS version:
+  * NFSv3: setfacl runs on both sides (on the mount it sends SETACL; -m, -x, -b, -d, -k as a
+    user would), the ACLs as stored, getfacl's output and every access. The Linux v3 client
+    applies a directory's default ACL itself (GETACL of the directory, then the create with the
+    resulting mode and SETACL of the new object's ACLs), so creates compare with local ones
+    exactly, the umask ignored under a default ACL as POSIX wants.
+  * NFSv4.x: setfacl cannot work on the mount; the NFS side sets the same ACLs with
+    nfs4_setfacl -s of their NFSv4 form (knfsd's mapping, which the server maps back), the
+    local side with setfacl --set. An NFSv4 ACL cannot carry a named entry's bits beyond the
+    mask, nor a mask other than the union of what the owning group and named entries keep
+    under it: Plan.setacl refuses the latter, and allows the former only where no later step
+    widens the mask (the views, the mode and every access are the same; the stored entry is
+    not). The views compared are NFSv4 ACLs (above), plus the mode and every access; the NFS
+    side's snapshot after a set drops the client's caches first (Side.run: a client holding a
+    write delegation would show the mode from before the set). A directory's default ACL
+    removed by an ACL without inheritable ACEs: knfsd keeps it (KNOWN "default-kept"), so the
+    creates that follow the removal are made only on NFSv3. Creates under a default ACL: an NFSv4.0 or 4.1 client cannot send its umask apart
+    (mode_umask is NFSv4.2's, RFC 8275) and applies it to the mode it sends, so the server
+    cannot ignore it; there the local side asks for the mode the client sends (_sent_mode), and
+    for O_EXCL on NFSv4.0 (EXCLUSIVE4, then a SETATTR of the mode) creates with mode 0 and then
+    chmods, as the server is asked to. NFSv4.2 compares with local creates exactly.
+Left out on purpose: an access ACL of four entries whose mask equals the owning group's entry
+(NFSACL's encoding cannot tell it from three entries: the client and knfsd drop such a mask;
+locally it stays) and setting an ACL that does not change (setfacl then sets nothing,
+nfs4_setfacl sets it again, which changes the ctime).
 
 A few differences every NFS server shows with the Linux client are listed in KNOWN with the
 reason; they are reported as expected, not as failures.
@@ -34,6 +78,8 @@ import json
 import os
 import shutil
 import stat
+import struct
+import subprocess
 import sys
 import time
 
@@ -59,6 +105,8 @@ class User:
 ROOT = User("root", 0, 0, ())
 A = User("A", 1001, 1001, (2000,))
 B = User("B", 1002, 1002, ())
+C = User("C", 1003, 1003, ())  # the ACL steps' named user (u:1003), in none of A's groups
+D = User("D", 1004, 1004, (2100,))  # the ACL steps' group member (g:2100)
 G_A = 2000  # A's supplementary group
 G_NONE = 3000  # nobody's group
 
@@ -96,7 +144,24 @@ def _setid_kept(loc, nfs):
                         & ~(stat.S_ISUID | stat.S_ISGID))
 
 
+def _default_kept(loc, nfs):
+    """The NFS side's ACL is the local one followed by inherit-only ACEs (a default ACL), and
+    nothing else differs."""
+    def ok(k, a, b):
+        extra = b[len(a) + 1:].split() if b.startswith(a + " ") else []
+        return k.endswith(" acl") and extra and all(x.split(":")[1] in ("fdi", "fdig")
+                                                    for x in extra)
+    return _only_fields(loc, nfs, ok)
+
+
 KNOWN = {
+    "default-kept": (
+        "a directory's default ACL after an NFSv4 ACL without inheritable ACEs: knfsd (Linux "
+        "6.12: nfsd_setattr sets the default ACL only when nfs4_acl_nfsv4_to_posix made one, "
+        "from inheritable ACEs) leaves the old default ACL in place; the ACL set replaces the "
+        "whole ACL, inheritance included, as setfacl -k does locally and rnfsd does (and so "
+        "shows no difference)",
+        _default_kept),
     "silly-rename": (
         "silly rename: the Linux NFS client renames a file unlinked while still open to "
         ".nfsXXXX and removes it at the last close, so the open file keeps nlink 1 and the "
@@ -172,6 +237,194 @@ def fresh_stat(path):
     st = os.lstat(path)  # no statx in the C library: attributes may come from the cache
     return Stat(st.st_mode, st.st_uid, st.st_gid, st.st_nlink, st.st_size, st.st_ino,
                 st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns)
+
+
+# ---------------------------------------------------------------------------------------------
+# POSIX ACLs: setfacl's text, the kernel's extended-attribute format, and knfsd's mapping of a
+# POSIX ACL to an NFSv4 ACL (fs/nfsd/nfs4acl.c, _posix_to_nfsv4_one; docs/acl.md), which is
+# how an NFSv4 client sees a POSIX ACL: the local side's NFSv4 view on NFSv4 mounts, and what
+# nfs4_setfacl sends to set one
+
+V4 = ("4.0", "4.1", "4.2")
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 1, 2, 4, 8, 0x10, 0x20
+_ACL_TAG = {"u": (ACL_USER_OBJ, ACL_USER), "g": (ACL_GROUP_OBJ, ACL_GROUP),
+            "m": (ACL_MASK, ACL_MASK), "o": (ACL_OTHER, ACL_OTHER)}
+_ACL_LETTER = {ACL_USER_OBJ: "u", ACL_USER: "u", ACL_GROUP_OBJ: "g", ACL_GROUP: "g",
+               ACL_MASK: "m", ACL_OTHER: "o"}
+
+
+def rwx(p):
+    return ("r" if p & 4 else "-") + ("w" if p & 2 else "-") + ("x" if p & 1 else "-")
+
+
+def parse_acl(text):
+    """setfacl's short text ("u::rw-,u:1003:r--,g::r--,m::r--,o::---") -> [(tag, id, perm)] in
+    the kernel's order; id -1 for the owner, owning group, mask and other entries."""
+    out = []
+    for e in text.split(","):
+        t, q, p = e.split(":")
+        out.append((_ACL_TAG[t][1 if q else 0], int(q) if q else -1,
+                    (4 if "r" in p else 0) | (2 if "w" in p else 0) | (1 if "x" in p else 0)))
+    return sorted(out)
+
+
+def acl_str(entries, prefix=""):
+    return ",".join(f"{prefix}{_ACL_LETTER[t]}:{'' if q < 0 else q}:{rwx(p)}"
+                    for t, q, p in entries)
+
+
+def mode_acl(mode):
+    """The three entries a file without an access ACL has (posix_acl_from_mode)."""
+    return [(ACL_USER_OBJ, -1, (mode >> 6) & 7), (ACL_GROUP_OBJ, -1, (mode >> 3) & 7),
+            (ACL_OTHER, -1, mode & 7)]
+
+
+def read_posix_acl(path, default=False):
+    """system.posix_acl_access (or _default) -> [(tag, id, perm)] as stored, None without one."""
+    try:
+        data = os.getxattr(path, "system.posix_acl_" + ("default" if default else "access"))
+    except OSError as e:
+        if e.errno == errno.ENODATA:
+            return None
+        raise
+    out = []
+    for off in range(4, len(data) - 7, 8):  # after the version (2): u16 tag, u16 perm, u32 id
+        tag, perm, q = struct.unpack_from("<HHI", data, off)
+        out.append((tag, q if tag in (ACL_USER, ACL_GROUP) else -1, perm))
+    return out
+
+
+ACE_ALLOW, ACE_DENY = 0, 1
+ACE_FILE_INHERIT, ACE_DIRECTORY_INHERIT, ACE_INHERIT_ONLY = 0x1, 0x2, 0x8
+ACE_IDENTIFIER_GROUP = 0x40
+M_READ, M_WRITE, M_APPEND, M_EXECUTE, M_DELETE_CHILD = 0x1, 0x2, 0x4, 0x20, 0x40
+M_ANYONE = 0x80 | 0x20000 | 0x100000  # READ_ATTRIBUTES, READ_ACL, SYNCHRONIZE
+M_OWNER = 0x100 | 0x40000  # WRITE_ATTRIBUTES, WRITE_ACL
+# nfs4_acl(5)'s letters, which nfs4_setfacl takes
+_ACE_FLAGS = ((0x1, "f"), (0x2, "d"), (0x4, "n"), (0x8, "i"), (0x10, "S"), (0x20, "F"), (0x40, "g"),
+              (0x80, "I"))
+_ACE_PERMS = ((0x1, "r"), (0x2, "w"), (0x4, "a"), (0x8, "n"), (0x10, "N"), (0x20, "x"), (0x40, "D"),
+              (0x80, "t"), (0x100, "T"), (0x10000, "d"), (0x20000, "c"), (0x40000, "C"),
+              (0x80000, "o"), (0x100000, "y"))
+
+
+def _letters(v, table):
+    s = "".join(c for bit, c in table if v & bit)
+    rest = v & ~sum(bit for bit, _ in table)
+    return s + (f"+{rest:#x}" if rest else "")
+
+
+def ace_text(ace):
+    """An ACE as nfs4_setfacl takes it (TYPE:FLAGS:WHO:PERMS)."""
+    typ, flags, who, mask = ace
+    t = {ACE_ALLOW: "A", ACE_DENY: "D"}.get(typ, f"type{typ}")
+    return f"{t}:{_letters(flags, _ACE_FLAGS)}:{who}:{_letters(mask, _ACE_PERMS)}"
+
+
+def _deny_mask(perm, is_dir):
+    m = M_READ if perm & 4 else 0
+    if perm & 2:
+        m |= M_WRITE | M_APPEND | (M_DELETE_CHILD if is_dir else 0)
+    return m | (M_EXECUTE if perm & 1 else 0)
+
+
+def _allow_mask(perm, is_dir, owner=False):
+    return M_ANYONE | (M_OWNER if owner else 0) | _deny_mask(perm, is_dir)
+
+
+def nfs4_of_posix(entries, is_dir, default=False):
+    """knfsd's ACEs (type, flags, who, mask) for one POSIX ACL, in its order: the owner's
+    DENY of what later entries grant and it lacks, its ALLOW; each named user's DENY and ALLOW
+    (limited by the mask); the ALLOWs of the owning group and the named groups, then their
+    DENYs of what other has; other's ALLOW. A default ACL's ACEs are flagged inherit-only."""
+    f = ACE_FILE_INHERIT | ACE_DIRECTORY_INHERIT | ACE_INHERIT_ONLY if default else 0
+    mask = next((p for t, _, p in entries if t == ACL_MASK), 7)
+    owner = next(p for t, _, p in entries if t == ACL_USER_OBJ)
+    group = next(p for t, _, p in entries if t == ACL_GROUP_OBJ) & mask
+    other = next(p for t, _, p in entries if t == ACL_OTHER)
+    nusers = [(q, p & mask) for t, q, p in entries if t == ACL_USER]
+    ngroups = [(q, p & mask) for t, q, p in entries if t == ACL_GROUP]
+    users = groups = 0
+    for _, p in nusers:
+        users |= p
+    for _, p in ngroups:
+        groups |= p
+    aces = []
+    deny = ~owner & (users | group | groups | other) & 7
+    if deny:
+        aces.append((ACE_DENY, f, "OWNER@", _deny_mask(deny, is_dir)))
+    aces.append((ACE_ALLOW, f, "OWNER@", _allow_mask(owner, is_dir, owner=True)))
+    for q, p in nusers:
+        deny = ~p & (groups | group | other) & 7
+        if deny:
+            aces.append((ACE_DENY, f, str(q), _deny_mask(deny, is_dir)))
+        aces.append((ACE_ALLOW, f, str(q), _allow_mask(p, is_dir)))
+    aces.append((ACE_ALLOW, f, "GROUP@", _allow_mask(group, is_dir)))
+    for q, p in ngroups:
+        aces.append((ACE_ALLOW, f | ACE_IDENTIFIER_GROUP, str(q), _allow_mask(p, is_dir)))
+    deny = ~group & other & 7
+    if deny:
+        aces.append((ACE_DENY, f, "GROUP@", _deny_mask(deny, is_dir)))
+    for q, p in ngroups:
+        deny = ~p & other & 7
+        if deny:
+            aces.append((ACE_DENY, f | ACE_IDENTIFIER_GROUP, str(q), _deny_mask(deny, is_dir)))
+    aces.append((ACE_ALLOW, f, "EVERYONE@", _allow_mask(other, is_dir)))
+    return aces
+
+
+def read_nfs4_acl(path):
+    """system.nfs4_acl (what nfs4_getfacl reads: the acl attribute's XDR) -> [(type, flags,
+    who, mask)]."""
+    data = os.getxattr(path, "system.nfs4_acl")
+    (n,), off, out = struct.unpack_from(">I", data, 0), 4, []
+    for _ in range(n):
+        typ, flags, mask, wlen = struct.unpack_from(">IIII", data, off)
+        off += 16
+        out.append((typ, flags, data[off:off + wlen].decode(errors="replace"), mask))
+        off += (wlen + 3) & ~3
+    return out
+
+
+def acl_view(path, mode, nfs, vers):
+    """An object's ACLs as compared: with NFSv4 its NFSv4 ACL (the mount's acl attribute; on
+    the local side knfsd's mapping of the access ACL, or of the mode without one, and of a
+    directory's default ACL); otherwise the access ACL and a directory's default ACL as
+    stored ("-" for none)."""
+    is_dir = stat.S_ISDIR(mode)
+    if vers in V4:
+        if nfs:
+            aces = read_nfs4_acl(path)
+        else:
+            aces = nfs4_of_posix(read_posix_acl(path) or mode_acl(mode), is_dir)
+            dflt = read_posix_acl(path, True) if is_dir else None
+            if dflt:
+                aces += nfs4_of_posix(dflt, is_dir, default=True)
+        return " ".join(ace_text(a) for a in aces)
+    acc = read_posix_acl(path)
+    out = acl_str(acc) if acc is not None else "-"
+    if is_dir:
+        dflt = read_posix_acl(path, True)
+        out += " default:" + (acl_str(dflt) if dflt is not None else "-")
+    return out
+
+
+_STRERRORS = sorted(((os.strerror(n), name) for n, name in errno.errorcode.items()),
+                    key=lambda x: -len(x[0]))
+
+
+def _tool(res, what, argv):
+    """Runs an ACL tool (in the step's child, as its user); "what:ok" and its output, or
+    "what:ERRNO" from the strerror text in its message, and the step stops."""
+    env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LC_ALL": "C"}
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    if p.returncode == 0:
+        res.append(f"{what}:ok")
+        return p.stdout
+    msg = p.stderr + p.stdout
+    err = next((name for s, name in _STRERRORS if s and s in msg), None)
+    res.append(f"{what}:{err or 'exit ' + str(p.returncode) + ' ' + ' '.join(msg.split())[:80]}")
+    raise _Stop()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,10 +570,97 @@ def op_silly(rel):
     return fn
 
 
+def op_setacl(rel, access, default, is_dir, v3args):
+    """Sets an object's ACLs as the step's user. Locally and on NFSv3 with setfacl (through
+    the NFSACL protocol on the mount): v3args if given, else --set of the whole ACL (and -k on a
+    directory the ACL gives no default ACL). On an NFSv4 mount, where the Linux client has no
+    POSIX ACL attributes, with nfs4_setfacl -s of knfsd's NFSv4 form of the same ACLs (the
+    acl attribute in a SETATTR); the local side of an NFSv4 run always uses --set."""
+    def fn(res, p):
+        if p.nfs and p.vers in V4:
+            aces = nfs4_of_posix(access, is_dir)
+            if default:
+                aces += nfs4_of_posix(default, is_dir, default=True)
+            argv = ["nfs4_setfacl", "-s", ",".join(ace_text(a) for a in aces)]
+        elif v3args and p.vers not in V4:
+            argv = ["setfacl", *v3args]
+        else:
+            spec = acl_str(access) + ("," + acl_str(default, "d:") if default else "")
+            argv = ["setfacl", *(["-k"] if is_dir and not default else []), "--set", spec]
+        _tool(res, "setacl", argv + [p(rel)])
+    return fn
+
+
+def op_getacl(rel):
+    """Reads an object's ACLs as the step's user: getfacl -c -n locally and on NFSv3; on NFSv4
+    system.nfs4_acl, what nfs4_getfacl reads (and, locally, knfsd's mapping of the POSIX
+    ACLs, read as the user)."""
+    def fn(res, p):
+        if p.vers in V4:
+            _call(res, "getacl", lambda: acl_view(p(rel), os.stat(p(rel)).st_mode, p.nfs, p.vers))
+        else:
+            out = _tool(res, "getacl", ["getfacl", "-c", "-n", p(rel)])
+            res[-1] = "getacl:" + "|".join(" ".join(ln.split()) for ln in out.splitlines()
+                                           if ln.strip())
+    return fn
+
+
+def op_list(rel):
+    return lambda res, p: _call(res, "listdir", lambda: ",".join(sorted(os.listdir(p(rel)))) or "-")
+
+
+def _sent_mode(p, mode):
+    """The mode a create asks for, as the server gets it. An NFSv4.0 or 4.1 client cannot send
+    its umask apart (mode_umask is an NFSv4.2 attribute, RFC 8275), so the Linux client applies
+    it to the mode it sends, and a server that applies a directory's default ACL to that mode
+    cannot ignore the umask as POSIX wants (and as a local create, an NFSv3 client, which
+    applies the default ACL itself and sends the result with SETACL, and an NFSv4.2 client do).
+    On those versions the local side of the inheritance steps asks for that mode (the umask
+    then makes no difference to it): it is compared with what the server makes of the request
+    it can get."""
+    if p.nfs or p.vers not in ("4.0", "4.1"):
+        return mode
+    umask = os.umask(0)
+    os.umask(umask)
+    return mode & ~umask
+
+
+def op_create_sent(rel, mode, excl, data=b""):
+    """open(O_CREAT[|O_EXCL]|O_WRONLY, mode) under the umask, the local side of NFSv4.0/4.1 runs
+    asking for the mode the client sends (_sent_mode). NFSv4.0 has no exclusive create with
+    attributes: the Linux client sends EXCLUSIVE4 (the server makes the file with mode 0) and
+    then a SETATTR of the mode, a chmod, which sets the owner, mask and other entries of an
+    inherited ACL to the mode's bits; the local side does the same (open with mode 0, fchmod)."""
+    flags = os.O_CREAT | os.O_WRONLY | (os.O_EXCL if excl else 0)
+
+    def fn(res, p):
+        sent = _sent_mode(p, mode)
+        v40x = excl and not p.nfs and p.vers == "4.0"
+        fd = _call(res, "open", os.open, p(rel), flags, 0 if v40x else sent, show=False)
+        try:
+            if v40x:
+                os.fchmod(fd, sent)
+            if data:
+                _call(res, "write", os.write, fd, data)
+        finally:
+            _call(res, "close", os.close, fd)
+    return fn
+
+
+def op_mkdir_sent(rel, mode):
+    return lambda res, p: _call(res, "mkdir", os.mkdir, p(rel), _sent_mode(p, mode))
+
+
+def op_mkfifo_sent(rel, mode):
+    return lambda res, p: _call(res, "mkfifo", os.mkfifo, p(rel), _sent_mode(p, mode))
+
+
 class Step:
-    def __init__(self, name, who, fn, snap, umask=0o022, noatime=False, known=None):
+    def __init__(self, name, who, fn, snap, umask=0o022, noatime=False, known=None, acl=False,
+                 drop=False):
         self.name, self.who, self.fn, self.snap = name, who, fn, list(snap)
-        self.umask, self.noatime, self.known = umask, noatime, known
+        self.umask, self.noatime, self.known, self.acl = umask, noatime, known, acl
+        self.drop = drop  # the NFSv4 side's snapshot drops the client's caches first (setacl)
 
 
 def _parents(rels):
@@ -339,9 +679,10 @@ class Plan:
 
     def __init__(self):
         self.steps = []
+        self.acl = False  # whether the steps added compare the objects' ACLs too
 
-    def add(self, name, who, fn, snap, umask=0o022, noatime=False, known=None):
-        self.steps.append(Step(name, who, fn, snap, umask, noatime, known))
+    def add(self, name, who, fn, snap, umask=0o022, noatime=False, known=None, drop=False):
+        self.steps.append(Step(name, who, fn, snap, umask, noatime, known, self.acl, drop))
 
     def create(self, who, rel, mode=0o666, excl=True, data=b"", umask=0o022, what=None):
         flags = os.O_CREAT | os.O_WRONLY | (os.O_EXCL if excl else 0)
@@ -401,6 +742,50 @@ class Plan:
     def mkfifo(self, who, rel, mode=0o666):
         self.add(f"mkfifo {mode:o} {rel}", who, op_mkfifo(rel, mode), _parents([rel]))
 
+    def setacl(self, who, rel, access, default=None, is_dir=False, v3args=None, masked=False,
+               known=None):
+        """Sets rel's ACL to `access` (and a directory's default ACL to `default`, or none); with
+        v3args, locally and on NFSv3 that setfacl command instead, which must give the same.
+        An NFSv4 ACL says what each principal may do after the mask, and the server's mapping
+        back makes the mask the union of what the owning group and the named entries then
+        have (docs/acl.md): an ACL whose mask is something else has no NFSv4 form, so none is
+        set here. A named entry with bits the mask takes away (masked=True) is set without
+        them through NFSv4 (the same ACL to every check and to the NFSv4 view): no later step
+        may widen that file's mask."""
+        acc = parse_acl(access)
+        dflt = parse_acl(default) if default else None
+        for acl in (acc, dflt) if dflt else (acc,):
+            mask = next((p for t, _, p in acl if t == ACL_MASK), None)
+            if mask is None:
+                continue
+            union, beyond = 0, 0
+            for t, _, p in acl:
+                if t in (ACL_USER, ACL_GROUP_OBJ, ACL_GROUP):
+                    union |= p & mask
+                    beyond |= p & ~mask
+            assert mask == union, f"{rel}: mask of {acl_str(acl)} is not what NFSv4 can express"
+            assert masked or not beyond, f"{rel}: {acl_str(acl)} has masked bits (masked=True)"
+        what = " ".join(v3args) if v3args else access + (f" default {default}" if default else "")
+        self.add(f"setacl {what} {rel}", who, op_setacl(rel, acc, dflt, is_dir, v3args),
+                 _parents([rel]), known=known, drop=True)
+
+    def getacl(self, who, rel):
+        self.add(f"getacl {rel}", who, op_getacl(rel), [rel])
+
+    def listdir(self, who, rel):
+        self.add(f"listdir {rel}", who, op_list(rel), [rel], noatime=True)
+
+    def create_sent(self, who, rel, mode=0o666, excl=True, data=b"", umask=0o022):
+        """create, with the mode an NFSv4.0/4.1 client sends on the local side (_sent_mode)."""
+        self.add(f"create{' excl' if excl else ''} {mode:o} umask {umask:03o} {rel}", who,
+                 op_create_sent(rel, mode, excl, data), _parents([rel]), umask)
+
+    def mkdir_sent(self, who, rel, mode=0o777):
+        self.add(f"mkdir {mode:o} {rel}", who, op_mkdir_sent(rel, mode), _parents([rel]))
+
+    def mkfifo_sent(self, who, rel, mode=0o666):
+        self.add(f"mkfifo {mode:o} {rel}", who, op_mkfifo_sent(rel, mode), _parents([rel]))
+
     def rootfile(self, rel, uid, gid, mode):
         """A file created by root (O_EXCL, 0600), chowned and chmodded by root: one step."""
         fns = [op_create(rel, 0o600)]
@@ -415,8 +800,9 @@ def _tname(t):
     return {UTIME_NOW: "NOW", UTIME_OMIT: "OMIT"}.get(t[1], f"{t[0]}.{t[1]:09d}")
 
 
-def build_plan():
-    """The sequence. Names are fresh within it; every object stays until the end."""
+def build_plan(vers="3"):
+    """The sequence for NFS version `vers`. Names are fresh within it; every object stays
+    until the end."""
     pl = Plan()
     RD, WR, RW = os.O_RDONLY, os.O_WRONLY, os.O_RDWR
 
@@ -706,7 +1092,150 @@ def build_plan():
     pl.add("open, unlink, fstat and list while open", A, op_silly("d777/sr/f"),
            ["d777/sr", "d777"], noatime=True, known="silly-rename")
     pl.rmdir(A, "d777/sr")
+    acl_plan(pl, vers)
     return pl
+
+
+def acl_plan(pl, vers):
+    """POSIX ACL steps, every object's ACLs compared too (acl_view). A owns what they make; C
+    (1003) is the user named in the entries, in none of the owning groups; D is a member of
+    the group named in them (2100); B is other."""
+    pl.acl = True
+    RD, WR, RW = os.O_RDONLY, os.O_WRONLY, os.O_RDWR
+    opens = ((RD, "O_RDONLY"), (WR, "O_WRONLY"), (RW, "O_RDWR"))
+
+    def access(rel, users=(ROOT, A, C, D, B)):
+        for u in users:
+            pl.open_each(u, rel, opens)
+
+    pl.mkdir(ROOT, "acl")
+    pl.chmod(ROOT, "acl", 0o777)
+
+    # set, by the owner (and root) only; the named user reads and writes, the member only
+    # reads, other neither. (Every set changes the ACL: setfacl leaves an ACL it would not
+    # change alone, nfs4_setfacl sets it all the same, which changes the ctime.)
+    f = "acl/f"
+    f1 = "u::rw-,u:1003:rw-,g::r--,g:2100:r--,m::rw-,o::---"
+    pl.create(A, f, 0o640, data=b"acl")
+    pl.setacl(C, f, f1)  # EPERM: not the owner
+    pl.setacl(A, f, f1)  # mode 0660: the mask is the group bits
+    access(f)
+    pl.write1(C, f)
+    pl.write1(D, f)  # EACCES
+    pl.truncate(C, f, 2)
+    pl.truncate(D, f, 1)  # EACCES
+    pl.utimens(C, f, NOW, NOW)  # write permission through the ACL suffices
+    pl.utimens(D, f, NOW, NOW)  # EACCES
+    pl.getacl(B, f)
+    pl.setacl(B, f, "u::rw-,g::r--,o::rw-")  # EPERM
+    pl.setacl(ROOT, f, "u::rw-,u:1003:rw-,g::r--,g:2100:r--,m::rw-,o::r--")
+    access(f, (B,))
+    pl.setacl(ROOT, f, f1)
+    # chmod sets the mask, not the owning group's entry
+    pl.chmod(A, f, 0o600)
+    access(f, (C, D))  # EACCES: mask ---
+    pl.chmod(A, f, 0o660)
+    access(f, (C,))
+    pl.chmod(C, f, 0o666)  # EPERM
+    # the owner's entry is whoever owns the file: chown by root
+    pl.chown(ROOT, f, B.uid, -1)
+    access(f, (A, B))  # A now by the owning group's entry (1001), B by the owner's
+    pl.chown(ROOT, f, A.uid, -1)
+    # a mask takes a right away from the named user (and from nobody else here)
+    pl.setacl(A, f, "u::rw-,u:1003:rw-,g::r--,g:2100:r--,m::r--,o::---", v3args=["-m", "m::r"],
+              masked=True)
+    access(f, (C, D))
+    pl.getacl(C, f)
+    # a group entry grants its member what the owning group's entry does not
+    pl.setacl(A, f, "u::rw-,u:1003:r--,g::r--,g:2100:rw-,m::rw-,o::---")
+    access(f, (C, D))
+    pl.write1(D, f)
+    # a member of a named group has that entry's rights, even where other's are more (no
+    # falling back to other); C, named in no entry, is other
+    pl.setacl(A, f, "u::rw-,g::---,g:2100:r--,m::r--,o::rw-")
+    access(f, (C, D, B))
+    # the same for a named user
+    pl.setacl(A, f, "u::rw-,u:1003:---,g::r--,g:2100:r--,m::r--,o::r--",
+              v3args=["-m", "u:1003:-,g::r,o::r"])
+    access(f, (C, D, B))
+    pl.setacl(A, f, "u::rw-,g::r--,g:2100:r--,m::r--,o::r--", v3args=["-x", "u:1003"])
+    access(f, (C,))
+    pl.setacl(A, f, "u::rw-,g::r--,o::r--", v3args=["-b"])  # no ACL: the mode alone, 0644
+    access(f, (C, D))
+
+    # a directory: the named user creates, renames and removes in it, the member lists it,
+    # other may not search it; then search only for the named user, nothing for the member
+    # (whom other's search right does not help)
+    d = "acl/d"
+    pl.mkdir(A, d, 0o750)
+    pl.create(A, f"{d}/f0", 0o644, data=b"x")
+    pl.setacl(A, d, "u::rwx,u:1003:rwx,g::r-x,g:2100:r-x,m::rwx,o::---", is_dir=True)
+    pl.create(C, f"{d}/c_C", 0o644)
+    pl.mkdir(C, f"{d}/m_C")
+    pl.create(D, f"{d}/c_D")  # EACCES
+    pl.listdir(D, d)
+    pl.listdir(B, d)  # EACCES
+    pl.open_each(B, f"{d}/f0", opens)  # EACCES: no search
+    pl.open_each(D, f"{d}/f0", opens)
+    pl.rename(C, f"{d}/f0", f"{d}/f1")
+    pl.unlink(D, f"{d}/f1")  # EACCES
+    pl.setacl(A, d, "u::rwx,u:1003:--x,g::r-x,g:2100:---,m::r-x,o::--x", is_dir=True)
+    pl.listdir(C, d)  # EACCES
+    pl.open_each(C, f"{d}/c_C", opens)
+    pl.create(C, f"{d}/c2_C")  # EACCES
+    pl.rmdir(C, f"{d}/m_C")  # EACCES
+    pl.open_each(D, f"{d}/f1", opens)  # EACCES
+    pl.open_each(B, f"{d}/f1", opens)
+    pl.getacl(D, f"{d}/f1")  # EACCES
+
+    # inherit: a default ACL; files (open O_CREAT, O_CREAT|O_EXCL), directories and a FIFO
+    # made in it get it with the mode asked for, the umask ignored (_sent_mode: not with
+    # NFSv4.0/4.1), a directory also as its own default ACL
+    i = "acl/i"
+    dflt = "u::rwx,u:1003:rwx,g::r-x,g:2100:r-x,m::rwx,o::---"
+    pl.mkdir(A, i, 0o755)
+    pl.setacl(A, i, "u::rwx,g::r-x,o::r-x", dflt, is_dir=True,
+              v3args=["-d", "-m", "u:1003:rwx,g:2100:rx,o::-"])
+    pl.getacl(B, i)
+    made = (("f644", 0o644, False, 0o022), ("f666", 0o666, False, 0o022),
+            ("x644", 0o644, True, 0o022), ("x666", 0o666, True, 0o022),
+            ("u077", 0o666, False, 0o077))
+    for name, mode, excl, umask in made:
+        pl.create_sent(A, f"{i}/{name}", mode, excl, umask=umask)
+    pl.mkdir_sent(A, f"{i}/sub777", 0o777)
+    pl.mkdir_sent(A, f"{i}/sub750", 0o750)
+    pl.mkfifo_sent(A, f"{i}/p666", 0o666)
+    for name, *_ in made:
+        access(f"{i}/{name}", (C, D, B))
+    pl.write1(C, f"{i}/f666")
+    pl.write1(C, f"{i}/x666")
+    pl.create_sent(C, f"{i}/sub777/c666")  # the named user, in the new directory
+    pl.mkdir_sent(C, f"{i}/sub777/csub", 0o777)
+    pl.create_sent(D, f"{i}/sub777/d666")  # EACCES
+    pl.create_sent(C, f"{i}/sub750/c666")  # EACCES: its mask is r-x
+    access(f"{i}/sub777/c666", (A, D, B))
+    pl.listdir(B, f"{i}/sub777")  # EACCES
+    pl.listdir(B, i)
+    pl.create_sent(B, f"{i}/b666")  # EACCES
+    pl.rename(A, f"{i}/f666", "acl/f666")  # the ACL goes with the file
+    # a default ACL of the three base entries: the mode's bits it lacks are taken away, not
+    # the umask's
+    j = "acl/j"
+    pl.mkdir(A, j, 0o755)
+    pl.setacl(A, j, "u::rwx,g::r-x,o::r-x", "u::rwx,g::---,o::---", is_dir=True,
+              v3args=["-d", "--set", "u::rwx,g::-,o::-"])
+    pl.create_sent(A, f"{j}/f666", 0o666, excl=False)  # 0600
+    pl.mkdir_sent(A, f"{j}/s777", 0o777)  # 0700, the same default ACL
+    pl.create_sent(A, f"{j}/s777/f", 0o644)
+    access(f"{j}/f666", (D, B))
+    # the default ACL removed (NFSv4: an ACL without inheritable ACEs; KNOWN "default-kept"),
+    # then the umask applies again. Not after an NFSv4 removal, which a server that keeps the
+    # default ACL (knfsd) would make a series of differences of
+    pl.setacl(A, i, "u::rwx,g::r-x,o::r-x", is_dir=True, v3args=["-k"], known="default-kept")
+    if vers not in V4:
+        pl.create_sent(A, f"{i}/after", 0o666)
+        pl.mkdir_sent(A, f"{i}/after_d", 0o777)
+    pl.acl = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -760,14 +1289,34 @@ def _classify(v, prev, t0, t1):
     return "changed" if prev is not None else "old"
 
 
+def drop_caches():
+    """Writes back and forgets the cached pages, dentries and inodes (the NFS client's too)."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+class Where:
+    """What a step's fn gets as p: p(rel) is the side's path of rel; p.nfs tells the NFS side
+    from the local one, p.vers is the NFS version under test ("3", "4.0", "4.1", "4.2"; "local"
+    when the directory under test is not on NFS, which runs like NFSv3)."""
+
+    def __init__(self, base, nfs, vers):
+        self.base, self.nfs, self.vers = base, nfs, vers
+
+    def __call__(self, rel):
+        return os.path.join(self.base, rel) if rel else self.base
+
+
 class Side:
-    def __init__(self, label, base):
+    def __init__(self, label, base, vers):
         self.label, self.base = label, base
+        self.where = Where(base, label == "nfs", vers)
         self.prev = {}  # st_ino -> (atime, mtime, ctime) when this side last looked
         self.last_end = 0.0
 
     def path(self, rel):
-        return os.path.join(self.base, rel) if rel else self.base
+        return self.where(rel)
 
     def run(self, step):
         """Runs the step; returns its record {field: text} and the number of calls in it."""
@@ -775,15 +1324,24 @@ class Side:
         if wait > 0:
             time.sleep(wait)
         t0 = time.time_ns()
-        res = run_as(step.who, step.umask, lambda res: step.fn(res, self.path))
+        res = run_as(step.who, step.umask, lambda res: step.fn(res, self.where))
         t1 = time.time_ns()
+        if step.drop and self.where.nfs and self.where.vers in V4:
+            # Setting an ACL changes the mode; the Linux client (6.12) then marks only the
+            # change attribute and ctime stale (__nfs4_proc_set_acl), keeps a write delegation
+            # it holds (nfs4_inode_make_writeable, NFSv4.1+) and, holding one, leaves the mode
+            # out of its GETATTRs (nfs4_bitmap_copy_adjust): statx shows the old mode even with
+            # AT_STATX_FORCE_SYNC. Dropping the client's caches evicts the inode, which returns
+            # the delegation, so the snapshot gets the server's mode. (knfsd grants write
+            # delegations; rnfsd only with --write-delegations.)
+            drop_caches()
         self.last_end = time.monotonic()
         rec = {"result": " ".join(res).replace(self.base, "<dir>")}
         for rel in step.snap:
-            self.snapshot(rec, rel or ".", self.path(rel), t0, t1, step.noatime)
+            self.snapshot(rec, rel or ".", self.path(rel), t0, t1, step.noatime, step.acl)
         return rec, len(res)
 
-    def snapshot(self, rec, rel, path, t0, t1, noatime):
+    def snapshot(self, rec, rel, path, t0, t1, noatime, acl=False):
         try:
             st = fresh_stat(path)
         except OSError as e:
@@ -801,6 +1359,11 @@ class Side:
                 continue
             rec[f"{rel} {name}"] = _classify(times[i], prev and prev[i], t0, t1)
         self.prev[st.ino] = times
+        if acl and not stat.S_ISLNK(st.mode):
+            try:
+                rec[f"{rel} acl"] = acl_view(path, st.mode, self.where.nfs, self.where.vers)
+            except OSError as e:
+                rec[f"{rel} acl"] = errname(e.errno)
 
 
 class Report:
@@ -834,12 +1397,61 @@ def format_record(i, step, rec):
     return f"#{i} {step.name} (as {step.who}): " + "; ".join(f"{k}={v}" for k, v in rec.items())
 
 
-def run(local_dir, nfs_dir, log=print, show=False):
+ACL_COMPARED = {
+    "3": "set with setfacl on both sides (NFSACL), getfacl and the stored ACLs compared",
+    "4.0": "set with nfs4_setfacl on the mount, NFSv4 ACLs compared; creates under a default "
+           "ACL compared with the mode the client sends (umask applied; O_EXCL: mode 0 + chmod)",
+    "4.1": "set with nfs4_setfacl on the mount, NFSv4 ACLs compared; creates under a default "
+           "ACL compared with the mode the client sends (umask applied)",
+    "4.2": "set with nfs4_setfacl on the mount, NFSv4 ACLs compared; creates with mode_umask",
+}
+
+
+def nfs_version(path):
+    """The NFS version of the mount `path` is on ("3", "4.0", "4.1", "4.2"), from the vers=
+    option in /proc/mounts; "local" when it is not on NFS."""
+    path = os.path.realpath(path)
+    best, vers = "", "local"
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            mp = fields[1].replace("\\040", " ")
+            if (path == mp or path.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best):
+                best, vers = mp, "local"
+                if fields[2] in ("nfs", "nfs4"):
+                    opts = dict(o.split("=", 1) for o in fields[3].split(",") if "=" in o)
+                    vers = opts.get("vers", "4.0" if fields[2] == "nfs4" else "3")
+                    vers = {"4": "4.0", "3.0": "3"}.get(vers, vers)
+    return vers
+
+
+def preflight(local_base, vers):
+    """The ACL steps need setfacl and getfacl (and nfs4_setfacl with NFSv4) and a local
+    reference with POSIX ACLs (Debian's tmpfs has them)."""
+    tools = ["setfacl", "getfacl"] + (["nfs4_setfacl"] if vers in V4 else [])
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        raise RuntimeError(f"{', '.join(missing)} missing (packages acl, nfs4-acl-tools)")
+    probe = os.path.join(local_base, "acl-probe")
+    with open(probe, "w"):
+        pass
+    try:
+        p = subprocess.run(["setfacl", "-m", "u:1003:r", probe], capture_output=True, text=True)
+        if p.returncode != 0 or read_posix_acl(probe) is None:
+            raise RuntimeError(f"the local reference {local_base} has no POSIX ACLs: "
+                               f"{' '.join((p.stderr or 'no ACL set').split())}")
+    finally:
+        os.unlink(probe)
+
+
+def run(local_dir, nfs_dir, log=print, show=False, vers=None):
     """Runs the plan in local_dir/px and nfs_dir/px (both created, removed at the end, as root)
     and returns the Report; each difference goes to log as it is found (with show, every
-    step's local record too)."""
+    step's local record too). vers: the NFS version of nfs_dir's mount (default: from
+    /proc/mounts)."""
     if os.geteuid() != 0:
         raise PermissionError("posixdiff needs root (it switches to the test users)")
+    vers = vers or nfs_version(nfs_dir)
     sides = []
     old_umask = os.umask(0o022)
     try:
@@ -849,10 +1461,13 @@ def run(local_dir, nfs_dir, log=print, show=False):
                 shutil.rmtree(base)
             os.mkdir(base)
             os.chmod(base, 0o777)
-            sides.append(Side(label, base))
+            sides.append(Side(label, base, vers))
         loc, nfs = sides
+        preflight(loc.base, vers)
+        log(f"ACL steps for {'NFSv' + vers if vers != 'local' else 'a local directory'}: "
+            + ACL_COMPARED.get(vers, ACL_COMPARED["3"]))
         rep = Report()
-        for i, step in enumerate(build_plan().steps, 1):
+        for i, step in enumerate(build_plan(vers).steps, 1):
             a, ncalls = loc.run(step)
             b, _ = nfs.run(step)
             rep.steps += 1
@@ -879,8 +1494,9 @@ def main():
     ap.add_argument("--local", required=True, help="reference directory (a local file system)")
     ap.add_argument("--nfs", required=True, help="directory under test (on the NFS mount)")
     ap.add_argument("--show", action="store_true", help="print every step's local record")
+    ap.add_argument("--vers", help="NFS version of the mount (default: from /proc/mounts)")
     a = ap.parse_args()
-    rep = run(a.local, a.nfs, show=a.show)
+    rep = run(a.local, a.nfs, show=a.show, vers=a.vers)
     for _, _, _, reason in rep.expected:
         print(f"  expected because: {reason}")
     print(rep.summary())

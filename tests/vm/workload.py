@@ -437,20 +437,22 @@ def case_attrs(d, a):
 def case_posix(d, a):
     """Differential POSIX test (tests/vm/posixdiff.py): the same sequence of system calls
     (create, open with each access mode, write, truncate, chmod/chown/utimensat, link, rename,
-    unlink, mkdir/rmdir, symlink, mkfifo, set-id and sticky bits; as root and as users 1001 and
-    1002) on a local directory under /tmp (tmpfs in the guest) and on the mount; per step every
-    result or errno and, from a fresh statx, mode, owner, link count, size and each time's
-    relation to the step compared. Differences every NFS server shows with the Linux client
-    (posixdiff.KNOWN) are logged with their reason and do not fail the case."""
+    unlink, mkdir/rmdir, symlink, mkfifo, set-id and sticky bits; POSIX ACLs: set, default ACLs
+    inherited, access as named users, group members and others; as root and as users 1001 to
+    1004) on a local directory under /tmp (tmpfs in the guest, with POSIX ACLs) and on the
+    mount; per step every result or errno and, from a fresh statx, mode, owner, link count,
+    size, each time's relation to the step and in the ACL steps the ACLs compared. Differences
+    every NFS server shows with the Linux client (posixdiff.KNOWN) are logged with their reason
+    and do not fail the case."""
     if os.geteuid() != 0:
-        raise Skip("needs root: the steps run as uid 0, 1001 and 1002")
+        raise Skip("needs root: the steps run as uid 0 and 1001 to 1004")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import posixdiff
     local = tempfile.mkdtemp(prefix="posix-ref-", dir="/tmp")
     try:
         os.chmod(local, 0o777)
         log(f"posix: reference {local} ({fs_type(local)}), under test {d}")
-        rep = posixdiff.run(local, d, log=lambda m: log(f"posix: {m}"))
+        rep = posixdiff.run(local, d, log=lambda m: log(f"posix: {m}"), vers=a.vers or None)
     finally:
         shutil.rmtree(local, ignore_errors=True)
     for reason in sorted({r for _, _, _, r in rep.expected}):
