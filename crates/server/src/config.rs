@@ -211,6 +211,12 @@ pub struct Args {
     /// '-', '_', '.'); the head that takes the identity over uses the same id.
     #[arg(long, value_name = "ID", requires = "cluster")]
     pub node_id: Option<String>,
+    /// Seconds of the etcd lease through which this head holds its identity: a head that dies
+    /// is replaced after at most this long, and one that cannot renew it stops answering
+    /// within two thirds of it.
+    #[arg(long, value_name = "SECS", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(2..=300))]
+    pub identity_ttl: u64,
     /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
     #[arg(long, default_value = "info")]
     pub log_level: String,

@@ -205,6 +205,22 @@ async fn run(args: Args) -> Result<(), String> {
     let cluster: Option<Arc<dyn store::Store>> = match (&args.cluster, &args.node_id) {
         (Some(url), Some(id)) => {
             let cfg = store::EtcdConfig::from_url(url, id).map_err(|e| e.to_string())?;
+            // one head serves an identity: wait for it (a standby), then answer only while
+            // the claim holds
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            let holder = format!("{} pid {}", host.trim(), std::process::id());
+            let fence = store::identity::claim(
+                &cfg,
+                &holder,
+                std::time::Duration::from_secs(args.identity_ttl),
+                Box::new(|| {
+                    // the fence already refuses calls; a new instance starts as a standby
+                    std::process::exit(3)
+                }),
+            )
+            .map_err(|e| e.to_string())?;
+            let holds = fence.clone();
+            disp.set_fence(Arc::new(move || holds.holds()));
             let etcd: Arc<dyn store::Store> =
                 Arc::new(store::Etcd::new(cfg).map_err(|e| e.to_string())?);
             tracing::info!(store = %etcd.describe(), "NFSv4 clients and NLM hosts recorded in the cluster");

@@ -138,8 +138,9 @@ fn client_records_in_etcd_let_another_head_grant_reclaims() {
 
 #[test]
 fn a_server_without_its_cluster_does_not_serve_until_it_answers() {
-    // every member down when the server starts: it waits for its records (it would otherwise
-    // serve without the grace period its clients' reclaims need), and serves once they come
+    // every member down when the server starts: it waits to claim its identity and read its
+    // records (it would otherwise serve without the grace period its clients' reclaims need),
+    // and serves once they come
     let mut etcd = cluster();
     let url = etcd.url();
     for i in 0..3 {
@@ -164,7 +165,7 @@ fn a_server_without_its_cluster_does_not_serve_until_it_answers() {
     assert!(
         fx.server
             .log_text()
-            .contains("cannot read the client records; trying again"),
+            .contains("cannot claim the identity yet"),
         "{}",
         fx.server.log_text()
     );
@@ -185,7 +186,15 @@ fn a_server_without_its_cluster_does_not_serve_until_it_answers() {
 fn a_confirmation_the_cluster_cannot_record_is_delayed_while_others_are_served() {
     let mut etcd = cluster();
     let url = etcd.url();
-    let fx = Fixture::with_args(&["--cluster", &url, "--node-id", "head-d"]);
+    // a lease longer than the outage: the head keeps its identity through it
+    let fx = Fixture::with_args(&[
+        "--cluster",
+        &url,
+        "--node-id",
+        "head-d",
+        "--identity-ttl",
+        "30",
+    ]);
     let port = fx.server.port;
     // a client with its session before the cluster goes
     let mut a = V4::session(port, 1, "ha-established");
@@ -297,4 +306,127 @@ fn nlm_hosts_in_etcd_are_notified_by_the_head_that_takes_over() {
     reclaim.reclaim = true;
     let r: nlmwire::Nlm4Res = nlm(&mut a, nlmwire::NLM4_LOCK, &reclaim);
     assert_eq!(r.stat.stat, nlmwire::Nlm4Stats::nlm4_granted);
+}
+
+/// A second head for the identity of `fx`'s server: the same exports and arguments, a state
+/// directory of its own with the same handle key; started on a thread (it waits while the
+/// identity is held), with when it got ready.
+fn standby(
+    fx: &Fixture,
+    dir: &std::path::Path,
+) -> std::thread::JoinHandle<(Server, std::time::Instant)> {
+    let old = fx.server.config();
+    std::fs::copy(old.state_dir.join("fh.key"), dir.join("fh.key")).unwrap();
+    let cfg = ServerConfig {
+        state_dir: dir.to_owned(),
+        port: None,
+        ..old
+    };
+    std::thread::spawn(move || {
+        let s = Server::start(cfg);
+        (s, std::time::Instant::now())
+    })
+}
+
+#[test]
+fn a_standby_serves_within_the_lease_after_the_active_head_dies() {
+    let etcd = cluster();
+    let url = etcd.url();
+    let mut fx = Fixture::with_args(&[
+        "--cluster",
+        &url,
+        "--node-id",
+        "head-s",
+        "--identity-ttl",
+        "3",
+    ]);
+    let mut a = V4::session(fx.server.port, 1, "ha-standby-client");
+    let dir = a.path_fh(&fx.export);
+    let (fh, open) = a.open_ok(
+        &dir,
+        "f",
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    a.write_all(&fh, &open, 0, b"written on the first head");
+    let b_dir = tempfile::tempdir().unwrap();
+    let b = standby(&fx, b_dir.path());
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(
+        !b.is_finished(),
+        "the standby served while the identity was held"
+    );
+    let killed = std::time::Instant::now();
+    fx.server.crash();
+    let (b, ready) = b.join().unwrap();
+    let took = ready.duration_since(killed);
+    eprintln!("failover: the standby was ready {took:?} after the kill (lease 3 s)");
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(b
+        .log_text()
+        .contains("identity held by another head: standing by"));
+    // the client reclaims its open on the new head
+    let mut a = V4::connect(b.port, 1, "ha-standby-client");
+    a.establish_with(8, false);
+    a.call(Ops::new().putfh(&fh).open(
+        0,
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        a.clientid,
+        b"o",
+        &OpenHow::NoCreate,
+        &OpenClaim4::ClaimPrevious(OpenDelegationType4::OpenDelegateNone),
+    ))
+    .ok("OPEN CLAIM_PREVIOUS on the standby");
+}
+
+#[test]
+fn a_frozen_head_past_its_lease_never_answers_again() {
+    let etcd = cluster();
+    let url = etcd.url();
+    let mut fx = Fixture::with_args(&[
+        "--cluster",
+        &url,
+        "--node-id",
+        "head-f",
+        "--identity-ttl",
+        "2",
+    ]);
+    let b_dir = tempfile::tempdir().unwrap();
+    let b = standby(&fx, b_dir.path());
+    let mut c = fx.server.client();
+    assert!(matches!(c.null(), RpcReply::Success(_)));
+    // frozen (SIGSTOP) past its lease: the standby takes over
+    fx.server.signal(libc::SIGSTOP);
+    let (b, _) = b.join().unwrap();
+    let mut on_b = b.client();
+    assert!(matches!(on_b.null(), RpcReply::Success(_)));
+    // thawed, the old head answers nothing: its fence ran out on its own clock, and it exits
+    fx.server.signal(libc::SIGCONT);
+    c.set_read_timeout(std::time::Duration::from_secs(3));
+    let xid = c.send_call(nfs3wire::NFS3_PROGRAM, nfs3wire::NFS_V3, 0, &());
+    assert!(
+        c.read_record().is_err(),
+        "the frozen head answered call {xid} after another head took its identity over"
+    );
+    let mut exited = false;
+    for _ in 0..100 {
+        if !fx.server.is_running() {
+            exited = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        exited,
+        "the old head is still running: {}",
+        fx.server.log_text()
+    );
+    assert!(fx
+        .server
+        .log_text()
+        .contains("identity lost: this head stops answering"));
+    assert!(matches!(on_b.null(), RpcReply::Success(_)));
 }

@@ -12,6 +12,7 @@
 
 mod embedded;
 mod etcd;
+pub mod identity;
 pub mod testkit;
 
 pub use embedded::Embedded;

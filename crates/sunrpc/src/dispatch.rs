@@ -274,6 +274,8 @@ impl Registered {
 struct Running {
     count: Arc<std::sync::atomic::AtomicUsize>,
     stopping: std::sync::atomic::AtomicBool,
+    /// Whether this server may still answer (a head holding its identity: [`Dispatcher::set_fence`]).
+    fence: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
 }
 
 /// A call counted as running until dropped.
@@ -287,7 +289,11 @@ impl Running {
         use std::sync::atomic::Ordering::SeqCst;
         let guard = RunGuard(self);
         self.count.fetch_add(1, SeqCst);
-        (!self.stopping.load(SeqCst)).then_some(guard)
+        let fenced = match &self.fence {
+            Some(holds) => !holds(),
+            None => false,
+        };
+        (!self.stopping.load(SeqCst) && !fenced).then_some(guard)
     }
 }
 
@@ -322,6 +328,13 @@ impl Dispatcher {
             running,
             gss: None,
         }
+    }
+
+    /// Answers calls only while `holds` says so (a head of a cluster while it holds its
+    /// identity's lease): the others are dropped unanswered, as after [`Dispatcher::stop`], so
+    /// that no reply leaves a head another may already have replaced.
+    pub fn set_fence(&mut self, holds: Arc<dyn Fn() -> bool + Send + Sync>) {
+        self.running.fence = Some(holds);
     }
 
     /// Accepts RPCSEC_GSS calls with `gss`.

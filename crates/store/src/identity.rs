@@ -1,0 +1,281 @@
+//! A serving identity held by one head at a time, through an etcd lease.
+//!
+//! The key `PREFIX/owner` names the head that serves the identity; it is created only when
+//! absent (a transaction comparing its create revision with 0) and bound to a lease of `ttl`,
+//! which the holder keeps alive. When the holder dies or is cut off, the lease runs out, etcd
+//! deletes the key, and a waiting head creates it: the revision of that creation is the claim's
+//! fencing token. The holder's [`Fence`] says whether it may still answer: it holds until a
+//! deadline that each acknowledged keep-alive moves on to two thirds of the lease past the
+//! moment the keep-alive was sent, so it runs out (on the holder's monotonic clock, which a
+//! SIGSTOP does not stop) before etcd can let another head claim the identity.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, Compare, CompareOp, ConnectOptions, PutOptions, Txn, TxnOp};
+
+use crate::{EtcdConfig, StoreError};
+
+/// Whether this head still holds its identity: checked before every call it answers.
+#[derive(Debug)]
+pub struct Fence {
+    start: Instant,
+    /// Milliseconds since `start` until which the claim holds.
+    until_ms: AtomicU64,
+    /// The revision of the claim's creation.
+    revision: i64,
+}
+
+impl Fence {
+    /// Whether the claim holds now.
+    pub fn holds(&self) -> bool {
+        (self.start.elapsed().as_millis() as u64) < self.until_ms.load(Ordering::Acquire)
+    }
+
+    /// The fencing token: the etcd revision at which this head claimed the identity.
+    pub fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    fn extend_from(&self, sent: Instant, ttl: Duration) {
+        let until = sent.duration_since(self.start) + ttl * 2 / 3;
+        self.until_ms
+            .fetch_max(until.as_millis() as u64, Ordering::AcqRel);
+    }
+
+    fn revoke(&self) {
+        self.until_ms.store(0, Ordering::Release);
+    }
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+/// Claims the identity of `cfg` for `holder` (a name for logs and `etcdctl`), waiting while
+/// another head holds it; then keeps the claim alive on a thread of its own and calls `lost`
+/// once, when it can no longer (the head must stop answering: its fence no longer holds).
+pub fn claim(
+    cfg: &EtcdConfig,
+    holder: &str,
+    ttl: Duration,
+    lost: Box<dyn FnOnce() + Send>,
+) -> Result<Arc<Fence>, StoreError> {
+    // everything on a thread of its own, with its own runtime: callers may be inside another
+    // runtime (rnfsd's main), and the keep-alives must not wait behind anything else
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (cfg, holder) = (cfg.clone(), holder.to_owned());
+    std::thread::Builder::new()
+        .name("identity-lease".into())
+        .spawn(move || hold(cfg, holder, ttl, lost, tx))
+        .map_err(|e| StoreError::Engine(format!("identity thread: {e}")))?;
+    rx.recv()
+        .map_err(|_| StoreError::Engine("identity thread ended".into()))?
+}
+
+/// The identity thread: claims, reports the fence, keeps the lease alive until it cannot.
+fn hold(
+    cfg: EtcdConfig,
+    holder: String,
+    ttl: Duration,
+    lost: Box<dyn FnOnce() + Send>,
+    report: std::sync::mpsc::Sender<Result<Arc<Fence>, StoreError>>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = report.send(Err(StoreError::Engine(format!("identity runtime: {e}"))));
+            return;
+        }
+    };
+    let key = format!("{}/owner", cfg.prefix);
+    let ttl_secs = ttl.as_secs().max(2) as i64;
+    let start = Instant::now();
+    let (mut client, lease, revision, granted) = rt.block_on(async {
+        let opts = ConnectOptions::new()
+            .with_connect_timeout(cfg.timeout)
+            .with_timeout(cfg.timeout);
+        let mut logged = false;
+        loop {
+            let attempt = async {
+                let mut c = Client::connect(&cfg.endpoints, Some(opts.clone()))
+                    .await
+                    .map_err(unavailable)?;
+                let held = c.get(key.clone(), None).await.map_err(unavailable)?;
+                if let Some(kv) = held.kvs().first() {
+                    return Ok(Err(String::from_utf8_lossy(kv.value()).into_owned()));
+                }
+                let granted = Instant::now();
+                let lease = c
+                    .lease_grant(ttl_secs, None)
+                    .await
+                    .map_err(unavailable)?
+                    .id();
+                let txn = Txn::new()
+                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(
+                        key.clone(),
+                        holder.as_str(),
+                        Some(PutOptions::new().with_lease(lease)),
+                    )]);
+                let resp = c.txn(txn).await.map_err(unavailable)?;
+                if !resp.succeeded() {
+                    let _ = c.lease_revoke(lease).await;
+                    return Ok(Err("another head, just now".to_string()));
+                }
+                let revision = resp.header().map_or(0, |h| h.revision());
+                Ok::<_, StoreError>(Ok((c, lease, revision, granted)))
+            };
+            match attempt.await {
+                Ok(Ok(got)) => break got,
+                Ok(Err(other)) if !logged => {
+                    tracing::info!(holder = %other, identity = %cfg.prefix, "identity held by another head: standing by");
+                    logged = true;
+                }
+                Ok(Err(_)) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot claim the identity yet"),
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    });
+    let fence = Arc::new(Fence {
+        start,
+        until_ms: AtomicU64::new(0),
+        revision,
+    });
+    fence.extend_from(granted, ttl);
+    tracing::info!(identity = %cfg.prefix, revision, lease, "identity claimed");
+    if report.send(Ok(fence.clone())).is_err() {
+        return;
+    }
+    let period = ttl / 3;
+    let opts = ConnectOptions::new()
+        .with_connect_timeout(period)
+        .with_timeout(period);
+    let why = rt.block_on(async {
+        // a keep-alive stream on a member that dies is made again on another (the lease
+        // lives in the cluster, not in the connection), for as long as the fence holds
+        let mut last_error = String::new();
+        loop {
+            if !fence.holds() {
+                return format!("no keep-alive acknowledged within the lease: {last_error}");
+            }
+            let stream = match client.lease_keep_alive(lease).await {
+                Ok(x) => Ok(x),
+                Err(e) => match Client::connect(&cfg.endpoints, Some(opts.clone())).await {
+                    Ok(c) => {
+                        client = c;
+                        Err(format!("keep-alive stream: {e}; reconnected"))
+                    }
+                    Err(e2) => Err(format!("keep-alive stream: {e}; connect: {e2}")),
+                },
+            };
+            let (mut k, mut stream) = match stream {
+                Ok(x) => x,
+                Err(e) => {
+                    last_error = e;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            loop {
+                let sent = Instant::now();
+                if let Err(e) = k.keep_alive().await {
+                    last_error = format!("keep-alive: {e}");
+                    break;
+                }
+                match tokio::time::timeout(period, stream.message()).await {
+                    Ok(Ok(Some(r))) if r.ttl() > 0 => fence.extend_from(sent, ttl),
+                    // etcd says the lease is gone: another head may hold the identity now
+                    Ok(Ok(Some(_))) => return "the lease ran out".to_string(),
+                    Ok(Ok(None)) => {
+                        last_error = "keep-alive stream closed".to_string();
+                        break;
+                    }
+                    Ok(Err(e)) => {
+                        last_error = format!("keep-alive: {e}");
+                        break;
+                    }
+                    Err(_) => {
+                        last_error = "no keep-alive answer".to_string();
+                        break;
+                    }
+                }
+                if !fence.holds() {
+                    break;
+                }
+                tokio::time::sleep(period).await;
+            }
+            // connect again (another member) before trying once more
+            if let Ok(c) = Client::connect(&cfg.endpoints, Some(opts.clone())).await {
+                client = c;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    fence.revoke();
+    tracing::error!(reason = %why, "identity lost: this head stops answering");
+    lost();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::EtcdCluster;
+
+    fn cfg(c: &EtcdCluster) -> EtcdConfig {
+        EtcdConfig {
+            endpoints: c.endpoints(),
+            prefix: "/rnfs/id/claim-test".into(),
+            timeout: Duration::from_secs(3),
+        }
+    }
+
+    #[test]
+    fn one_holder_at_a_time_and_the_next_claims_when_it_is_gone() {
+        let Some(mut cluster) = EtcdCluster::start(3) else {
+            panic!("etcd is not installed (scripts/install-deps installs etcd-server)")
+        };
+        let c = cfg(&cluster);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let a = claim(
+            &c,
+            "head-a",
+            Duration::from_secs(2),
+            Box::new(move || {
+                let _ = tx.send(());
+            }),
+        )
+        .unwrap();
+        assert!(a.holds());
+        // a second claimant waits while a holds it
+        let c2 = c.clone();
+        let waiter = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let b = claim(&c2, "head-b", Duration::from_secs(2), Box::new(|| {})).unwrap();
+            (b, t0.elapsed())
+        });
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(!waiter.is_finished(), "b claimed while a held the identity");
+        assert!(a.holds(), "a's keep-alives keep its claim");
+        // a is cut off from the cluster (every member down, then back): its fence runs out on
+        // its own clock, and b claims only after that
+        for i in 0..3 {
+            cluster.stop(i);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(!a.holds(), "a still answers without keep-alives");
+        for i in 0..3 {
+            cluster.restart(i);
+        }
+        let (b, _) = waiter.join().unwrap();
+        assert!(b.holds());
+        assert!(b.revision() > a.revision(), "fencing tokens grow");
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("a was told it lost the identity");
+    }
+}
