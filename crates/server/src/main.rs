@@ -221,8 +221,10 @@ async fn run(args: Args) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
             let holds = fence.clone();
             disp.set_fence(Arc::new(move || holds.holds()));
-            let etcd: Arc<dyn store::Store> =
-                Arc::new(store::Etcd::new(cfg).map_err(|e| e.to_string())?);
+            let etcd = store::Etcd::new(cfg).map_err(|e| e.to_string())?;
+            // writes carry the claim's revision: none lands once another head holds the identity
+            etcd.fence_writes(fence.revision());
+            let etcd: Arc<dyn store::Store> = Arc::new(etcd);
             tracing::info!(store = %etcd.describe(), "NFSv4 clients and NLM hosts recorded in the cluster");
             Some(etcd)
         }

@@ -7,7 +7,8 @@
 //! thread of its own with a single-threaded runtime; callers send it requests and wait for the
 //! answer, each request bounded by [`EtcdConfig::timeout`].
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, Txn, TxnOp};
@@ -88,6 +89,8 @@ struct Request {
 pub struct Etcd {
     requests: mpsc::Sender<Request>,
     cfg: EtcdConfig,
+    /// The fencing token writes carry (0: none): see [`Etcd::fence_writes`].
+    fence: Arc<AtomicI64>,
 }
 
 impl std::fmt::Debug for Etcd {
@@ -119,6 +122,7 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
 struct Worker {
     cfg: EtcdConfig,
     client: Option<Client>,
+    fence: Arc<AtomicI64>,
 }
 
 impl Worker {
@@ -160,6 +164,42 @@ impl Worker {
         }
     }
 
+    /// The compares a write carries: the identity's owner key still the one created at the
+    /// fencing token's revision (none before [`Etcd::fence_writes`]).
+    fn fenced(&self) -> Vec<Compare> {
+        match self.fence.load(Ordering::Acquire) {
+            0 => Vec::new(),
+            rev => vec![Compare::create_revision(
+                format!("{}/owner", self.cfg.prefix),
+                CompareOp::Equal,
+                rev,
+            )],
+        }
+    }
+
+    /// A write as a transaction with the fence's compares; Fenced when they fail.
+    async fn write(&mut self, op: TxnOp) -> Result<(), StoreError> {
+        let compares = self.fenced();
+        if compares.is_empty() {
+            self.client()
+                .await?
+                .txn(Txn::new().and_then([op]))
+                .await
+                .map_err(unavailable)?;
+            return Ok(());
+        }
+        let resp = self
+            .client()
+            .await?
+            .txn(Txn::new().when(compares).and_then([op]))
+            .await
+            .map_err(unavailable)?;
+        match resp.succeeded() {
+            true => Ok(()),
+            false => Err(StoreError::Fenced),
+        }
+    }
+
     fn table_prefix(&self, t: Table) -> String {
         format!("{}/{}/", self.cfg.prefix, t.name())
     }
@@ -168,20 +208,12 @@ impl Worker {
         match op {
             Op::Put(t, k, v) => {
                 let key = format!("{}{}", self.table_prefix(t), hex(&k));
-                self.client()
-                    .await?
-                    .put(key, v, None)
-                    .await
-                    .map_err(unavailable)?;
+                self.write(TxnOp::put(key, v, None)).await?;
                 Ok(Answer::Done(true))
             }
             Op::Delete(t, k) => {
                 let key = format!("{}{}", self.table_prefix(t), hex(&k));
-                self.client()
-                    .await?
-                    .delete(key, None)
-                    .await
-                    .map_err(unavailable)?;
+                self.write(TxnOp::delete(key, None)).await?;
                 Ok(Answer::Done(true))
             }
             Op::Get(t, k) => {
@@ -200,11 +232,33 @@ impl Worker {
             Op::PutIf(t, k, v, rev) => {
                 let key = format!("{}{}", self.table_prefix(t), hex(&k));
                 // an absent key's modification revision compares as 0
+                let mut compares = self.fenced();
+                let fenced = !compares.is_empty();
+                compares.push(Compare::mod_revision(key.clone(), CompareOp::Equal, rev));
                 let txn = Txn::new()
-                    .when([Compare::mod_revision(key.clone(), CompareOp::Equal, rev)])
+                    .when(compares)
                     .and_then([TxnOp::put(key, v, None)]);
-                let resp = self.client().await?.txn(txn).await.map_err(unavailable)?;
-                Ok(Answer::Done(resp.succeeded()))
+                let written = self
+                    .client()
+                    .await?
+                    .txn(txn)
+                    .await
+                    .map_err(unavailable)?
+                    .succeeded();
+                if !written && fenced {
+                    // another writer came between, or another head holds the identity
+                    let still = self.fenced();
+                    let owner = self
+                        .client()
+                        .await?
+                        .txn(Txn::new().when(still))
+                        .await
+                        .map_err(unavailable)?;
+                    if !owner.succeeded() {
+                        return Err(StoreError::Fenced);
+                    }
+                }
+                Ok(Answer::Done(written))
             }
             Op::Load(t) => {
                 let start = self.table_prefix(t);
@@ -258,9 +312,11 @@ impl Etcd {
             .enable_all()
             .build()
             .map_err(|e| StoreError::Engine(format!("etcd client runtime: {e}")))?;
+        let fence = Arc::new(AtomicI64::new(0));
         let mut worker = Worker {
             cfg: cfg.clone(),
             client: None,
+            fence: fence.clone(),
         };
         std::thread::Builder::new()
             .name("etcd-client".into())
@@ -271,7 +327,20 @@ impl Etcd {
                 }
             })
             .map_err(|e| StoreError::Engine(format!("etcd client thread: {e}")))?;
-        Ok(Self { requests: tx, cfg })
+        Ok(Self {
+            requests: tx,
+            cfg,
+            fence,
+        })
+    }
+
+    /// From now on every write carries the fencing token `revision` (the revision at which
+    /// this head claimed its identity, [`crate::identity::Fence::revision`]): etcd applies it
+    /// only while the identity's owner key is still the one created then, so that a head that
+    /// lost its identity cannot change records another head now serves from
+    /// ([`StoreError::Fenced`]).
+    pub fn fence_writes(&self, revision: i64) {
+        self.fence.store(revision, Ordering::Release);
     }
 
     fn call(&self, op: Op) -> Result<Answer, StoreError> {

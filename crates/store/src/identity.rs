@@ -278,4 +278,48 @@ mod tests {
         rx.recv_timeout(Duration::from_secs(10))
             .expect("a was told it lost the identity");
     }
+
+    #[test]
+    fn a_head_that_lost_its_identity_cannot_write() {
+        use crate::{Etcd, Store, StoreError, Table};
+        let Some(cluster) = EtcdCluster::start(1) else {
+            panic!("etcd is not installed (scripts/install-deps installs etcd-server)")
+        };
+        let c = cfg(&cluster);
+        let t = Table::new("fenced");
+        let a = claim(&c, "head-a", Duration::from_secs(5), Box::new(|| {})).unwrap();
+        let store_a = Etcd::new(c.clone()).unwrap();
+        store_a.fence_writes(a.revision());
+        store_a.put(t, b"k", b"from a").unwrap();
+        // the owner key goes (as when a's lease runs out) and b claims the identity
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut raw = Client::connect(c.endpoints.clone(), None).await.unwrap();
+            raw.delete(format!("{}/owner", c.prefix), None)
+                .await
+                .unwrap();
+        });
+        let b = claim(&c, "head-b", Duration::from_secs(5), Box::new(|| {})).unwrap();
+        let store_b = Etcd::new(c.clone()).unwrap();
+        store_b.fence_writes(b.revision());
+        // a's late writes are refused, whatever their kind; b's go through
+        assert_eq!(store_a.put(t, b"k", b"late a"), Err(StoreError::Fenced));
+        assert_eq!(store_a.delete(t, b"k"), Err(StoreError::Fenced));
+        assert_eq!(
+            store_a.update(t, b"n", &|_| b"late".to_vec()),
+            Err(StoreError::Fenced)
+        );
+        store_b.put(t, b"k", b"from b").unwrap();
+        assert_eq!(store_b.update(t, b"n", &|_| b"b".to_vec()).unwrap(), b"b");
+        assert_eq!(
+            store_b.load(t).unwrap(),
+            vec![
+                (b"k".to_vec(), b"from b".to_vec()),
+                (b"n".to_vec(), b"b".to_vec())
+            ]
+        );
+    }
 }

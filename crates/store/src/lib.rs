@@ -44,6 +44,10 @@ pub enum StoreError {
     /// The etcd cluster did not answer in time (no quorum, partitioned, stopped).
     #[error("state store unavailable: {0}")]
     Unavailable(String),
+    /// Another head holds this head's identity now: its writes are refused (the fencing
+    /// token, [`identity::Fence::revision`], no longer names the owner).
+    #[error("state store: the identity is held by another head")]
+    Fenced,
 }
 
 /// Rows of a table.
