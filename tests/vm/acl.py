@@ -61,26 +61,20 @@ when any failed.
 """
 import argparse
 import errno
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
 
-
-class Failed(Exception):
-    pass
-
-
-def ename(e):
-    return errno.errorcode.get(e, str(e))
+import asuser
+from asuser import Failed, drop_caches, ename, try_errno
 
 
-def drop_caches():
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
+def as_user(user, fn, *args):
+    """asuser.as_user with umask 022, as a user's shell has it."""
+    return asuser.as_user(user, fn, *args, umask=0o022)
+
 
 
 def parse_user(s):
@@ -93,49 +87,6 @@ def parse_user(s):
 def parse_group(s):
     name, gid = s.split(":")
     return (name, int(gid))
-
-
-def as_user(user, fn, *args):
-    """Runs fn(*args) in a child process that is `user` with umask 022; returns what fn
-    returned (JSON-able), or raises Failed with the child's error."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            os.setgroups(user[3])
-            os.setgid(user[2])
-            os.setuid(user[1])
-            os.umask(0o022)
-            out = {"ok": fn(*args)}
-        except Failed as e:
-            out = {"fail": str(e)}
-        except OSError as e:
-            out = {"fail": f"{e.strerror or ''} ({ename(e.errno)}) at {e.filename}"}
-        except Exception as e:  # noqa: BLE001 - the cause goes to the parent
-            out = {"fail": f"{type(e).__name__}: {e}"}
-        with os.fdopen(w, "w") as f:
-            json.dump(out, f)
-        os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    try:
-        out = json.loads(data)
-    except ValueError:
-        raise Failed(f"as {user[0]}: the child died") from None
-    if "fail" in out:
-        raise Failed(f"as {user[0]}: {out['fail']}")
-    return out["ok"]
-
-
-def try_errno(fn):
-    try:
-        fn()
-        return None
-    except OSError as e:
-        return ename(e.errno)
 
 
 STRERRORS = sorted(((os.strerror(n), name) for n, name in errno.errorcode.items()),

@@ -36,75 +36,19 @@ import argparse
 import errno
 import fcntl
 import hashlib
-import json
 import os
 import random
 import sys
 import time
 
+from asuser import Failed, as_user, drop_caches, ename, try_errno
+
 MIB = 1 << 20
-
-
-class Failed(Exception):
-    pass
 
 
 def expect(cond, what):
     if not cond:
         raise Failed(what)
-
-
-def ename(e):
-    return errno.errorcode.get(e, str(e))
-
-
-def drop_caches():
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
-
-
-def as_user(user, fn, *args):
-    """Runs fn(*args) in a child process that is `user` (name, uid, gid); returns what fn
-    returned (JSON-able), or raises Failed with the child's error."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            os.setgroups([])
-            os.setgid(user[2])
-            os.setuid(user[1])
-            out = {"ok": fn(*args)}
-        except Failed as e:
-            out = {"fail": str(e)}
-        except OSError as e:
-            out = {"fail": f"{e.strerror or ''} ({ename(e.errno)}) at {e.filename}"}
-        except Exception as e:  # noqa: BLE001 - the cause goes to the parent
-            out = {"fail": f"{type(e).__name__}: {e}"}
-        with os.fdopen(w, "w") as f:
-            json.dump(out, f)
-        os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    try:
-        out = json.loads(data)
-    except ValueError:
-        raise Failed(f"as {user[0]}: the child died") from None
-    if "fail" in out:
-        raise Failed(f"as {user[0]}: {out['fail']}")
-    return out["ok"]
-
-
-def try_errno(fn):
-    """Runs fn; None when it worked, else the errno name."""
-    try:
-        fn()
-        return None
-    except OSError as e:
-        return ename(e.errno)
 
 
 def block(seed, i):

@@ -241,6 +241,14 @@ impl Bits {
     fn deny(&mut self, m: u32) {
         self.deny |= m & !self.allow;
     }
+    /// [`Bits::allow`] or [`Bits::deny`], as the ACE's type says.
+    fn apply(&mut self, allow: bool, m: u32) {
+        if allow {
+            self.allow(m)
+        } else {
+            self.deny(m)
+        }
+    }
 }
 
 /// What an NFSv4 ACL grants each principal, walked in order.
@@ -275,8 +283,14 @@ impl State {
         &mut list[i].1
     }
 
-    fn deny_named(list: &mut [(u32, Bits)], m: u32) {
-        list.iter_mut().for_each(|(_, b)| b.deny(m));
+    /// A group's DENY reaches everyone who may be in the group: the owner, the named users
+    /// and groups, and what EVERYONE@ grants later.
+    fn deny_possible_members(&mut self, d: u32) {
+        self.owner.deny(d);
+        self.everyone.deny(d);
+        for (_, b) in self.users.iter_mut().chain(self.groups.iter_mut()) {
+            b.deny(d);
+        }
     }
 
     fn apply(&mut self, a: &Ace4) {
@@ -284,40 +298,29 @@ impl State {
         let allow = a.kind == ACE4_ACCESS_ALLOWED_ACE_TYPE;
         let m = a.mask;
         match a.who {
-            Who::Owner if allow => self.owner.allow(m),
-            Who::Owner => self.owner.deny(m),
+            Who::Owner => self.owner.apply(allow, m),
             Who::User(uid) => {
                 let b = Self::named(&mut self.users, uid, self.everyone);
-                if allow {
-                    b.allow(m);
-                } else {
-                    b.deny(m);
+                b.apply(allow, m);
+                if !allow {
                     // what the user is refused, the owner (who might be that user) is too
                     let d = b.deny;
                     self.owner.deny(d);
                 }
             }
-            Who::Group if allow => self.group.allow(m),
             Who::Group => {
-                self.group.deny(m);
-                let d = self.group.deny;
-                self.owner.deny(d);
-                self.everyone.deny(d);
-                Self::deny_named(&mut self.users, d);
-                Self::deny_named(&mut self.groups, d);
+                self.group.apply(allow, m);
+                if !allow {
+                    self.deny_possible_members(self.group.deny);
+                }
             }
             Who::NamedGroup(gid) => {
                 let b = Self::named(&mut self.groups, gid, self.everyone);
-                if allow {
-                    b.allow(m);
-                } else {
-                    b.deny(m);
+                b.apply(allow, m);
+                if !allow {
                     let d = b.deny;
-                    self.owner.deny(d);
                     self.group.deny(d);
-                    self.everyone.deny(d);
-                    Self::deny_named(&mut self.users, d);
-                    Self::deny_named(&mut self.groups, d);
+                    self.deny_possible_members(d);
                 }
             }
             Who::Everyone => {
@@ -327,18 +330,10 @@ impl State {
                     &mut self.other,
                     &mut self.everyone,
                 ] {
-                    if allow {
-                        b.allow(m);
-                    } else {
-                        b.deny(m);
-                    }
+                    b.apply(allow, m);
                 }
                 for (_, b) in self.users.iter_mut().chain(self.groups.iter_mut()) {
-                    if allow {
-                        b.allow(m);
-                    } else {
-                        b.deny(m);
-                    }
+                    b.apply(allow, m);
                 }
             }
         }

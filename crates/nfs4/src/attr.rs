@@ -250,9 +250,11 @@ pub struct Object<'a> {
     /// The file system offers flexible files layouts to this client (fs_layout_types lists
     /// them; empty otherwise).
     pub layouts: bool,
-    /// Its NFSv4 ACL, read when asked for: None where ACLs are not served (`no_acl`, a file
-    /// system without POSIX ACLs, the pseudo file system), an error when it cannot be read.
-    pub acl: &'a dyn Fn() -> Option<Result<Vec<Ace4>, Nfsstat4>>,
+    /// ACLs are served for it (not with `no_acl`, a file system without POSIX ACLs, the
+    /// pseudo file system): supported_attrs and aclsupport say so.
+    pub acls: bool,
+    /// Its NFSv4 ACL, read only when `acl` or `dacl` is asked for (and `acls`).
+    pub acl: &'a dyn Fn() -> Result<Vec<Ace4>, Nfsstat4>,
 }
 
 /// An ACL as fattr4_acl: the count, then each ACE with its principal's name.
@@ -360,16 +362,16 @@ pub fn fattr_in(req: &Bitmap, o: &Object<'_>, minor: u32, v: &mut Encoder) -> Fa
     let a = o.attr;
     let mut fs: Option<Option<FsStat>> = None;
     let mut fsstat = || fs.get_or_insert_with(|| (o.fsstat)()).clone();
-    let mut read_acl: Option<Option<Result<Vec<Ace4>, Nfsstat4>>> = None;
+    let mut read_acl: Option<Result<Vec<Ace4>, Nfsstat4>> = None;
     let mut acl = || read_acl.get_or_insert_with(|| (o.acl)()).clone();
     for n in req.bits() {
         if !sup.has(n) || write_only(n) {
             continue;
         }
         match n {
-            nfs4wire::FATTR4_SUPPORTED_ATTRS => match acl() {
-                Some(_) => sup.encode(v),
-                None => {
+            nfs4wire::FATTR4_SUPPORTED_ATTRS => match o.acls {
+                true => sup.encode(v),
+                false => {
                     let mut without = sup.clone();
                     for b in ACL_ATTRS {
                         without.clear(b);
@@ -391,19 +393,20 @@ pub fn fattr_in(req: &Bitmap, o: &Object<'_>, minor: u32, v: &mut Encoder) -> Fa
             }
             nfs4wire::FATTR4_LEASE_TIME => v.u32(o.lease),
             nfs4wire::FATTR4_RDATTR_ERROR => v.u32(Nfsstat4::NFS4_OK.0),
-            nfs4wire::FATTR4_ACLSUPPORT => v.u32(match acl() {
-                Some(_) => nfs4wire::ACL4_SUPPORT_ALLOW_ACL | nfs4wire::ACL4_SUPPORT_DENY_ACL,
-                None => 0,
+            nfs4wire::FATTR4_ACLSUPPORT => v.u32(match o.acls {
+                true => nfs4wire::ACL4_SUPPORT_ALLOW_ACL | nfs4wire::ACL4_SUPPORT_DENY_ACL,
+                false => 0,
             }),
+            nfs4wire::FATTR4_ACL | nfs4wire::FATTR4_DACL if !o.acls => continue,
             nfs4wire::FATTR4_ACL | nfs4wire::FATTR4_DACL => match acl() {
-                Some(Ok(aces)) => {
+                Ok(aces) => {
                     if n == nfs4wire::FATTR4_DACL {
                         v.u32(0); // aclflag4: no automatic inheritance
                     }
                     encode_aces(v, &aces, o.idmap)
                 }
-                // not served here, or unreadable: left out of the reply
-                _ => continue,
+                // unreadable: left out of the reply
+                Err(_) => continue,
             },
             nfs4wire::FATTR4_CANSETTIME
             | nfs4wire::FATTR4_CASE_PRESERVING
@@ -586,7 +589,8 @@ mod tests {
             lease: 90,
             idmap: &IdMap::default(),
             layouts: false,
-            acl: &|| None,
+            acls: false,
+            acl: &|| Ok(Vec::new()),
         };
         let req = Bitmap::of(&[crate::proto::FATTR4_OPEN_ARGUMENTS]);
         for minor in [1, 2] {

@@ -57,7 +57,8 @@ impl Nfs4 {
                     lease: self.lease_secs,
                     idmap: &self.idmap,
                     layouts: false,
-                    acl: &|| None,
+                    acls: false,
+                    acl: &|| Ok(Vec::new()),
                 };
                 attr::fattr(req, &o, ctx.minor)
             }
@@ -98,36 +99,33 @@ impl Nfs4 {
             lease: self.lease_secs,
             idmap: &self.idmap,
             layouts: self.offers_layouts(caller),
+            acls: self.serves_acls(caller, n),
             acl: &acl,
         };
         attr::fattr(req, &o, minor)
     }
 
-    /// The NFSv4 ACL of `n` (its POSIX ACLs, or its mode, mapped); None where the caller's
-    /// rule says `no_acl` or the file system keeps no ACLs.
-    pub(crate) fn nfs4_acl(
-        &self,
-        caller: &vfs::Caller,
-        n: &Node,
-    ) -> Option<Result<Vec<crate::acl::Ace4>, Nfsstat4>> {
-        if !caller.acls || !self.vfs.acls_supported(n) {
-            return None;
-        }
+    /// Whether `caller` is served ACLs on `n`'s export: its rule does not say `no_acl`, and
+    /// the file system keeps POSIX ACLs.
+    fn serves_acls(&self, caller: &vfs::Caller, n: &Node) -> bool {
+        caller.acls && self.vfs.acls_supported(n)
+    }
+
+    /// The NFSv4 ACL of `n` (its POSIX ACLs, or its mode, mapped).
+    fn nfs4_acl(&self, caller: &vfs::Caller, n: &Node) -> Result<Vec<crate::acl::Ace4>, Nfsstat4> {
         let dir = n.attr.ftype == FileType::Directory;
         let read = |kind| {
             self.vfs
                 .get_acl(caller, n, kind)
                 .map_err(crate::compound::nfsstat4)
         };
-        Some((|| {
-            let access = read(vfs::acl::AclKind::Access)?
-                .unwrap_or_else(|| vfs::acl::PosixAcl::from_mode(n.attr.mode));
-            let default = match dir {
-                true => read(vfs::acl::AclKind::Default)?,
-                false => None,
-            };
-            Ok(crate::acl::to_nfs4(&access, default.as_ref(), dir))
-        })())
+        let access = read(vfs::acl::AclKind::Access)?
+            .unwrap_or_else(|| vfs::acl::PosixAcl::from_mode(n.attr.mode));
+        let default = match dir {
+            true => read(vfs::acl::AclKind::Default)?,
+            false => None,
+        };
+        Ok(crate::acl::to_nfs4(&access, default.as_ref(), dir))
     }
 
     /// Sets an NFSv4 ACL on `n` as its POSIX access ACL and, for a directory, default ACL.
@@ -641,7 +639,7 @@ impl Nfs4 {
             self.vfs.fsstat(&n).ok()
         };
         let acl = || {
-            let n = self.vfs.resolve(fh).ok()?;
+            let n = self.vfs.resolve(fh).map_err(crate::compound::nfsstat4)?;
             self.nfs4_acl(caller, &n)
         };
         let o = Object {
@@ -652,6 +650,8 @@ impl Nfs4 {
             lease: self.lease_secs,
             idmap: &self.idmap,
             layouts: self.offers_layouts(caller),
+            // the entry is on its directory's export
+            acls: self.serves_acls(caller, dir),
             acl: &acl,
         };
         attr::fattr_in(req, &o, minor, vals)

@@ -110,10 +110,7 @@ fn v4_getattr_maps_the_mode_and_the_posix_acl_as_knfsd() {
     let fx = fixture();
     let p = file(&fx.export, "f", 0o640, TEST_UID);
     let (mut c, dir) = v4(&fx, "acl-get");
-    let fh = c
-        .call(Ops::new().putfh(&dir).lookup("f").getfh())
-        .ok("LOOKUP")
-        .fh();
+    let fh = c.lookup_fh(&dir, "f");
     let a = c.getattr(
         &fh,
         &[
@@ -162,10 +159,7 @@ fn v4_setattr_acl_sets_the_posix_acl_and_the_mode_follows() {
     let fx = fixture();
     let p = file(&fx.export, "f", 0o600, TEST_UID);
     let (mut c, dir) = v4(&fx, "acl-set");
-    let fh = c
-        .call(Ops::new().putfh(&dir).lookup("f").getfh())
-        .ok("LOOKUP")
-        .fh();
+    let fh = c.lookup_fh(&dir, "f");
     set_acl(
         &mut c,
         &fh,
@@ -245,10 +239,7 @@ fn v4_deny_aces_take_away_what_later_aces_give() {
     let fx = fixture();
     let p = file(&fx.export, "f", 0o666, TEST_UID);
     let (mut c, dir) = v4(&fx, "acl-deny");
-    let fh = c
-        .call(Ops::new().putfh(&dir).lookup("f").getfh())
-        .ok("LOOKUP")
-        .fh();
+    let fh = c.lookup_fh(&dir, "f");
     set_acl(
         &mut c,
         &fh,
@@ -346,10 +337,7 @@ fn default_acls_are_set_as_inheritable_aces_and_inherited_by_creates() {
     let fx = fixture();
     let d = owned_dir(&fx.export, "proj");
     let (mut c, dir) = v4(&fx, "acl-inherit");
-    let dh = c
-        .call(Ops::new().putfh(&dir).lookup("proj").getfh())
-        .ok("LOOKUP")
-        .fh();
+    let dh = c.lookup_fh(&dir, "proj");
     set_acl(
         &mut c,
         &dh,
@@ -432,10 +420,7 @@ fn v4_what_posix_acls_cannot_hold_gets_knfsds_errors() {
     let fx = fixture();
     file(&fx.export, "f", 0o644, TEST_UID);
     let (mut c, dir) = v4(&fx, "acl-errors");
-    let fh = c
-        .call(Ops::new().putfh(&dir).lookup("f").getfh())
-        .ok("LOOKUP")
-        .fh();
+    let fh = c.lookup_fh(&dir, "f");
     let status = |c: &mut V4, aces| set_acl(c, &fh, aces).status;
     // AUDIT ACEs, an unsupported flag, inheritance on a file: ATTRNOTSUPP
     let audit = vec![ace(w::ACE4_SYSTEM_AUDIT_ACE_TYPE, 0, R, "EVERYONE@")];
@@ -708,10 +693,7 @@ fn no_acl_hides_acls_but_checks_still_follow_them() {
     let p = file(&fx.export, "f", 0o600, TEST_UID);
     setfacl(&p, &["-m", &format!("u:{ALICE}:r")]);
     let (mut c, dir) = v4(&fx, "no-acl");
-    let fh = c
-        .call(Ops::new().putfh(&dir).lookup("f").getfh())
-        .ok("LOOKUP")
-        .fh();
+    let fh = c.lookup_fh(&dir, "f");
     let a = c.getattr(
         &fh,
         &[
@@ -760,10 +742,7 @@ fn an_exclusive_create_combines_its_mode_with_the_default_acl() {
     let fx = fixture();
     let d = inheriting_dir(&fx, "i");
     let (mut c, dir) = v4(&fx, "excl-acl");
-    let dh = c
-        .call(Ops::new().putfh(&dir).lookup("i").getfh())
-        .ok("LOOKUP")
-        .fh();
+    let dh = c.lookup_fh(&dir, "i");
     c.open_ok(
         &dh,
         "x",
@@ -790,12 +769,7 @@ fn mode_umask_is_applied_only_where_no_default_acl_decides() {
     let d = inheriting_dir(&fx, "i");
     owned_dir(&fx.export, "plain");
     let (mut c, dir) = v4(&fx, "mode-umask");
-    let fh_of = |c: &mut V4, name: &str| {
-        c.call(Ops::new().putfh(&dir).lookup(name).getfh())
-            .ok("LOOKUP")
-            .fh()
-    };
-    let (ih, ph) = (fh_of(&mut c, "i"), fh_of(&mut c, "plain"));
+    let (ih, ph) = (c.lookup_fh(&dir, "i"), c.lookup_fh(&dir, "plain"));
     let a = c.getattr(&dir, &[w::FATTR4_SUPPORTED_ATTRS]);
     assert!(a.supported.unwrap().contains(&FATTR4_MODE_UMASK));
     let with_umask = |mode| Sattr {
@@ -836,7 +810,7 @@ fn mode_umask_is_applied_only_where_no_default_acl_decides() {
         0o755
     );
     // only creates take it (BADXDR in SETATTR, as knfsd), and it cannot be read
-    let f = fh_of(&mut c, "plain");
+    let f = c.lookup_fh(&dir, "plain");
     let r = c.call(
         Ops::new()
             .putfh(&f)

@@ -72,13 +72,8 @@ fn client_records_in_etcd_let_another_head_grant_reclaims() {
     // handle key is the one thing shared: files keep their handles)
     fx.server.crash();
     let other = tempfile::tempdir().unwrap();
-    std::fs::copy(old.state_dir.join("fh.key"), other.path().join("fh.key")).unwrap();
-    let cfg = ServerConfig {
-        state_dir: other.path().to_owned(),
-        port: Some(fx.server.port),
-        ..old
-    };
-    fx.server.start_again(cfg);
+    fx.server
+        .start_again(other_head(&fx, other.path(), Some(fx.server.port)));
     let port = fx.server.port;
 
     // the records from etcd started a grace period: a newcomer waits
@@ -97,19 +92,11 @@ fn client_records_in_etcd_let_another_head_grant_reclaims() {
     let mut a = V4::connect(port, 1, "ha-client-a");
     a.establish_with(8, false);
     let r = a
-        .call(
-            Ops::new()
-                .putfh(&fh)
-                .open(
-                    0,
-                    OPEN4_SHARE_ACCESS_BOTH,
-                    OPEN4_SHARE_DENY_WRITE,
-                    a.clientid,
-                    b"a-open",
-                    &OpenHow::NoCreate,
-                    &OpenClaim4::ClaimPrevious(OpenDelegationType4::OpenDelegateNone),
-                )
-                .getfh(),
+        .reclaim_open(
+            &fh,
+            b"a-open",
+            OPEN4_SHARE_ACCESS_BOTH,
+            OPEN4_SHARE_DENY_WRITE,
         )
         .ok("OPEN CLAIM_PREVIOUS on the new head");
     let open = r.open_stateid();
@@ -287,14 +274,9 @@ fn nlm_hosts_in_etcd_are_notified_by_the_head_that_takes_over() {
 
     // another head with a state directory of its own takes the identity over
     fx.server.crash();
-    let old = fx.server.config();
     let other = tempfile::tempdir().unwrap();
-    std::fs::copy(old.state_dir.join("fh.key"), other.path().join("fh.key")).unwrap();
-    fx.server.start_again(ServerConfig {
-        state_dir: other.path().to_owned(),
-        port: Some(fx.server.port),
-        ..old
-    });
+    fx.server
+        .start_again(other_head(&fx, other.path(), Some(fx.server.port)));
     // it tells the host, with the identity's next state number
     let (chge, _) = notified
         .recv_timeout(std::time::Duration::from_secs(10))
@@ -308,20 +290,26 @@ fn nlm_hosts_in_etcd_are_notified_by_the_head_that_takes_over() {
     assert_eq!(r.stat.stat, nlmwire::Nlm4Stats::nlm4_granted);
 }
 
-/// A second head for the identity of `fx`'s server: the same exports and arguments, a state
-/// directory of its own with the same handle key; started on a thread (it waits while the
-/// identity is held), with when it got ready.
+/// Another head for the identity of `fx`'s server: the same exports and arguments, on
+/// `port`, and state directory `dir` of its own with the same handle key (the one thing
+/// heads share besides the cluster: files keep their handles).
+fn other_head(fx: &Fixture, dir: &std::path::Path, port: Option<u16>) -> ServerConfig {
+    let old = fx.server.config();
+    std::fs::copy(old.state_dir.join("fh.key"), dir.join("fh.key")).unwrap();
+    ServerConfig {
+        state_dir: dir.to_owned(),
+        port,
+        ..old
+    }
+}
+
+/// A second head for the identity of `fx`'s server ([`other_head`]), started on a thread (it
+/// waits while the identity is held), with when it got ready.
 fn standby(
     fx: &Fixture,
     dir: &std::path::Path,
 ) -> std::thread::JoinHandle<(Server, std::time::Instant)> {
-    let old = fx.server.config();
-    std::fs::copy(old.state_dir.join("fh.key"), dir.join("fh.key")).unwrap();
-    let cfg = ServerConfig {
-        state_dir: dir.to_owned(),
-        port: None,
-        ..old
-    };
+    let cfg = other_head(fx, dir, None);
     std::thread::spawn(move || {
         let s = Server::start(cfg);
         (s, std::time::Instant::now())
@@ -370,16 +358,8 @@ fn a_standby_serves_within_the_lease_after_the_active_head_dies() {
     // the client reclaims its open on the new head
     let mut a = V4::connect(b.port, 1, "ha-standby-client");
     a.establish_with(8, false);
-    a.call(Ops::new().putfh(&fh).open(
-        0,
-        OPEN4_SHARE_ACCESS_BOTH,
-        OPEN4_SHARE_DENY_NONE,
-        a.clientid,
-        b"o",
-        &OpenHow::NoCreate,
-        &OpenClaim4::ClaimPrevious(OpenDelegationType4::OpenDelegateNone),
-    ))
-    .ok("OPEN CLAIM_PREVIOUS on the standby");
+    a.reclaim_open(&fh, b"o", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE)
+        .ok("OPEN CLAIM_PREVIOUS on the standby");
 }
 
 #[test]

@@ -75,19 +75,11 @@ fn opens_and_locks_are_reclaimed_after_sigkill() {
     // The old client comes back and reclaims its open and its lock.
     let mut a = session_without_reclaim_complete(port, "reclaim-a");
     let r = a
-        .call(
-            Ops::new()
-                .putfh(&fh)
-                .open(
-                    0,
-                    OPEN4_SHARE_ACCESS_BOTH,
-                    OPEN4_SHARE_DENY_WRITE,
-                    a.clientid,
-                    b"a-open",
-                    &OpenHow::NoCreate,
-                    &OpenClaim4::ClaimPrevious(OpenDelegationType4::OpenDelegateNone),
-                )
-                .getfh(),
+        .reclaim_open(
+            &fh,
+            b"a-open",
+            OPEN4_SHARE_ACCESS_BOTH,
+            OPEN4_SHARE_DENY_WRITE,
         )
         .ok("OPEN CLAIM_PREVIOUS");
     let open = r.open_stateid();

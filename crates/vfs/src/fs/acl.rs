@@ -116,7 +116,6 @@ impl Vfs {
             };
         }
         let path = node.proc_path();
-        self.acls.forget(&node.attr);
         let r = cred::with_creds(&caller.creds, || match acl {
             Some(a) => sys::setxattr(&path, kind.xattr_name(), &a.to_xattr(), 0),
             None => match sys::removexattr(&path, kind.xattr_name()) {
@@ -124,6 +123,7 @@ impl Vfs {
                 r => r,
             },
         });
+        // the ctime moved, but perhaps within the same tick as the cached one
         self.acls.forget(&node.attr);
         r.map_err(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP) => VfsError::NotSupported,
@@ -183,7 +183,11 @@ impl Vfs {
     ) -> bool {
         let c = &caller.creds;
         let a = &node.attr;
-        if c.uid == 0 || c.uid == a.uid || a.ftype == FileType::Symlink {
+        if c.uid == 0
+            || c.uid == a.uid
+            || a.ftype == FileType::Symlink
+            || !self.acls_supported(node)
+        {
             return mode_allows(c, a, want, owner_override);
         }
         match self.access_acl(node) {

@@ -393,6 +393,29 @@ impl V4 {
             .fh()
     }
 
+    /// OPEN with CLAIM_PREVIOUS (4.1+, a reclaim in the grace period) of `fh` for this
+    /// client's open-owner `owner`; returns the whole result (PUTFH, OPEN, GETFH).
+    pub fn reclaim_open(&mut self, fh: &[u8], owner: &[u8], access: u32, deny: u32) -> CompoundRes {
+        let claim = w::OpenClaim4::ClaimPrevious(w::OpenDelegationType4::OpenDelegateNone);
+        let ops = Ops::new().putfh(fh).open(
+            0,
+            access,
+            deny,
+            self.clientid,
+            owner,
+            &OpenHow::NoCreate,
+            &claim,
+        );
+        self.call(ops.getfh())
+    }
+
+    /// The handle of `name` in directory `dir` (LOOKUP that must succeed).
+    pub fn lookup_fh(&mut self, dir: &[u8], name: &str) -> Bytes {
+        self.call(Ops::new().putfh(dir).lookup(name).getfh())
+            .ok(&format!("LOOKUP {name}"))
+            .fh()
+    }
+
     /// OPEN (4.1+) of `name` in `dir` for this client's open-owner `owner`; returns the whole
     /// result (PUTFH, OPEN, GETFH).
     pub fn open(
