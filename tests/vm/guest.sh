@@ -754,6 +754,7 @@ KRB5_NOTICKET=carol:2103
 KRB5_MIB=${KRB5_MIB:-4}
 KRB5_PERF_MIB=${KRB5_PERF_MIB:-0} # > 0: krb5.py's perf step on each mount (figures, both servers)
 KRB5_PERF_RUNS=${KRB5_PERF_RUNS:-3}
+KRB5_PROFILE=${KRB5_PROFILE:-0} # 1: and the profile case's perf record on each mount (with KRB5_PERF_MIB)
 KRB5_RUST_LOG=${KRB5_RUST_LOG:-info,sunrpc::gss=debug,gss=debug}
 KRB5_GSSD_PID=
 KRB5_SVCGSSD_PID=
@@ -1030,6 +1031,7 @@ krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
 		out=$(timeout -k 10 600 python3 "$REPO/tests/vm/krb5.py" --dir $mnt --tag "$v-$t-$f" \
 			--user alice:2101:2101 --user bob:2102:2102 --noticket carol:2103:2103 \
 			--big-mib "$KRB5_MIB" --seed "$SEED" --perf-mib "$KRB5_PERF_MIB" --perf-runs "$KRB5_PERF_RUNS" \
+			$([ "$KRB5_PROFILE" = 1 ] && echo --profile) \
 			"${nolock[@]}" ${KRB5_RNFSD_PID:+--metrics-url "http://$KRB5_RNFSD_METRICS/metrics"} 2>&1)
 		rc=$?
 		echo "$out" | sed "s/^/krb5 $s $v $t $f| /"

@@ -28,7 +28,8 @@ credentials (it finds the ticket cache /tmp/krb5cc_UID the harness made with kin
   perf      only with --perf-mib: the perf case's figures (workload.py's perf_once: dd write
             with fsync, dd read after dropping caches, fio 4 KiB random reads, the server's CPU
             per MB) as the first user, --perf-runs rounds, printed as a PERF line; the harness
-            runs it on both servers so that each flavor compares side by side
+            runs it on both servers so that each flavor compares side by side; with --profile
+            also workload.py's profile case (perf record of the guest) as root
   cleanup   every file and directory made is removed; the mount's directory is as before
 
 Prints one "sub=NAME status=PASS|FAIL|SKIP time=SECS reason=TEXT" line per step; exit status 1
@@ -180,6 +181,8 @@ def main():
     ap.add_argument("--perf-runs", type=int, default=3)
     ap.add_argument("--no-lock", metavar="WHY",
                     help="the lock step cannot reach the server's lock manager: report it SKIP")
+    ap.add_argument("--profile", action="store_true",
+                    help="with --perf-mib: also workload.py's profile case as root (a figure)")
     ap.add_argument("--metrics-url", help="rnfsd's Prometheus endpoint (none: knfsd's threads)")
     a = ap.parse_args()
     expect(len(a.user) >= 2, "two users with tickets are needed")
@@ -269,6 +272,9 @@ def main():
         path = os.path.join(dirs[u[0]], "perf")
         rounds = [workload.perf_once(path, a, setpriv) for _ in range(max(1, a.perf_runs))]
         print(f"PERF {a.tag}: {workload.figures_text(rounds)}", flush=True)
+        if a.profile:  # as root, under the machine credential: the profile's files are anon's
+            a.label = f"{a.tag}"
+            workload.case_profile(top, a)
 
     steps = [("own", own), ("read", read), ("cross", cross), ("noticket", noticket),
              ("lock", lock), ("root", root)]

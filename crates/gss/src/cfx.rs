@@ -5,7 +5,11 @@
 //! messages are then signed and sealed here, with the CPU's AES and SHA instructions, without
 //! a lock on the library and without copying a message into the library's buffers first.
 
-use aes::cipher::{generic_array::GenericArray, BlockDecrypt, BlockEncrypt, KeyInit};
+use aes::cipher::consts::U16;
+use aes::cipher::inout::InOutBuf;
+use aes::cipher::{
+    generic_array::GenericArray, BlockDecrypt, BlockEncrypt, BlockSizeUser, KeyInit,
+};
 use hmac::{Hmac, Mac};
 
 /// Why a token was refused or could not be made.
@@ -110,45 +114,45 @@ impl Aes {
 
     /// CBC-encrypts whole blocks in place, chained from `iv`; returns the last ciphertext
     /// block. The chaining runs inside the cipher's backend (AES-NI round keys kept in
-    /// registers), eight blocks per call.
+    /// registers) over the blocks where they lie.
     fn cbc_encrypt(&self, data: &mut [u8], iv: [u8; 16]) -> [u8; 16] {
         use cbc::cipher::{BlockEncryptMut, InnerIvInit};
-        fn run<C>(c: &C, data: &mut [u8], iv: [u8; 16]) -> [u8; 16]
+        fn run<C>(c: &C, data: &mut [u8], iv: [u8; 16])
         where
-            C: BlockEncrypt
-                + aes::cipher::BlockCipher
-                + Clone
-                + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>,
+            C: BlockEncrypt + aes::cipher::BlockCipher + Clone + BlockSizeUser<BlockSize = U16>,
         {
             let mut enc =
                 cbc::Encryptor::<C>::inner_iv_init(c.clone(), GenericArray::from_slice(&iv));
-            let mut last = iv;
-            for chunk in data.chunks_mut(128) {
-                let mut blocks: [GenericArray<u8, aes::cipher::consts::U16>; 8] =
-                    Default::default();
-                let n = chunk.len() / 16;
-                for (b, c) in blocks.iter_mut().zip(chunk.chunks_exact(16)) {
-                    b.copy_from_slice(c);
-                }
-                enc.encrypt_blocks_mut(&mut blocks[..n]);
-                for (c, b) in chunk.chunks_exact_mut(16).zip(&blocks) {
-                    c.copy_from_slice(b);
-                }
-                last.copy_from_slice(&blocks[n - 1]);
-            }
-            last
+            let (blocks, _) = InOutBuf::from(data).into_chunks::<U16>();
+            enc.encrypt_blocks_inout_mut(blocks);
         }
         match self {
             Aes::A128(a) => run(a, data, iv),
             Aes::A256(a) => run(a, data, iv),
         }
+        let mut last = iv;
+        if data.len() >= 16 {
+            last.copy_from_slice(&data[data.len() - 16..]);
+        }
+        last
     }
 
-    /// Decrypts up to eight blocks at once (the AES-NI backend pipelines them).
-    fn decrypt_par(&self, blocks: &mut [GenericArray<u8, aes::cipher::consts::U16>]) {
+    /// CBC-decrypts whole blocks in place, chained from `iv` (the backend decrypts several
+    /// blocks at once: unlike encryption, decryption does not chain through the cipher).
+    fn cbc_decrypt(&self, data: &mut [u8], iv: [u8; 16]) {
+        use cbc::cipher::{BlockDecryptMut, InnerIvInit};
+        fn run<C>(c: &C, data: &mut [u8], iv: [u8; 16])
+        where
+            C: BlockDecrypt + aes::cipher::BlockCipher + Clone + BlockSizeUser<BlockSize = U16>,
+        {
+            let mut dec =
+                cbc::Decryptor::<C>::inner_iv_init(c.clone(), GenericArray::from_slice(&iv));
+            let (blocks, _) = InOutBuf::from(data).into_chunks::<U16>();
+            dec.decrypt_blocks_inout_mut(blocks);
+        }
         match self {
-            Aes::A128(a) => a.decrypt_blocks(blocks),
-            Aes::A256(a) => a.decrypt_blocks(blocks),
+            Aes::A128(a) => run(a, data, iv),
+            Aes::A256(a) => run(a, data, iv),
         }
     }
 }
@@ -200,29 +204,10 @@ fn cts_decrypt(aes: &Aes, data: &mut [u8]) {
     }
     let last_len = n - 16 * ((n - 1) / 16);
     let head = n - 16 - last_len;
-    // CBC decryption of the whole blocks, eight at a time (unlike encryption, it does not
-    // chain through the cipher)
     let mut prev = [0u8; 16];
-    for chunk in data[..head].chunks_mut(128) {
-        let n = chunk.len() / 16;
-        let mut saved = [0u8; 128];
-        saved[..chunk.len()].copy_from_slice(chunk);
-        let mut blocks: [GenericArray<u8, aes::cipher::consts::U16>; 8] = Default::default();
-        for (b, c) in blocks.iter_mut().zip(chunk.chunks_exact(16)) {
-            b.copy_from_slice(c);
-        }
-        aes.decrypt_par(&mut blocks[..n]);
-        for (i, (c, b)) in chunk.chunks_exact_mut(16).zip(&blocks).enumerate() {
-            let p: &[u8] = if i == 0 {
-                &prev
-            } else {
-                &saved[(i - 1) * 16..i * 16]
-            };
-            for ((x, y), z) in c.iter_mut().zip(b.iter()).zip(p) {
-                *x = y ^ z;
-            }
-        }
-        prev.copy_from_slice(&saved[(n - 1) * 16..n * 16]);
+    if head > 0 {
+        prev.copy_from_slice(&data[head - 16..head]);
+        aes.cbc_decrypt(&mut data[..head], [0u8; 16]);
     }
     // C(n-1)' (sent first, the encryption of the padded last block) and the stolen tail
     let cn: [u8; 16] = (&data[head..head + 16]).try_into().expect("a block");
@@ -299,38 +284,74 @@ fn kdf_sha2(et: Enctype, base: &[u8], label: &[u8], bits: u32) -> Vec<u8> {
 }
 
 fn hmac_sha2(et: Enctype, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
-    match et {
-        Enctype::Aes256Sha384 => {
-            let mut m = <Hmac<sha2::Sha384> as Mac>::new_from_slice(key).expect("any key length");
-            for p in parts {
-                m.update(p);
-            }
-            m.finalize().into_bytes().to_vec()
-        }
-        _ => {
-            let mut m = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("any key length");
-            for p in parts {
-                m.update(p);
-            }
-            m.finalize().into_bytes().to_vec()
-        }
+    Keyed::new(et, key).mac(parts).as_ref().to_vec()
+}
+
+/// An HMAC with its key already absorbed (the inner and outer pads hashed once per context,
+/// not once per message).
+#[derive(Clone)]
+enum Keyed {
+    Sha1(Hmac<sha1::Sha1>),
+    Sha256(Hmac<sha2::Sha256>),
+    Sha384(Hmac<sha2::Sha384>),
+}
+
+/// An HMAC's output (at most SHA-384's 48 bytes), possibly truncated.
+struct Tag {
+    bytes: [u8; 48],
+    len: usize,
+}
+
+impl AsRef<[u8]> for Tag {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
-fn hmac_sha1(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
-    let mut m = <Hmac<sha1::Sha1> as Mac>::new_from_slice(key).expect("any key length");
-    for p in parts {
-        m.update(p);
+impl Keyed {
+    fn new(et: Enctype, key: &[u8]) -> Self {
+        match et {
+            Enctype::Aes256Sha384 => Keyed::Sha384(
+                <Hmac<sha2::Sha384> as Mac>::new_from_slice(key).expect("any key length"),
+            ),
+            Enctype::Aes128Sha256 => Keyed::Sha256(
+                <Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("any key length"),
+            ),
+            _ => {
+                Keyed::Sha1(<Hmac<sha1::Sha1> as Mac>::new_from_slice(key).expect("any key length"))
+            }
+        }
     }
-    m.finalize().into_bytes().to_vec()
+
+    /// The HMAC of the concatenation of `parts`.
+    fn mac(&self, parts: &[&[u8]]) -> Tag {
+        fn run<M: Mac + Clone>(m: &M, parts: &[&[u8]]) -> Tag {
+            let mut m = m.clone();
+            for p in parts {
+                m.update(p);
+            }
+            let out = m.finalize().into_bytes();
+            let mut t = Tag {
+                bytes: [0; 48],
+                len: out.len(),
+            };
+            t.bytes[..out.len()].copy_from_slice(&out);
+            t
+        }
+        match self {
+            Keyed::Sha1(m) => run(m, parts),
+            Keyed::Sha256(m) => run(m, parts),
+            Keyed::Sha384(m) => run(m, parts),
+        }
+    }
 }
 
 /// The keys of one key usage: checksum (Kc), encryption (Ke) and integrity (Ki).
 #[derive(Clone)]
 struct UsageKeys {
-    kc: Vec<u8>,
+    kc: Keyed,
     ke: Aes,
-    ki: Vec<u8>,
+    ki: Keyed,
 }
 
 impl UsageKeys {
@@ -346,53 +367,54 @@ impl UsageKeys {
                 _ => (128, 128, 128),
             };
             UsageKeys {
-                kc: kdf_sha2(et, base, &c(0x99), kc_bits),
+                kc: Keyed::new(et, &kdf_sha2(et, base, &c(0x99), kc_bits)),
                 ke: Aes::new(&kdf_sha2(et, base, &c(0xaa), ke_bits)),
-                ki: kdf_sha2(et, base, &c(0x55), ki_bits),
+                ki: Keyed::new(et, &kdf_sha2(et, base, &c(0x55), ki_bits)),
             }
         } else {
             UsageKeys {
-                kc: dk_sha1(base, &c(0x99)),
+                kc: Keyed::new(et, &dk_sha1(base, &c(0x99))),
                 ke: Aes::new(&dk_sha1(base, &c(0xaa))),
-                ki: dk_sha1(base, &c(0x55)),
+                ki: Keyed::new(et, &dk_sha1(base, &c(0x55))),
             }
         }
     }
 }
 
 /// The checksum (keyed, truncated) of the concatenation of `parts`.
-fn checksum(et: Enctype, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
-    let mut h = if et.sha2() {
-        hmac_sha2(et, key, parts)
-    } else {
-        hmac_sha1(key, parts)
-    };
-    h.truncate(et.mac_len());
-    h
+fn checksum(et: Enctype, key: &Keyed, parts: &[&[u8]]) -> Tag {
+    let mut t = key.mac(parts);
+    t.len = et.mac_len();
+    t
 }
 
-/// RFC 3961 encryption of `plain` (confounder first): the ciphertext and its checksum.
-fn encrypt(et: Enctype, k: &UsageKeys, confounder: [u8; 16], plain: &[&[u8]]) -> Vec<u8> {
-    let len: usize = 16 + plain.iter().map(|p| p.len()).sum::<usize>();
-    let mut buf = Vec::with_capacity(len + et.mac_len());
-    buf.extend_from_slice(&confounder);
+/// RFC 3961 encryption of `plain` (confounder first), appended to `out`: the ciphertext and
+/// its checksum. The plaintext is copied once, into `out`, and encrypted there.
+fn encrypt_into(
+    et: Enctype,
+    k: &UsageKeys,
+    confounder: [u8; 16],
+    plain: &[&[u8]],
+    out: &mut Vec<u8>,
+) {
+    let start = out.len();
+    out.extend_from_slice(&confounder);
     for p in plain {
-        buf.extend_from_slice(p);
+        out.extend_from_slice(p);
     }
     let mac = if et.sha2() {
         None
     } else {
         // RFC 3962: the HMAC is over the plaintext (with its confounder)
-        Some(checksum(et, &k.ki, &[&buf]))
+        Some(checksum(et, &k.ki, &[&out[start..]]))
     };
-    cts_encrypt(&k.ke, &mut buf);
+    cts_encrypt(&k.ke, &mut out[start..]);
     let mac = match mac {
         Some(m) => m,
         // RFC 8009: over the IV (zero) and the ciphertext
-        None => checksum(et, &k.ki, &[&[0u8; 16], &buf]),
+        None => checksum(et, &k.ki, &[&[0u8; 16], &out[start..]]),
     };
-    buf.extend_from_slice(&mac);
-    buf
+    out.extend_from_slice(mac.as_ref());
 }
 
 /// The inverse of [`encrypt`]: the plaintext without its confounder.
@@ -408,14 +430,14 @@ fn decrypt(
     let (ct, mac) = data.split_at_mut(data.len() - h);
     if et.sha2() {
         let want = checksum(et, &k.ki, &[&[0u8; 16], ct]);
-        if !constant_eq(&want, mac) {
+        if !constant_eq(want.as_ref(), mac) {
             return Err(CfxError::BadChecksum);
         }
         cts_decrypt(&k.ke, ct);
     } else {
         cts_decrypt(&k.ke, ct);
         let want = checksum(et, &k.ki, &[ct]);
-        if !constant_eq(&want, mac) {
+        if !constant_eq(want.as_ref(), mac) {
             return Err(CfxError::BadChecksum);
         }
     }
@@ -518,8 +540,9 @@ impl Cfx {
         let mut all: Vec<&[u8]> = parts.to_vec();
         all.push(&hdr);
         let mac = checksum(self.et, &self.sign_out.kc, &all);
-        let mut tok = hdr.to_vec();
-        tok.extend_from_slice(&mac);
+        let mut tok = Vec::with_capacity(16 + mac.len);
+        tok.extend_from_slice(&hdr);
+        tok.extend_from_slice(mac.as_ref());
         tok
     }
 
@@ -535,7 +558,7 @@ impl Cfx {
         let mut all: Vec<&[u8]> = parts.to_vec();
         all.push(&tok[..16]);
         let want = checksum(self.et, &self.sign_in.kc, &all);
-        match constant_eq(&want, &tok[16..]) {
+        match constant_eq(want.as_ref(), &tok[16..]) {
             true => Ok(()),
             false => Err(CfxError::BadChecksum),
         }
@@ -552,10 +575,10 @@ impl Cfx {
         hdr[8..].copy_from_slice(&self.next_seq().to_be_bytes());
         let mut plain: Vec<&[u8]> = parts.to_vec();
         plain.push(&hdr);
-        let ct = encrypt(self.et, &self.seal_out, confounder, &plain);
-        let mut tok = Vec::with_capacity(16 + ct.len());
+        let len: usize = plain.iter().map(|p| p.len()).sum();
+        let mut tok = Vec::with_capacity(16 + 16 + len + self.et.mac_len());
         tok.extend_from_slice(&hdr);
-        tok.extend_from_slice(&ct);
+        encrypt_into(self.et, &self.seal_out, confounder, &plain, &mut tok);
         tok
     }
 
