@@ -456,7 +456,7 @@ acl_case() { # server vers transport: the acl row, on the combination's mount at
 # ---------------------------------------------------------------------------------------------
 # The "nlm" case: NFSv3 locks through the kernel client's lockd (tests/vm/locks.py), with a v3
 # and a v4.2 mount of one export. It runs apart from the combination's mount.
-WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/,krb5,/,/; s/,acl,/,/; s/^,//; s/,$//')
+WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/,krb5,/,/; s/,acl,/,/; s/,failover,/,/; s/^,//; s/,$//')
 NLM_RC=1
 NLM_INCREMENTS=${NLM_INCREMENTS:-2000}
 nlm_result() { # server status time reason-file-or-text
@@ -719,6 +719,134 @@ pnfs_case() { # server vers transport
 	exportfs -u 10.98.0.0/24:/srv/knfsd
 	[ "$knfsd_mine" = 1 ] && stop_knfsd >/dev/null 2>&1
 	ip netns del $ns
+}
+
+# ---------------------------------------------------------------------------------------------
+# The "failover" case (docs/ha.md): two rnfsd heads of one identity in network namespaces of
+# their own (ha-a, ha-b: two machines), each on a veth pair whose other end is a port of the
+# bridge brha, where the client is (10.95.0.1) and three etcd members listen (ports 2379,
+# 2479, 2579). The active head holds the service address 10.95.0.100 on its device; the
+# client mounts it with NFSv3 and NFSv4.2 and tests/vm/failover.py works while /run/ha-failover
+# kills the active head (SIGKILL), takes the address off its device (a fencing agent's part:
+# the machine is gone), waits for the standby to serve, and starts the killed one again as the
+# new standby. The export is one tmpfs both heads see (the shared file system).
+FAILOVER_KILLS=${FAILOVER_KILLS:-3}
+FAILOVER_MIB=${FAILOVER_MIB:-64}
+FAILOVER_INCREMENTS=${FAILOVER_INCREMENTS:-1000}
+failover_case() { # server vers transport
+	case ",$CASES," in *,failover,*) ;; *) return 0 ;; esac
+	if [ "$1" != rnfsd ] || [ "$2" != 4.2 ] || [ "$3" != tcp ]; then
+		[ "$1" = rnfsd ] && result "$1" "$2" "$3" failover SKIP 0 "failover: run with the vers=4.2 tcp combination"
+		return 0
+	fi
+	local cli=10.95.0.1 svc=10.95.0.100 t0 out rc why h i etcd_urls="" cluster=""
+	t0=$(now)
+	failover_fail() { result rnfsd 4.2 tcp failover FAIL "$(elapsed "$t0")" "$1"; }
+	command -v etcd >/dev/null || { failover_fail "etcd missing (tests/vm/run installs etcd-server)"; return; }
+	start_statd || { failover_fail "rpc.statd did not start"; return; }
+	modprobe bridge 2>/dev/null
+	ip link add brha type bridge && ip link set brha up && ip addr add $cli/24 dev brha ||
+		{ failover_fail "bridge setup failed"; return; }
+	for h in a b; do
+		ip netns add ha-$h && ip link add ha-${h}0 type veth peer name ha-${h}1 &&
+			ip link set ha-${h}0 master brha && ip link set ha-${h}0 up &&
+			ip link set ha-${h}1 netns ha-$h &&
+			ip netns exec ha-$h ip addr add 10.95.0.$([ $h = a ] && echo 2 || echo 3)/24 dev ha-${h}1 &&
+			ip netns exec ha-$h ip link set ha-${h}1 up && ip netns exec ha-$h ip link set lo up ||
+			{ failover_fail "network namespace ha-$h setup failed"; return; }
+	done
+	mkdir -p /run/ha
+	for i in 0 1 2; do
+		local cp=$((2379 + 100 * i)) pp=$((2380 + 100 * i))
+		etcd_urls="$etcd_urls${etcd_urls:+,}m$i=http://$cli:$pp"
+		cluster="$cluster${cluster:+,}$cli:$cp"
+	done
+	for i in 0 1 2; do
+		local cp=$((2379 + 100 * i)) pp=$((2380 + 100 * i))
+		setsid etcd --name m$i --data-dir /run/ha/etcd$i --listen-client-urls http://$cli:$cp \
+			--advertise-client-urls http://$cli:$cp --listen-peer-urls http://$cli:$pp \
+			--initial-advertise-peer-urls http://$cli:$pp --initial-cluster "$etcd_urls" \
+			--initial-cluster-state new --initial-cluster-token rnfs-ha >/run/ha/etcd$i.log 2>&1 </dev/null &
+	done
+	mkdir -p /srv/ha && mount -t tmpfs -o mode=0777 tmpfs /srv/ha
+	echo "/srv/ha 10.95.0.0/24(rw,no_root_squash,insecure)" >/run/ha/exports
+	for h in a b; do
+		mkdir -p /run/ha/state-$h
+		cat >/run/ha/start-$h <<-EOF
+			#!/bin/bash
+			# (re)starts head $h; it serves once it holds the identity, or stands by
+			setsid ip netns exec ha-$h env $RNFSD_ENV "$RNFSD" --exports /run/ha/exports \\
+				--state-dir /run/ha/state-$h --listen 0.0.0.0:2049 --no-rdma --lease-time 15 \\
+				--cluster etcd://$cluster --node-id nfs-ha --identity-ttl 3 \\
+				--service-address $svc/24@ha-${h}1 --admin-socket /run/ha/admin-$h.sock \\
+				>>/run/ha/$h.log 2>&1 </dev/null &
+			echo \$! >/run/ha/$h.pid
+		EOF
+		chmod 755 /run/ha/start-$h
+		: >/run/ha/$h.log
+	done
+	# the active head (the one whose device has the address) dies with its machine: SIGKILL,
+	# its address gone; the other serves; the dead one comes back as the standby
+	cat >/run/ha-failover <<-EOF
+		#!/bin/bash
+		for h in a b; do
+			ip -n ha-\$h -o addr show dev ha-\${h}1 | grep -q " $svc/" && break
+		done
+		o=\$([ \$h = a ] && echo b || echo a)
+		n=\$(grep -c "rnfsd ready:" /run/ha/\$o.log)
+		t0=\$(date +%s.%N)
+		kill -9 "\$(cat /run/ha/\$h.pid)"
+		ip -n ha-\$h addr del $svc/24 dev ha-\${h}1
+		for _ in \$(seq 600); do
+			[ "\$(grep -c "rnfsd ready:" /run/ha/\$o.log)" -gt "\$n" ] && break
+			sleep 0.05
+		done
+		t1=\$(date +%s.%N)
+		[ "\$(grep -c "rnfsd ready:" /run/ha/\$o.log)" -gt "\$n" ] || { echo "head \$o did not take over"; exit 1; }
+		sleep 0.5 # the killed process is reaped before its namespace starts another
+		/run/ha/start-\$h
+		echo "head \$h killed, head \$o ready after \$(awk -v a=\$t0 -v b=\$t1 'BEGIN { printf "%.2f", b - a }') s"
+	EOF
+	chmod 755 /run/ha-failover
+	# head a first (it creates the handle key b must share), then b as the standby
+	/run/ha/start-a
+	for _ in $(seq 600); do grep -q "rnfsd ready:" /run/ha/a.log && break; sleep 0.2; done
+	if ! grep -q "rnfsd ready:" /run/ha/a.log; then
+		failover_fail "head a did not get ready"
+		dump "ha a.log" /run/ha/a.log 30
+		dump "etcd0.log" /run/ha/etcd0.log 10
+	else
+		cp /run/ha/state-a/fh.key /run/ha/state-b/fh.key
+		/run/ha/start-b
+		say "failover: $(grep -o 'rnfsd ready:.*' /run/ha/a.log | head -1)"
+		mkdir -p /mnt/ha3 /mnt/ha4
+		if timeout 120 mount -t nfs -o vers=3,proto=tcp $svc:/srv/ha /mnt/ha3 &&
+			timeout 120 mount -t nfs -o vers=4.2,proto=tcp $svc:/srv/ha /mnt/ha4; then
+			out=$(timeout -k 10 2400 python3 "$REPO/tests/vm/failover.py" --v3 /mnt/ha3 --v4 /mnt/ha4 \
+				--failover-cmd /run/ha-failover --kills "$FAILOVER_KILLS" --write-mib "$FAILOVER_MIB" \
+				--increments "$FAILOVER_INCREMENTS" 2>&1)
+			rc=$?
+			echo "$out" | sed "s/^/failover| /"
+			why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
+			if [ "$rc" = 0 ]; then
+				result rnfsd 4.2 tcp failover PASS "$(elapsed "$t0")" "$(echo "$out" | grep -o 'FAILOVER.*' | head -1)"
+			else
+				failover_fail "${why:-failover.py exited $rc}"
+				dump "ha a.log" /run/ha/a.log 40
+				dump "ha b.log" /run/ha/b.log 40
+			fi
+		else
+			failover_fail "mounting $svc failed"
+			dump "ha a.log" /run/ha/a.log 30
+		fi
+		for m in /mnt/ha4 /mnt/ha3; do timeout 60 umount $m || umount -l $m; done
+	fi
+	for h in a b; do kill "$(cat /run/ha/$h.pid 2>/dev/null)" 2>/dev/null; done
+	sleep 1
+	pkill -x etcd
+	save /run/ha/a.log /run/ha/b.log /run/ha/etcd0.log
+	umount /srv/ha
+	ip netns del ha-a; ip netns del ha-b; ip link del brha
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -1107,6 +1235,7 @@ for s in $SERVERS; do
 			fi
 			nlm_case "$s" "$v" "$t"
 			pnfs_case "$s" "$v" "$t"
+			failover_case "$s" "$v" "$t"
 			krb5_case "$s" "$v" "$t"
 		}
 	done

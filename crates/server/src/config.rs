@@ -217,6 +217,15 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 5,
           value_parser = clap::value_parser!(u64).range(2..=300))]
     pub identity_ttl: u64,
+    /// The address clients mount, moved with the identity: added to DEVICE (with gratuitous
+    /// ARP) when this head takes the identity over, removed when it gives it up.
+    #[arg(long, value_name = "ADDR/PREFIX@DEVICE", requires = "cluster")]
+    pub service_address: Option<crate::takeover::ServiceAddress>,
+    /// A command (run by /bin/sh) when this head takes its identity over (before it serves;
+    /// failing, the head exits) and when it gives it up, with RNFS_EVENT=claimed|released,
+    /// RNFS_NODE_ID and RNFS_SERVICE_ADDRESS in its environment.
+    #[arg(long, value_name = "CMD", requires = "cluster")]
+    pub takeover_cmd: Option<String>,
     /// Log filter (tracing EnvFilter syntax), overridden by RUST_LOG.
     #[arg(long, default_value = "info")]
     pub log_level: String,

@@ -3,3 +3,4 @@
 
 pub mod config;
 pub mod notify;
+pub mod takeover;

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use clap::Parser;
-use rnfs_server::{config, notify};
+use rnfs_server::{config, notify, takeover};
 use sunrpc::metrics::RpcMetrics;
 use sunrpc::tcp::{serve_tcp, serve_udp, TcpConfig};
 use sunrpc::Dispatcher;
@@ -202,8 +202,14 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let mds = pnfs_mds(&args, &vfs)?;
     // the state other heads must find (--cluster), or none: each program's own in --state-dir
+    let mut identity: Option<(Arc<store::identity::Fence>, Arc<takeover::Takeover>)> = None;
     let cluster: Option<Arc<dyn store::Store>> = match (&args.cluster, &args.node_id) {
         (Some(url), Some(id)) => {
+            let moves = Arc::new(takeover::Takeover {
+                node_id: id.clone(),
+                address: args.service_address.clone(),
+                command: args.takeover_cmd.clone(),
+            });
             let cfg = store::EtcdConfig::from_url(url, id).map_err(|e| e.to_string())?;
             // one head serves an identity: wait for it (a standby), then answer only while
             // the claim holds
@@ -213,12 +219,24 @@ async fn run(args: Args) -> Result<(), String> {
                 &cfg,
                 &holder,
                 std::time::Duration::from_secs(args.identity_ttl),
-                Box::new(|| {
-                    // the fence already refuses calls; a new instance starts as a standby
-                    std::process::exit(3)
+                Box::new({
+                    let moves = moves.clone();
+                    move || {
+                        // the fence already refuses calls; the address goes so that it does
+                        // not answer beside the next head's; a new instance starts as a standby
+                        moves.released();
+                        std::process::exit(3)
+                    }
                 }),
             )
             .map_err(|e| e.to_string())?;
+            if let Err(e) = moves.claimed() {
+                // clients could not reach this head: let a standby have the identity (it
+                // does when the lease runs out)
+                moves.released();
+                return Err(format!("taking the identity over failed: {e}"));
+            }
+            identity = Some((fence.clone(), moves.clone()));
             let holds = fence.clone();
             disp.set_fence(Arc::new(move || holds.holds()));
             let etcd = store::Etcd::new(cfg).map_err(|e| e.to_string())?;
@@ -593,6 +611,19 @@ async fn run(args: Args) -> Result<(), String> {
     notify::stopping();
     stop(&dispatchers, &vfs).await;
     tasks.abort_all();
+    if let Some((fence, moves)) = identity {
+        // hand the identity over now (a standby claims it at once), the address first
+        let released = tokio::task::spawn_blocking(move || {
+            moves.released();
+            fence.release(std::time::Duration::from_secs(5))
+        })
+        .await;
+        if !matches!(released, Ok(true)) {
+            tracing::warn!(
+                "the identity was not released: a standby takes it when its lease runs out"
+            );
+        }
+    }
     if registered {
         portmap::unregister(rpcbind, &maps).await;
     }

@@ -410,3 +410,143 @@ fn a_frozen_head_past_its_lease_never_answers_again() {
         .contains("identity lost: this head stops answering"));
     assert!(matches!(on_b.null(), RpcReply::Success(_)));
 }
+
+#[test]
+fn a_clean_stop_hands_the_identity_over_at_once() {
+    let etcd = cluster();
+    let url = etcd.url();
+    // a long lease: a standby that waited for it to run out would take 10 s
+    let mut fx = Fixture::with_args(&[
+        "--cluster",
+        &url,
+        "--node-id",
+        "head-c",
+        "--identity-ttl",
+        "10",
+    ]);
+    let b_dir = tempfile::tempdir().unwrap();
+    let b = standby(&fx, b_dir.path());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(
+        !b.is_finished(),
+        "the standby served while the identity was held"
+    );
+    let stopped = std::time::Instant::now();
+    assert!(fx.server.stop().success());
+    let (b, ready) = b.join().unwrap();
+    let took = ready.duration_since(stopped);
+    eprintln!("hand-over: the standby was ready {took:?} after SIGTERM (lease 10 s)");
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "the standby waited for the lease: {took:?}"
+    );
+    assert!(fx.server.log_text().contains("identity released"));
+    let mut c = b.client();
+    assert!(matches!(c.null(), RpcReply::Success(_)));
+}
+
+/// Moves this thread, and the processes it starts from now on, into a network namespace of
+/// its own (the test's devices and addresses vanish with it).
+#[allow(unsafe_code)]
+fn enter_new_network_namespace() {
+    // SAFETY: unshare(2) with CLONE_NEWNET only changes the calling thread's network
+    // namespace; no memory is involved.
+    let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+    assert_eq!(
+        rc,
+        0,
+        "unshare(CLONE_NEWNET) (needs root): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+fn sh(cmd: &str) -> String {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_service_address_follows_the_identity() {
+    enter_new_network_namespace();
+    // one device per head, as two machines' interfaces on one link
+    sh(
+        "ip link set lo up && ip link add rnfs-a type veth peer name rnfs-b && \
+        ip link set rnfs-a up && ip link set rnfs-b up",
+    );
+    let has = |dev: &str| sh(&format!("ip -o addr show dev {dev}")).contains("10.77.0.100/24");
+    let etcd = cluster();
+    let url = etcd.url();
+    let events = tempfile::NamedTempFile::new().unwrap();
+    let hook = format!(
+        "echo \"$RNFS_EVENT $RNFS_NODE_ID $RNFS_SERVICE_ADDRESS\" >> {}",
+        events.path().display()
+    );
+    let mut fx = Fixture::with_args(&[
+        "--cluster",
+        &url,
+        "--node-id",
+        "head-v",
+        "--identity-ttl",
+        "3",
+        "--service-address",
+        "10.77.0.100/24@rnfs-a",
+        "--takeover-cmd",
+        &hook,
+    ]);
+    assert!(has("rnfs-a"), "{}", fx.server.log_text());
+    // the same head again, listening on every address: clients come by the service address
+    let port = fx.server.port;
+    let cfg = ServerConfig {
+        host: Some([0, 0, 0, 0].into()),
+        port: Some(port),
+        ..fx.server.config()
+    };
+    fx.server.restart_with(cfg);
+    let service = std::net::SocketAddr::from(([10, 77, 0, 100], port));
+    assert!(matches!(
+        RpcClient::connect_to(service).null(),
+        RpcReply::Success(_)
+    ));
+    // a standby on the other device takes over when the active head dies
+    let b_dir = tempfile::tempdir().unwrap();
+    let mut b_cfg = other_head(&fx, b_dir.path(), Some(port));
+    for a in b_cfg.args.iter_mut() {
+        if a == "10.77.0.100/24@rnfs-a" {
+            *a = "10.77.0.100/24@rnfs-b".into();
+        }
+    }
+    let b = std::thread::spawn(move || Server::start(b_cfg));
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    fx.server.crash();
+    // the dead machine's address goes with it (here: what a fencing agent does)
+    sh("ip addr del 10.77.0.100/24 dev rnfs-a");
+    let mut b = b.join().unwrap();
+    assert!(has("rnfs-b"), "{}", b.log_text());
+    assert!(matches!(
+        RpcClient::connect_to(service).null(),
+        RpcReply::Success(_)
+    ));
+    // a clean stop takes the address down
+    assert!(b.stop().success());
+    assert!(!has("rnfs-b"), "{}", b.log_text());
+    let got = std::fs::read_to_string(events.path()).unwrap();
+    assert_eq!(
+        got.lines().collect::<Vec<_>>(),
+        [
+            "claimed head-v 10.77.0.100/24@rnfs-a",
+            "released head-v 10.77.0.100/24@rnfs-a",
+            "claimed head-v 10.77.0.100/24@rnfs-a",
+            "claimed head-v 10.77.0.100/24@rnfs-b",
+            "released head-v 10.77.0.100/24@rnfs-b",
+        ]
+    );
+}

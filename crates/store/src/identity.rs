@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, Compare, CompareOp, ConnectOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, PutOptions, Txn, TxnOp, WatchOptions,
+};
 
 use crate::{EtcdConfig, StoreError};
 
@@ -25,6 +27,8 @@ pub struct Fence {
     until_ms: AtomicU64,
     /// The revision of the claim's creation.
     revision: i64,
+    /// Asks the identity thread to give the claim up; it answers on the channel it is given.
+    release: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<std::sync::mpsc::Sender<()>>>>,
 }
 
 impl Fence {
@@ -36,6 +40,20 @@ impl Fence {
     /// The fencing token: the etcd revision at which this head claimed the identity.
     pub fn revision(&self) -> i64 {
         self.revision
+    }
+
+    /// Gives the identity up on a clean stop: this head stops answering and its claim is
+    /// deleted, so that a standby takes over at once rather than when the lease runs out.
+    /// Waits up to `wait` for etcd; false when the claim could not be deleted (it then ends
+    /// with its lease).
+    pub fn release(&self, wait: Duration) -> bool {
+        let asked = self.release.lock().ok().and_then(|mut r| r.take());
+        let released = asked.is_some_and(|tx| {
+            let (ack, done) = std::sync::mpsc::channel();
+            tx.send(ack).is_ok() && done.recv_timeout(wait).is_ok()
+        });
+        self.revoke();
+        released
     }
 
     fn extend_from(&self, sent: Instant, ttl: Duration) {
@@ -107,7 +125,9 @@ fn hold(
                     .map_err(unavailable)?;
                 let held = c.get(key.clone(), None).await.map_err(unavailable)?;
                 if let Some(kv) = held.kvs().first() {
-                    return Ok(Err(String::from_utf8_lossy(kv.value()).into_owned()));
+                    let holder = String::from_utf8_lossy(kv.value()).into_owned();
+                    let seen = held.header().map_or(0, |h| h.revision());
+                    return Ok(Err((holder, Some((c, seen)))));
                 }
                 let granted = Instant::now();
                 let lease = c
@@ -125,27 +145,37 @@ fn hold(
                 let resp = c.txn(txn).await.map_err(unavailable)?;
                 if !resp.succeeded() {
                     let _ = c.lease_revoke(lease).await;
-                    return Ok(Err("another head, just now".to_string()));
+                    return Ok(Err(("another head, just now".to_string(), None)));
                 }
                 let revision = resp.header().map_or(0, |h| h.revision());
                 Ok::<_, StoreError>(Ok((c, lease, revision, granted)))
             };
             match attempt.await {
                 Ok(Ok(got)) => break got,
-                Ok(Err(other)) if !logged => {
-                    tracing::info!(holder = %other, identity = %cfg.prefix, "identity held by another head: standing by");
-                    logged = true;
+                Ok(Err((other, watch))) => {
+                    if !logged {
+                        tracing::info!(holder = %other, identity = %cfg.prefix, "identity held by another head: standing by");
+                        logged = true;
+                    }
+                    if let Some((c, seen)) = watch {
+                        // wait for the claim's deletion (its lease run out, or released)
+                        // rather than poll; a lost watch falls back to asking again
+                        if released(c, &key, seen, ttl).await {
+                            continue;
+                        }
+                    }
                 }
-                Ok(Err(_)) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot claim the identity yet"),
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
     });
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel();
     let fence = Arc::new(Fence {
         start,
         until_ms: AtomicU64::new(0),
         revision,
+        release: std::sync::Mutex::new(Some(release_tx)),
     });
     fence.extend_from(granted, ttl);
     tracing::info!(identity = %cfg.prefix, revision, lease, "identity claimed");
@@ -156,7 +186,7 @@ fn hold(
     let opts = ConnectOptions::new()
         .with_connect_timeout(period)
         .with_timeout(period);
-    let why = rt.block_on(async {
+    let keep = async {
         // a keep-alive stream on a member that dies is made again on another (the lease
         // lives in the cluster, not in the connection), for as long as the fence holds
         let mut last_error = String::new();
@@ -216,10 +246,67 @@ fn hold(
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    };
+    let asked = async {
+        match release_rx.await {
+            Ok(ack) => ack,
+            // the fence was dropped without a release: keep the claim alive
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let why = rt.block_on(async {
+        tokio::select! {
+            why = keep => Some(why),
+            ack = asked => {
+                // a clean stop: delete the claim (its lease, and the owner key with it)
+                let revoked = async {
+                    let mut c = Client::connect(&cfg.endpoints, Some(opts.clone())).await?;
+                    c.lease_revoke(lease).await
+                };
+                match tokio::time::timeout(ttl, revoked).await {
+                    Ok(Ok(_)) => {
+                        tracing::info!(identity = %cfg.prefix, "identity released");
+                        let _ = ack.send(());
+                    }
+                    Ok(Err(e)) => tracing::warn!(error = %e, "cannot release the identity: it ends with its lease"),
+                    Err(_) => tracing::warn!("cannot release the identity in time: it ends with its lease"),
+                }
+                None
+            }
+        }
     });
     fence.revoke();
-    tracing::error!(reason = %why, "identity lost: this head stops answering");
-    lost();
+    if let Some(why) = why {
+        tracing::error!(reason = %why, "identity lost: this head stops answering");
+        lost();
+    }
+}
+
+/// Waits until the claim `key` seen at revision `seen` is deleted (true), or the watch fails
+/// or `ttl` twice over has passed (false: the caller looks again after a pause).
+async fn released(mut c: Client, key: &str, seen: i64, ttl: Duration) -> bool {
+    let opts = WatchOptions::new().with_start_revision(seen + 1);
+    let Ok(mut stream) = c.watch(key, Some(opts)).await else {
+        return false;
+    };
+    let deleted = async {
+        while let Ok(Some(resp)) = stream.message().await {
+            if resp.canceled() {
+                return false;
+            }
+            if resp
+                .events()
+                .iter()
+                .any(|e| e.event_type() == EventType::Delete)
+            {
+                return true;
+            }
+        }
+        false
+    };
+    tokio::time::timeout(ttl * 2, deleted)
+        .await
+        .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -277,6 +364,50 @@ mod tests {
         assert!(b.revision() > a.revision(), "fencing tokens grow");
         rx.recv_timeout(Duration::from_secs(10))
             .expect("a was told it lost the identity");
+    }
+
+    #[test]
+    fn a_released_claim_passes_to_the_standby_at_once() {
+        let Some(cluster) = EtcdCluster::start(1) else {
+            panic!("etcd is not installed (scripts/install-deps installs etcd-server)")
+        };
+        let c = cfg(&cluster);
+        let (tx, lost) = std::sync::mpsc::channel();
+        // a lease of 10 s: a standby that waited for it would show
+        let a = claim(
+            &c,
+            "head-a",
+            Duration::from_secs(10),
+            Box::new(move || {
+                let _ = tx.send(());
+            }),
+        )
+        .unwrap();
+        let c2 = c.clone();
+        let waiter = std::thread::spawn(move || {
+            let b = claim(&c2, "head-b", Duration::from_secs(10), Box::new(|| {})).unwrap();
+            (b, Instant::now())
+        });
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(!waiter.is_finished(), "b claimed while a held the identity");
+        let released = Instant::now();
+        assert!(
+            a.release(Duration::from_secs(5)),
+            "a's claim was not deleted"
+        );
+        assert!(!a.holds(), "a answers after giving its identity up");
+        let (b, claimed) = waiter.join().unwrap();
+        let took = claimed.duration_since(released);
+        assert!(
+            took < Duration::from_secs(3),
+            "b waited {took:?} (lease 10 s)"
+        );
+        assert!(b.holds());
+        assert!(b.revision() > a.revision());
+        assert!(
+            lost.recv_timeout(Duration::from_secs(1)).is_err(),
+            "a release was reported as a loss"
+        );
     }
 
     #[test]

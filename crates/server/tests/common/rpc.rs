@@ -189,6 +189,13 @@ impl RpcClient {
         }
     }
 
+    /// Connects to `addr` from an ephemeral (non-privileged) port.
+    pub fn connect_to(addr: SocketAddr) -> RpcClient {
+        let s = TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))
+            .expect("connect to rnfsd");
+        Self::from_stream(s)
+    }
+
     /// Connects to 127.0.0.1:`port` from an ephemeral (non-privileged) port.
     pub fn connect(port: u16) -> RpcClient {
         let s = TcpStream::connect(("127.0.0.1", port)).expect("connect to rnfsd");

@@ -27,6 +27,8 @@ pub struct ServerConfig {
     pub args: Vec<String>,
     /// The port to listen on (127.0.0.1); None: any free one.
     pub port: Option<u16>,
+    /// The address to listen on instead of 127.0.0.1 (0.0.0.0: a service address too).
+    pub host: Option<std::net::IpAddr>,
 }
 
 /// A running `rnfsd`; killed on drop.
@@ -115,7 +117,13 @@ impl Server {
     fn spawn(&mut self) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rnfsd"));
         cmd.arg("--listen")
-            .arg(format!("127.0.0.1:{}", self.cfg.port.unwrap_or(0)))
+            .arg(
+                std::net::SocketAddr::new(
+                    self.cfg.host.unwrap_or([127, 0, 0, 1].into()),
+                    self.cfg.port.unwrap_or(0),
+                )
+                .to_string(),
+            )
             .arg("--no-portmap")
             .arg("--state-dir")
             .arg(&self.cfg.state_dir);
