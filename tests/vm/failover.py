@@ -16,7 +16,8 @@ clients work. Nothing acknowledged may be lost and no client may need a remount.
 
 Kills run on a thread of their own during write and counter: --failover-cmd (which kills
 the active head, takes its address away, waits for the standby to serve and starts a new
-standby, printing "ready after SECS") every --interval seconds, --kills times in all. After
+standby, printing "ready after SECS") --kills times in each, spread evenly over the bytes
+written or the increments made (each workload goes on while the heads change). After
 each, a probe (a 4 KiB write and fsync of a file of its own on the v4.2 mount) measures when
 clients are served again. Prints one "sub=NAME status=PASS|FAIL time=SECS reason=TEXT" line
 per step and a FAILOVER line with the figures; exit status 1 when any step failed.
@@ -58,31 +59,36 @@ def drop_caches():
 
 
 class Killer:
-    """Runs the failover command on a thread of its own until it has run `kills` times in
-    all; records when the standby served and when the probe was answered."""
+    """Runs the failover command on a thread of its own at points of a workload's progress
+    (a shared counter the workload moves on); records when the standby served and when the
+    probe was answered."""
 
-    def __init__(self, cmd, interval, probe):
-        self.cmd, self.interval, self.probe = cmd, interval, probe
+    def __init__(self, cmd, probe):
+        self.cmd, self.probe = cmd, probe
         self.ready = []  # seconds from the kill to the standby serving (the command's figure)
         self.served = []  # seconds from the kill to the probe's write + fsync returning
         self.errors = []
         self.thread = None
-        self.stop = threading.Event()
+        self.done = threading.Event()
 
-    def start(self, kills):
-        self.stop.clear()
-        self.thread = threading.Thread(target=self._run, args=(kills,), daemon=True)
+    def start(self, progress, points):
+        """Fails over once `progress` reaches each of `points` (in order)."""
+        self.done.clear()
+        self.thread = threading.Thread(target=self._run, args=(progress, points), daemon=True)
         self.thread.start()
 
     def join(self):
-        self.stop.set()
+        """Waits for the failovers (the workload has finished: those not reached are errors)."""
+        self.done.set()
         if self.thread:
             self.thread.join(900)
 
-    def _run(self, kills):
-        for _ in range(kills):
-            if self.stop.wait(self.interval):
-                return
+    def _run(self, progress, points):
+        for k, point in enumerate(points, 1):
+            while progress.value < point:
+                if self.done.wait(0.05):
+                    self.errors.append(f"the workload ended before failover {k} (at {point})")
+                    return
             t0 = time.monotonic()
             out = subprocess.run(self.cmd, shell=True, capture_output=True, text=True, timeout=300)
             if out.returncode != 0:
@@ -101,16 +107,22 @@ class Killer:
                 self.errors.append(f"probe after a failover: {e}")
                 return
             self.served.append(time.monotonic() - t0)
-            print(f"failover {len(self.served)}: standby ready after "
+            print(f"failover {len(self.served)} at {point}: standby ready after "
                   f"{self.ready[-1] if self.ready else '?'} s, a client served after "
                   f"{self.served[-1]:.1f} s", flush=True)
 
 
-def write_file(path, mib, conn):
+def points(total, kills):
+    """Where the kills fall: evenly inside the workload, none at its ends."""
+    return [total * k // (kills + 1) for k in range(1, kills + 1)]
+
+
+def write_file(path, mib, progress, conn):
     try:
         with open(path, "wb") as f:
             for i in range(mib):
                 f.write(block(i))
+                progress.value = i + 1
             f.flush()
             os.fsync(f.fileno())
         conn.send("ok")
@@ -121,16 +133,18 @@ def write_file(path, mib, conn):
 def case_write(a, killer, kills):
     path = os.path.join(a.v4, "big")
     parent, child = mp.Pipe()
-    p = mp.Process(target=write_file, args=(path, a.write_mib, child))
-    killer.start(kills)
+    progress = mp.Value("q", 0)
+    p = mp.Process(target=write_file, args=(path, a.write_mib, progress, child))
+    killer.start(progress, points(a.write_mib, kills))
     p.start()
     ok = parent.poll(1800)
-    killer.join()
     if not ok:
         p.kill()
+        killer.join()
         raise Failed(f"the writer did not finish in 1800 s ({killer.errors})")
     r = parent.recv()
     p.join(10)
+    killer.join()
     expect(not killer.errors, "; ".join(killer.errors))
     expect(r == "ok", f"writing {a.write_mib} MiB with fsync: {r}")
     drop_caches()
@@ -152,7 +166,7 @@ def case_write(a, killer, kills):
     os.unlink(path)
 
 
-def count(path, n, conn):
+def count(path, n, progress, conn):
     try:
         fd = os.open(path, os.O_RDWR)
         for _ in range(n):
@@ -160,6 +174,8 @@ def count(path, n, conn):
             v = int(os.pread(fd, 32, 0).split(b"\0")[0] or b"0")
             os.pwrite(fd, str(v + 1).encode().ljust(32, b"\0"), 0)
             fcntl.lockf(fd, fcntl.LOCK_UN, 0, 0)
+            with progress.get_lock():
+                progress.value += 1
         os.close(fd)
         conn.send("ok")
     except OSError as e:
@@ -173,11 +189,12 @@ def case_counter(a, killer, kills):
         os.fsync(f.fileno())
     paths = [v3, v3, v4, v4]
     each = a.increments // len(paths)
+    progress = mp.Value("q", 0)
     procs = []
-    killer.start(kills)
+    killer.start(progress, points(each * len(paths), kills))
     for p in paths:
         parent, child = mp.Pipe()
-        proc = mp.Process(target=count, args=(p, each, child))
+        proc = mp.Process(target=count, args=(p, each, progress, child))
         proc.start()
         procs.append((proc, parent))
     outcomes = []
@@ -214,11 +231,10 @@ def main():
     ap.add_argument("--v4", required=True, help="the same directory on the NFSv4.2 mount")
     ap.add_argument("--failover-cmd", required=True)
     ap.add_argument("--kills", type=int, default=3, help="failovers in each of write, counter")
-    ap.add_argument("--interval", type=float, default=8.0, help="seconds between failovers")
     ap.add_argument("--write-mib", type=int, default=64)
     ap.add_argument("--increments", type=int, default=2000)
     a = ap.parse_args()
-    killer = Killer(a.failover_cmd, a.interval, os.path.join(a.v4, "probe"))
+    killer = Killer(a.failover_cmd, os.path.join(a.v4, "probe"))
     failed = 0
     for name, fn in (("write", lambda: case_write(a, killer, a.kills)),
                      ("counter", lambda: case_counter(a, killer, a.kills)),

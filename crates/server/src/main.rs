@@ -89,9 +89,32 @@ fn rdma_runtime(blocking: usize) -> Result<&'static tokio::runtime::Runtime, Str
 }
 
 async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
-    TcpListener::bind(addr)
-        .await
+    freebind_socket(addr, socket2::Type::STREAM)
+        .and_then(|s| {
+            s.listen(1024)?;
+            TcpListener::from_std(s.into())
+        })
         .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))
+}
+
+fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    UdpSocket::from_std(freebind_socket(addr, socket2::Type::DGRAM)?.into())
+}
+
+/// A socket bound to `addr` even while the address is not on this machine (IP_FREEBIND): a
+/// head taking an identity over binds its listeners before it brings the service address up,
+/// so that the first client to arrive after the gratuitous ARP finds them (a client refused
+/// backs off for seconds before it tries again).
+fn freebind_socket(addr: SocketAddr, ty: socket2::Type) -> std::io::Result<socket2::Socket> {
+    let s = socket2::Socket::new(socket2::Domain::for_address(addr), ty, None)?;
+    s.set_reuse_address(true)?;
+    match addr {
+        SocketAddr::V4(_) => s.set_freebind_v4(true)?,
+        SocketAddr::V6(_) => s.set_freebind_v6(true)?,
+    }
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    Ok(s)
 }
 
 /// The RPCSEC_GSS acceptor, from the keytab: `None` (RPCSEC_GSS calls refused) when there is
@@ -230,12 +253,6 @@ async fn run(args: Args) -> Result<(), String> {
                 }),
             )
             .map_err(|e| e.to_string())?;
-            if let Err(e) = moves.claimed() {
-                // clients could not reach this head: let a standby have the identity (it
-                // does when the lease runs out)
-                moves.released();
-                return Err(format!("taking the identity over failed: {e}"));
-            }
             identity = Some((fence.clone(), moves.clone()));
             let holds = fence.clone();
             disp.set_fence(Arc::new(move || holds.holds()));
@@ -382,7 +399,7 @@ async fn run(args: Args) -> Result<(), String> {
         ld.register(nsm.clone());
         let ld = Arc::new(ld);
         let mut prots = vec![IPPROTO_TCP];
-        match UdpSocket::bind(nfs_addr).await {
+        match bind_udp(nfs_addr) {
             Ok(u) => {
                 prots.push(IPPROTO_UDP);
                 dispatchers.push(ld.clone());
@@ -488,8 +505,8 @@ async fn run(args: Args) -> Result<(), String> {
             pm.register(Arc::new(Portmap::new(pm_maps)));
             let pm = Arc::new(pm);
             match (
-                TcpListener::bind(pm_addr).await,
-                UdpSocket::bind(pm_addr).await,
+                bind(pm_addr, "the port mapper").await,
+                bind_udp(pm_addr).map_err(|e| e.to_string()),
             ) {
                 (Ok(t), Ok(u)) => {
                     ready.push(format!("portmap=tcp+udp://{pm_addr}"));
@@ -582,6 +599,15 @@ async fn run(args: Args) -> Result<(), String> {
     let mut hangup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    if let Some((_, moves)) = &identity {
+        // the listeners are bound: now the address, so that clients sent here are answered
+        if let Err(e) = moves.claimed() {
+            // clients could not reach this head: let a standby have the identity (it does
+            // when the lease runs out)
+            moves.released();
+            return Err(format!("taking the identity over failed: {e}"));
+        }
+    }
     tracing::info!("rnfsd ready: {}", ready.join(" "));
     notify::ready(&ready.join(" "));
     let failed = loop {
