@@ -883,6 +883,9 @@ KRB5_MIB=${KRB5_MIB:-4}
 KRB5_PERF_MIB=${KRB5_PERF_MIB:-0} # > 0: krb5.py's perf step on each mount (figures, both servers)
 KRB5_PERF_RUNS=${KRB5_PERF_RUNS:-3}
 KRB5_PROFILE=${KRB5_PROFILE:-0} # 1: and the profile case's perf record on each mount (with KRB5_PERF_MIB)
+# workload.py's cases each user runs as themselves on the mounts of these flavors
+KRB5_WORKLOAD=${KRB5_WORKLOAD-smoke,bigfile,files1000,rename,lsdir,symlink,hardlink,attrs,fsync,fsx,tar,sparse}
+KRB5_WORKLOAD_FLAVORS=${KRB5_WORKLOAD_FLAVORS-krb5 krb5i krb5p}
 KRB5_RUST_LOG=${KRB5_RUST_LOG:-info,sunrpc::gss=debug,gss=debug}
 KRB5_GSSD_PID=
 KRB5_SVCGSSD_PID=
@@ -1146,8 +1149,15 @@ krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
 	local nolock=()
 	[ "$s" = rnfsd ] && [ "$v" = 3 ] && [ "$t" = rdma ] &&
 		nolock=(--no-lock "NLM cannot reach rnfsd over RDMA in the guest (it shares the client's rpcbind); v3 locks are checked over TCP")
+	local wl
 	for f in $KRB5_FLAVORS; do
 		t0=$(now)
+		wl=()
+		case " $KRB5_WORKLOAD_FLAVORS " in *" $f "*)
+			[ -n "$KRB5_WORKLOAD" ] && wl=(--workload "$KRB5_WORKLOAD"
+				--workload-args "$WORKLOAD_ARGS --vers $v --transport $t ${TARBALL:+--tarball $TARBALL}")
+			;;
+		esac
 		if ! out=$(timeout 120 mount -t nfs -o $mopts,sec=$f "$name:$path" $mnt 2>&1); then
 			result "$s" "$v" "$t" $f FAIL "$(elapsed "$t0")" "mount -o $mopts,sec=$f $name:$path failed: $(echo "$out" | tr '\n' ' ')"
 			krb5_evidence "$s" "$v" "$t"
@@ -1156,11 +1166,11 @@ krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
 		opts=$(grep " $mnt " /proc/mounts | cut -d' ' -f4)
 		t1=$(elapsed "$t0")
 		say "krb5: $s mounted $name:$path in ${t1}s: $opts"
-		out=$(timeout -k 10 600 python3 "$REPO/tests/vm/krb5.py" --dir $mnt --tag "$v-$t-$f" \
+		out=$(timeout -k 10 2400 python3 "$REPO/tests/vm/krb5.py" --dir $mnt --tag "$v-$t-$f" \
 			--user alice:2101:2101 --user bob:2102:2102 --noticket carol:2103:2103 \
 			--big-mib "$KRB5_MIB" --seed "$SEED" --perf-mib "$KRB5_PERF_MIB" --perf-runs "$KRB5_PERF_RUNS" \
 			$([ "$KRB5_PROFILE" = 1 ] && echo --profile) \
-			"${nolock[@]}" ${KRB5_RNFSD_PID:+--metrics-url "http://$KRB5_RNFSD_METRICS/metrics"} 2>&1)
+			"${nolock[@]}" "${wl[@]}" ${KRB5_RNFSD_PID:+--metrics-url "http://$KRB5_RNFSD_METRICS/metrics"} 2>&1)
 		rc=$?
 		echo "$out" | sed "s/^/krb5 $s $v $t $f| /"
 		skipped=$(echo "$out" | grep "status=SKIP" | sed 's/.*sub=\([^ ]*\).*reason=/skipped \1: /' | tr '\n' ';')

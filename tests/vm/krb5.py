@@ -25,6 +25,10 @@ credentials (it finds the ticket cache /tmp/krb5cc_UID the harness made with kin
             client's lockd cannot reach: see tests/vm/guest.sh)
   root      root (rpc.gssd sends the machine credential, host/CLIENT) creates a file: it is
             owned by --anon-uid (a principal that maps to no local user is the anonymous user)
+  workload  only with --workload CASES: each user runs tests/vm/workload.py's CASES as
+            themselves (setpriv) in a directory of their own on the mount (their files owned
+            by their principal's uid; caches are not dropped, which needs root); every case
+            must pass or skip
   perf      only with --perf-mib: the perf case's figures (workload.py's perf_once: dd write
             with fsync, dd read after dropping caches, fio 4 KiB random reads, the server's CPU
             per MB) as the first user, --perf-runs rounds, printed as a PERF line; the harness
@@ -155,6 +159,11 @@ def u_noticket(top, d, tag):
                 os.path.join(top, f"noticket-{tag}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)))}
 
 
+def u_rmdir(d):
+    os.rmdir(d)
+    return None
+
+
 def u_cleanup(d):
     for n in os.listdir(d):
         os.unlink(os.path.join(d, n))
@@ -181,6 +190,9 @@ def main():
     ap.add_argument("--perf-runs", type=int, default=3)
     ap.add_argument("--no-lock", metavar="WHY",
                     help="the lock step cannot reach the server's lock manager: report it SKIP")
+    ap.add_argument("--workload", default="",
+                    help="workload.py cases each user runs on the mount as themselves (none: no step)")
+    ap.add_argument("--workload-args", default="", help="more workload.py arguments (sizes)")
     ap.add_argument("--profile", action="store_true",
                     help="with --perf-mib: also workload.py's profile case as root (a figure)")
     ap.add_argument("--metrics-url", help="rnfsd's Prometheus endpoint (none: knfsd's threads)")
@@ -265,6 +277,30 @@ def main():
         expect(not errs, "; ".join(errs))
         expect(after == before, f"left behind: {sorted(set(after) - set(before))}")
 
+    def workload():
+        import shlex
+        import subprocess
+        here = os.path.dirname(os.path.abspath(__file__))
+        bad = []
+        for u in a.user:
+            wl = os.path.join(dirs[u[0]], "wl")
+            cmd = ["setpriv", f"--reuid={u[1]}", f"--regid={u[2]}", "--clear-groups",
+                   sys.executable, os.path.join(here, "workload.py"), "--dir", wl,
+                   "--label", f"krb5 {a.tag} user={u[0]}", "--cases", a.workload,
+                   "--seed", str(int(hashlib.sha256(f"{a.seed}-{u[0]}".encode()).hexdigest()[:6], 16))]
+            cmd += shlex.split(a.workload_args)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=3000)
+            results = [x for x in r.stdout.splitlines() if x.startswith("RESULT")]
+            for x in results:
+                print(x, flush=True)
+                if "status=FAIL" in x:
+                    bad.append(f"{u[0]} {x.split('case=')[1]}")
+            if r.returncode != 0 and not bad:
+                bad.append(f"{u[0]}: workload.py exited {r.returncode}: {r.stderr.strip()[-300:]}")
+            if os.path.isdir(wl):
+                as_user(u, u_rmdir, wl)
+        expect(not bad, "; ".join(bad))
+
     def perf():
         import workload  # tests/vm/workload.py, beside this file
         u = a.user[0]
@@ -278,6 +314,8 @@ def main():
 
     steps = [("own", own), ("read", read), ("cross", cross), ("noticket", noticket),
              ("lock", lock), ("root", root)]
+    if a.workload:
+        steps.append(("workload", workload))
     if a.perf_mib > 0:
         steps.append(("perf", perf))
     steps.append(("cleanup", cleanup))

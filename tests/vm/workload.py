@@ -380,8 +380,8 @@ def case_hardlink(d, a):
 
 
 def case_attrs(d, a):
-    """chmod (incl. setuid/sticky), chown as root, truncate up/down, utimes; each seen in stat
-    after dropping caches."""
+    """chmod (incl. setuid/sticky), chown as root (as another user: refused, chgrp to their own
+    group allowed), truncate up/down, utimes; each seen in stat after dropping caches."""
     p = os.path.join(d, "f")
     write_file(p, bytes(range(256)) * 40)  # 10240 bytes
     for mode in (0o640, 0o600, 0o4755, 0o2750, 0o777, 0o444):
@@ -393,14 +393,29 @@ def case_attrs(d, a):
     os.mkdir(sd)
     os.chmod(sd, 0o1777)
     check(stat.S_IMODE(os.stat(sd).st_mode) == 0o1777, "sticky directory mode")
-    os.chown(p, 1234, 5678)
-    drop_caches()
-    st = os.stat(p)
-    check((st.st_uid, st.st_gid) == (1234, 5678), f"chown: {st.st_uid}:{st.st_gid}, want 1234:5678")
-    os.chown(p, -1, 42)
-    st = os.stat(p)
-    check((st.st_uid, st.st_gid) == (1234, 42), f"chgrp: {st.st_uid}:{st.st_gid}, want 1234:42")
-    os.chown(p, 0, 0)
+    if os.geteuid() == 0:
+        os.chown(p, 1234, 5678)
+        drop_caches()
+        st = os.stat(p)
+        check((st.st_uid, st.st_gid) == (1234, 5678), f"chown: {st.st_uid}:{st.st_gid}, want 1234:5678")
+        os.chown(p, -1, 42)
+        st = os.stat(p)
+        check((st.st_uid, st.st_gid) == (1234, 42), f"chgrp: {st.st_uid}:{st.st_gid}, want 1234:42")
+        os.chown(p, 0, 0)
+    else:
+        # a user (the krb5 case runs the workload as one) may not give a file away: the server
+        # checks as the caller; chgrp to the user's own group is allowed
+        try:
+            os.chown(p, 1234, 5678)
+            given = True
+        except PermissionError:
+            given = False
+        check(not given, "a user gave a file away (chown to 1234:5678 allowed)")
+        os.chown(p, -1, os.getegid())
+        drop_caches()
+        st = os.stat(p)
+        check((st.st_uid, st.st_gid) == (os.geteuid(), os.getegid()),
+              f"chown refused, then chgrp: {st.st_uid}:{st.st_gid}, want {os.geteuid()}:{os.getegid()}")
     os.truncate(p, 10 * MiB)
     drop_caches()
     check(os.stat(p).st_size == 10 * MiB, f"truncate up: size {os.stat(p).st_size}")
