@@ -1149,13 +1149,16 @@ krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
 	local nolock=()
 	[ "$s" = rnfsd ] && [ "$v" = 3 ] && [ "$t" = rdma ] &&
 		nolock=(--no-lock "NLM cannot reach rnfsd over RDMA in the guest (it shares the client's rpcbind); v3 locks are checked over TCP")
-	local wl
+	# the workload's tar case reads the run's tarball as a user: a copy they may read (the
+	# run directory is the host's, mode 0700)
+	local wl tarball=$KRB5_DIR/src.tar
+	[ -n "$TARBALL" ] && [ -e "$TARBALL" ] && [ ! -e "$tarball" ] && cp "$TARBALL" "$tarball" && chmod 644 "$tarball"
 	for f in $KRB5_FLAVORS; do
 		t0=$(now)
 		wl=()
 		case " $KRB5_WORKLOAD_FLAVORS " in *" $f "*)
 			[ -n "$KRB5_WORKLOAD" ] && wl=(--workload "$KRB5_WORKLOAD"
-				--workload-args "$WORKLOAD_ARGS --vers $v --transport $t ${TARBALL:+--tarball $TARBALL}")
+				--workload-args "$WORKLOAD_ARGS --vers $v --transport $t --tarball $tarball")
 			;;
 		esac
 		if ! out=$(timeout 120 mount -t nfs -o $mopts,sec=$f "$name:$path" $mnt 2>&1); then

@@ -51,4 +51,7 @@ pub enum Cmd {
         /// The data server, by the name --pnfs-ds gives it.
         ds: String,
     },
+    /// Show this head's identity (--cluster) and every identity of the cluster: which head
+    /// holds it, its fencing token, the seconds left on its lease.
+    Cluster,
 }

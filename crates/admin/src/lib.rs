@@ -46,6 +46,8 @@ pub enum Request {
         /// The data server's name (as `--pnfs-ds` gives it).
         ds: String,
     },
+    /// This head's identity and every identity of its cluster (`--cluster`).
+    Cluster,
 }
 
 /// rnfsd's answer.
@@ -101,11 +103,39 @@ pub enum Response {
         /// Each one, with the copies of files it still holds.
         draining: Vec<(String, u64)>,
     },
+    /// Answer to [`Request::Cluster`].
+    Cluster {
+        /// The identity this head serves (`--node-id`).
+        node_id: String,
+        /// Its claim's fencing token (the etcd revision of the claim).
+        revision: i64,
+        /// Whether this head may still answer (its fence holds).
+        serving: bool,
+        /// The address that follows the identity, if rnfsd moves one.
+        service_address: Option<String>,
+        /// Whether the NFSv4 / NLM grace period is running here.
+        grace: bool,
+        /// Every identity with a claim or records in the cluster.
+        identities: Vec<IdentityInfo>,
+    },
     /// The request failed; nothing changed.
     Error {
         /// Why.
         message: String,
     },
+}
+
+/// One identity of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdentityInfo {
+    /// The identity (`--node-id`).
+    pub id: String,
+    /// The head that holds it (host name and pid), or none while unserved.
+    pub holder: Option<String>,
+    /// The claim's fencing token; 0 while unheld.
+    pub revision: i64,
+    /// Seconds left on the claim's lease; -1 when there is none.
+    pub lease_ttl_secs: i64,
 }
 
 /// One export.

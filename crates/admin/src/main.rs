@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Cmd::Reload => Request::Reload,
         Cmd::Status => Request::Status,
         Cmd::PnfsDrain { ds } => Request::PnfsDrain { ds },
+        Cmd::Cluster => Request::Cluster,
     };
     match call(&args.socket, &req, Duration::from_secs(args.timeout)) {
         Ok(resp) => {

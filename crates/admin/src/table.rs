@@ -227,6 +227,48 @@ pub fn render(resp: &Response) -> String {
             }
             out
         }
+        Response::Cluster {
+            node_id,
+            revision,
+            serving,
+            service_address,
+            grace,
+            identities,
+        } => {
+            let mut out = format!(
+                "this head: identity {node_id}, claim revision {revision}, {}{}{}\n",
+                if *serving {
+                    "serving"
+                } else {
+                    "not serving (fence run out)"
+                },
+                service_address
+                    .as_deref()
+                    .map(|a| format!(", service address {a}"))
+                    .unwrap_or_default(),
+                if *grace { ", in grace" } else { "" },
+            );
+            let rows: Vec<Vec<String>> = identities
+                .iter()
+                .map(|i| {
+                    vec![
+                        i.id.clone(),
+                        i.holder.clone().unwrap_or_else(|| "-".into()),
+                        i.revision.to_string(),
+                        if i.lease_ttl_secs < 0 {
+                            "-".into()
+                        } else {
+                            format!("{} s", i.lease_ttl_secs)
+                        },
+                    ]
+                })
+                .collect();
+            out.push_str(&columns(
+                &["IDENTITY", "HELD BY", "REVISION", "LEASE LEFT"],
+                &rows,
+            ));
+            out
+        }
         Response::Error { message } => format!("error: {message}\n"),
     }
 }

@@ -34,6 +34,18 @@ pub struct Control {
     pub pnfs: Option<Arc<pnfs::Mds>>,
     /// The RPCSEC_GSS acceptor, when Kerberos is on.
     pub gss: Option<Arc<sunrpc::gss::GssServer>>,
+    /// This head's identity, with `--cluster`.
+    pub cluster: Option<ClusterState>,
+}
+
+/// A head's part in a cluster (`--cluster`), as `rnfsctl cluster` shows it.
+pub struct ClusterState {
+    /// Where the cluster is and which identity this head serves.
+    pub cfg: store::EtcdConfig,
+    /// The claim this head holds.
+    pub fence: Arc<store::identity::Fence>,
+    /// What moves with the identity.
+    pub takeover: Arc<crate::takeover::Takeover>,
 }
 
 impl Control {
@@ -78,6 +90,7 @@ impl Control {
             },
             Request::Status => self.status(),
             Request::PnfsDrain { ds } => self.pnfs_drain(&ds),
+            Request::Cluster => self.cluster(),
         }
     }
 
@@ -221,6 +234,37 @@ impl Control {
         Response::Evicted {
             client: format!("NFSv3 host {who}"),
             released: released as u64,
+        }
+    }
+
+    fn cluster(&self) -> Response {
+        let Some(c) = &self.cluster else {
+            return Response::Error {
+                message: "this rnfsd is not in a cluster (no --cluster)".into(),
+            };
+        };
+        // the identities' keys share the parent of this one's prefix
+        let root = c.cfg.prefix.rsplit_once('/').map_or("/rnfs/id", |(r, _)| r);
+        match store::identity::list(&c.cfg, root) {
+            Ok(ids) => Response::Cluster {
+                node_id: c.takeover.node_id.clone(),
+                revision: c.fence.revision(),
+                serving: c.fence.holds(),
+                service_address: c.takeover.address.as_ref().map(|a| a.to_string()),
+                grace: self.v4.lock_manager().grace().running(),
+                identities: ids
+                    .into_iter()
+                    .map(|i| admin::IdentityInfo {
+                        id: i.id,
+                        holder: i.holder,
+                        revision: i.revision,
+                        lease_ttl_secs: i.lease_ttl_secs,
+                    })
+                    .collect(),
+            },
+            Err(e) => Response::Error {
+                message: format!("cannot read the cluster: {e}"),
+            },
         }
     }
 

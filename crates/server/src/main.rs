@@ -225,7 +225,11 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let mds = pnfs_mds(&args, &vfs)?;
     // the state other heads must find (--cluster), or none: each program's own in --state-dir
-    let mut identity: Option<(Arc<store::identity::Fence>, Arc<takeover::Takeover>)> = None;
+    let mut identity: Option<(
+        Arc<store::identity::Fence>,
+        Arc<takeover::Takeover>,
+        store::EtcdConfig,
+    )> = None;
     let cluster: Option<Arc<dyn store::Store>> = match (&args.cluster, &args.node_id) {
         (Some(url), Some(id)) => {
             let moves = Arc::new(takeover::Takeover {
@@ -253,7 +257,7 @@ async fn run(args: Args) -> Result<(), String> {
                 }),
             )
             .map_err(|e| e.to_string())?;
-            identity = Some((fence.clone(), moves.clone()));
+            identity = Some((fence.clone(), moves.clone(), cfg.clone()));
             let holds = fence.clone();
             disp.set_fence(Arc::new(move || holds.holds()));
             let etcd = store::Etcd::new(cfg).map_err(|e| e.to_string())?;
@@ -353,6 +357,13 @@ async fn run(args: Args) -> Result<(), String> {
         started: std::time::Instant::now(),
         pnfs: mds.clone(),
         gss: gss.clone(),
+        cluster: identity
+            .as_ref()
+            .map(|(fence, moves, cfg)| control::ClusterState {
+                cfg: cfg.clone(),
+                fence: fence.clone(),
+                takeover: moves.clone(),
+            }),
     });
     let tcp_cfg = TcpConfig {
         max_record: args.max_record,
@@ -599,7 +610,7 @@ async fn run(args: Args) -> Result<(), String> {
     let mut hangup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
-    if let Some((_, moves)) = &identity {
+    if let Some((_, moves, _)) = &identity {
         // the listeners are bound: now the address, so that clients sent here are answered
         if let Err(e) = moves.claimed() {
             // clients could not reach this head: let a standby have the identity (it does
@@ -637,7 +648,7 @@ async fn run(args: Args) -> Result<(), String> {
     notify::stopping();
     stop(&dispatchers, &vfs).await;
     tasks.abort_all();
-    if let Some((fence, moves)) = identity {
+    if let Some((fence, moves, _)) = identity {
         // hand the identity over now (a standby claims it at once), the address first
         let released = tokio::task::spawn_blocking(move || {
             moves.released();

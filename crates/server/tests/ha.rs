@@ -431,6 +431,28 @@ fn a_clean_stop_hands_the_identity_over_at_once() {
         !b.is_finished(),
         "the standby served while the identity was held"
     );
+    // rnfsctl cluster: this head serves the identity, which etcd shows held by it
+    match fx.server.admin(admin::Request::Cluster) {
+        admin::Response::Cluster {
+            node_id,
+            revision,
+            serving,
+            service_address,
+            identities,
+            ..
+        } => {
+            assert_eq!(node_id, "head-c");
+            assert!(serving && revision > 0 && service_address.is_none());
+            let me = identities.iter().find(|i| i.id == "head-c").unwrap();
+            assert_eq!(me.revision, revision);
+            assert!(me
+                .holder
+                .as_deref()
+                .is_some_and(|h| h.ends_with(&format!("pid {}", fx.server.pid()))));
+            assert!((1..=10).contains(&me.lease_ttl_secs), "{me:?}");
+        }
+        other => panic!("rnfsctl cluster: {other:?}"),
+    }
     let stopped = std::time::Instant::now();
     assert!(fx.server.stop().success());
     let (b, ready) = b.join().unwrap();
@@ -503,6 +525,10 @@ fn the_service_address_follows_the_identity() {
         &hook,
     ]);
     assert!(has("rnfs-a"), "{}", fx.server.log_text());
+    assert!(matches!(
+        fx.server.admin(admin::Request::Cluster),
+        admin::Response::Cluster { service_address: Some(a), .. } if a == "10.77.0.100/24@rnfs-a"
+    ));
     // the same head again, listening on every address: clients come by the service address
     let port = fx.server.port;
     let cfg = ServerConfig {

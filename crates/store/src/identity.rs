@@ -282,6 +282,100 @@ fn hold(
     }
 }
 
+/// One identity of the cluster, as etcd has it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityView {
+    /// The identity (`--node-id`).
+    pub id: String,
+    /// Who holds it (host name and pid), or `None` while no head does.
+    pub holder: Option<String>,
+    /// The fencing token of the claim (its creation revision); 0 while unheld.
+    pub revision: i64,
+    /// Seconds left on the claim's lease (-1 when etcd no longer knows it).
+    pub lease_ttl_secs: i64,
+}
+
+/// Every identity with records or a claim under `root` (the prefix identities' keys share,
+/// `/rnfs/id`), sorted: for `rnfsctl cluster`.
+pub fn list(cfg: &EtcdConfig, root: &str) -> Result<Vec<IdentityView>, StoreError> {
+    let (cfg, root) = (cfg.clone(), root.trim_end_matches('/').to_owned());
+    std::thread::Builder::new()
+        .name("identity-list".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| StoreError::Engine(format!("identity runtime: {e}")))?;
+            rt.block_on(async { tokio::time::timeout(cfg.timeout, list_in(&cfg, &root)).await })
+                .map_err(|_| StoreError::Unavailable("etcd did not answer in time".into()))?
+        })
+        .map_err(|e| StoreError::Engine(format!("identity thread: {e}")))?
+        .join()
+        .map_err(|_| StoreError::Engine("identity thread panicked".into()))?
+}
+
+async fn list_in(cfg: &EtcdConfig, root: &str) -> Result<Vec<IdentityView>, StoreError> {
+    use etcd_client::GetOptions;
+    let opts = ConnectOptions::new()
+        .with_connect_timeout(cfg.timeout)
+        .with_timeout(cfg.timeout);
+    let mut c = Client::connect(&cfg.endpoints, Some(opts))
+        .await
+        .map_err(unavailable)?;
+    // the identities: the first path segment under the root of every key (keys only)
+    let from = format!("{root}/");
+    let end = format!("{root}0"); // '0' follows '/': the end of the prefix's range
+    let keys = c
+        .get(
+            from.as_str(),
+            Some(GetOptions::new().with_range(end.as_str()).with_keys_only()),
+        )
+        .await
+        .map_err(unavailable)?;
+    let mut ids: Vec<String> = keys
+        .kvs()
+        .iter()
+        .filter_map(|kv| {
+            let k = std::str::from_utf8(kv.key()).ok()?;
+            Some(k.strip_prefix(&from)?.split('/').next()?.to_owned())
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let got = c
+            .get(format!("{from}{id}/owner"), None)
+            .await
+            .map_err(unavailable)?;
+        let view = match got.kvs().first() {
+            Some(kv) => {
+                let ttl = match kv.lease() {
+                    0 => -1,
+                    lease => c
+                        .lease_time_to_live(lease, None)
+                        .await
+                        .map_or(-1, |r| r.ttl()),
+                };
+                IdentityView {
+                    id,
+                    holder: Some(String::from_utf8_lossy(kv.value()).into_owned()),
+                    revision: kv.create_revision(),
+                    lease_ttl_secs: ttl,
+                }
+            }
+            None => IdentityView {
+                id,
+                holder: None,
+                revision: 0,
+                lease_ttl_secs: -1,
+            },
+        };
+        out.push(view);
+    }
+    Ok(out)
+}
+
 /// Waits until the claim `key` seen at revision `seen` is deleted (true), or the watch fails
 /// or `ttl` twice over has passed (false: the caller looks again after a pause).
 async fn released(mut c: Client, key: &str, seen: i64, ttl: Duration) -> bool {
@@ -407,6 +501,47 @@ mod tests {
         assert!(
             lost.recv_timeout(Duration::from_secs(1)).is_err(),
             "a release was reported as a loss"
+        );
+    }
+
+    #[test]
+    fn the_list_shows_each_identity_and_its_holder() {
+        use crate::Store;
+        let Some(cluster) = EtcdCluster::start(1) else {
+            panic!("etcd is not installed (scripts/install-deps installs etcd-server)")
+        };
+        let held = cfg(&cluster);
+        let a = claim(
+            &held,
+            "head-a pid 1",
+            Duration::from_secs(5),
+            Box::new(|| {}),
+        )
+        .unwrap();
+        // an identity with records but no head serving it
+        let idle = EtcdConfig {
+            prefix: "/rnfs/id/idle-one".into(),
+            ..held.clone()
+        };
+        crate::Etcd::new(idle)
+            .unwrap()
+            .put(crate::Table::new("nfs4_clients"), b"c", b"1")
+            .map_err(|e| e.to_string())
+            .unwrap();
+        let got = list(&held, "/rnfs/id").unwrap();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].id, "claim-test");
+        assert_eq!(got[0].holder.as_deref(), Some("head-a pid 1"));
+        assert_eq!(got[0].revision, a.revision());
+        assert!((1..=5).contains(&got[0].lease_ttl_secs), "{got:?}");
+        assert_eq!(
+            got[1],
+            IdentityView {
+                id: "idle-one".into(),
+                holder: None,
+                revision: 0,
+                lease_ttl_secs: -1
+            }
         );
     }
 
