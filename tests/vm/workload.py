@@ -637,7 +637,8 @@ def case_fsx(d, a):
 
 def case_tar(d, a):
     """Extracts a tar of a source tree (modes, mtimes, nested directories), compares every member
-    with `tar -d` after dropping caches, and removes the tree."""
+    with `tar -d` after dropping caches (as a user other than root: all but the owners), and
+    removes the tree."""
     if not a.tarball or not os.path.exists(a.tarball):
         raise Skip(f"no tarball ({a.tarball})")
     dst = os.path.join(d, "tree")
@@ -650,7 +651,13 @@ def case_tar(d, a):
                        timeout=900)
     out = (r.stdout + r.stderr).strip()
     log("tar -d output:\n" + out[:4000])
-    check(r.returncode == 0 and not out, f"tar -d exited {r.returncode}: {out[:300]}")
+    if os.geteuid() != 0:
+        # a user extracts as themselves (the krb5 case): the members' owners cannot be kept
+        out = "\n".join(x for x in out.splitlines()
+                        if not x.endswith(("Uid differs", "Gid differs")))
+        check(not out, f"tar -d: {out[:300]}")
+    else:
+        check(r.returncode == 0 and not out, f"tar -d exited {r.returncode}: {out[:300]}")
     r = subprocess.run(["tar", "-t", "-f", a.tarball], capture_output=True, text=True, timeout=300)
     members = [m.rstrip("/") for m in r.stdout.splitlines()]
     n = 0

@@ -35,7 +35,7 @@ pub struct Control {
     /// The RPCSEC_GSS acceptor, when Kerberos is on.
     pub gss: Option<Arc<sunrpc::gss::GssServer>>,
     /// This head's identity, with `--cluster`.
-    pub cluster: Option<ClusterState>,
+    pub cluster: Option<Arc<ClusterState>>,
 }
 
 /// A head's part in a cluster (`--cluster`), as `rnfsctl cluster` shows it.
@@ -46,6 +46,57 @@ pub struct ClusterState {
     pub fence: Arc<store::identity::Fence>,
     /// What moves with the identity.
     pub takeover: Arc<crate::takeover::Takeover>,
+    /// The records' store in the cluster (its calls' counters).
+    pub store: Arc<store::Etcd>,
+    /// The lock table (whose grace period NFSv4 and NLM share).
+    pub locks: Arc<locks::LockManager>,
+}
+
+/// The cluster's families (docs/metrics.md): this head's claim, its grace, its store's calls.
+impl sunrpc::metrics::MetricsSource for ClusterState {
+    fn encode(&self, out: &mut sunrpc::metrics::MetricsOut<'_>) -> std::fmt::Result {
+        use std::sync::atomic::Ordering::Relaxed;
+        out.gauge(
+            "rnfs_cluster_serving",
+            "1 while this head holds its identity (its fence holds), else 0.",
+            u64::from(self.fence.holds()),
+        )?;
+        out.gauge(
+            "rnfs_cluster_claim_revision",
+            "The etcd revision of this head's claim (its fencing token).",
+            self.fence.revision().max(0) as u64,
+        )?;
+        out.gauge(
+            "rnfs_cluster_standby_milliseconds",
+            "How long this head stood by before it claimed its identity (after a failover: from its start).",
+            self.fence.waited().as_millis() as u64,
+        )?;
+        out.gauge(
+            "rnfs_grace",
+            "1 while the grace period runs (NFSv4 or NLM reclaims only), else 0.",
+            u64::from(self.locks.grace().running()),
+        )?;
+        let st = self.store.stats();
+        out.counter(
+            "rnfs_store_calls_total",
+            "Calls to the state store in etcd (loads, puts, deletes, updates).",
+            st.calls.load(Relaxed),
+        )?;
+        out.counter_f64(
+            "rnfs_store_call_seconds_total",
+            "Time spent in calls to the state store: divided by rnfs_store_calls_total, their mean latency.",
+            st.micros.load(Relaxed) as f64 / 1e6,
+        )?;
+        out.counters(
+            "rnfs_store_errors_total",
+            "Calls to the state store that failed, by why: unavailable (no quorum in time), fenced (another head holds the identity), failed.",
+            [
+                ([("kind", "unavailable")], st.unavailable.load(Relaxed)),
+                ([("kind", "fenced")], st.fenced.load(Relaxed)),
+                ([("kind", "failed")], st.failed.load(Relaxed)),
+            ],
+        )
+    }
 }
 
 impl Control {

@@ -225,6 +225,7 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let mds = pnfs_mds(&args, &vfs)?;
     // the state other heads must find (--cluster), or none: each program's own in --state-dir
+    let mut etcd_store: Option<Arc<store::Etcd>> = None;
     let mut identity: Option<(
         Arc<store::identity::Fence>,
         Arc<takeover::Takeover>,
@@ -260,10 +261,11 @@ async fn run(args: Args) -> Result<(), String> {
             identity = Some((fence.clone(), moves.clone(), cfg.clone()));
             let holds = fence.clone();
             disp.set_fence(Arc::new(move || holds.holds()));
-            let etcd = store::Etcd::new(cfg).map_err(|e| e.to_string())?;
+            let etcd = Arc::new(store::Etcd::new(cfg).map_err(|e| e.to_string())?);
             // writes carry the claim's revision: none lands once another head holds the identity
             etcd.fence_writes(fence.revision());
-            let etcd: Arc<dyn store::Store> = Arc::new(etcd);
+            etcd_store = Some(etcd.clone());
+            let etcd: Arc<dyn store::Store> = etcd;
             tracing::info!(store = %etcd.describe(), "NFSv4 clients and NLM hosts recorded in the cluster");
             Some(etcd)
         }
@@ -347,6 +349,20 @@ async fn run(args: Args) -> Result<(), String> {
     metrics.add_source(Arc::new(metrics_http::ExportMetrics(vfs.clone())));
     disp.register(v4.clone());
     let disp = Arc::new(disp);
+    let cluster_state = match (&identity, &etcd_store) {
+        (Some((fence, moves, cfg)), Some(store)) => {
+            let c = Arc::new(control::ClusterState {
+                cfg: cfg.clone(),
+                fence: fence.clone(),
+                takeover: moves.clone(),
+                store: store.clone(),
+                locks: v4.lock_manager(),
+            });
+            metrics.add_source(c.clone());
+            Some(c)
+        }
+        _ => None,
+    };
     let control = Arc::new(control::Control {
         args: args.clone(),
         vfs: vfs.clone(),
@@ -357,13 +373,7 @@ async fn run(args: Args) -> Result<(), String> {
         started: std::time::Instant::now(),
         pnfs: mds.clone(),
         gss: gss.clone(),
-        cluster: identity
-            .as_ref()
-            .map(|(fence, moves, cfg)| control::ClusterState {
-                cfg: cfg.clone(),
-                fence: fence.clone(),
-                takeover: moves.clone(),
-            }),
+        cluster: cluster_state.clone(),
     });
     let tcp_cfg = TcpConfig {
         max_record: args.max_record,

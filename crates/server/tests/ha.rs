@@ -534,9 +534,29 @@ fn the_service_address_follows_the_identity() {
     let cfg = ServerConfig {
         host: Some([0, 0, 0, 0].into()),
         port: Some(port),
+        metrics: true,
         ..fx.server.config()
     };
     fx.server.restart_with(cfg);
+    let m = http_get(fx.server.metrics.expect("metrics endpoint"), "/metrics");
+    let value = |m: &str, name: &str| -> f64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in\n{m}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(value(&m, "rnfs_cluster_serving"), 1.0);
+    assert!(value(&m, "rnfs_cluster_claim_revision") > 0.0);
+    assert!(
+        value(&m, "rnfs_store_calls_total") >= 1.0,
+        "the client records were read"
+    );
+    assert!(
+        m.contains("rnfs_store_errors_total{kind=\"unavailable\"} 0"),
+        "{m}"
+    );
     let service = std::net::SocketAddr::from(([10, 77, 0, 100], port));
     assert!(matches!(
         RpcClient::connect_to(service).null(),
@@ -557,6 +577,12 @@ fn the_service_address_follows_the_identity() {
     sh("ip addr del 10.77.0.100/24 dev rnfs-a");
     let mut b = b.join().unwrap();
     assert!(has("rnfs-b"), "{}", b.log_text());
+    // the standby stood by from its start until the dead head's lease ran out
+    let m = http_get(b.metrics.expect("metrics endpoint"), "/metrics");
+    assert!(
+        value(&m, "rnfs_cluster_standby_milliseconds") >= 1000.0,
+        "{m}"
+    );
     assert!(matches!(
         RpcClient::connect_to(service).null(),
         RpcReply::Success(_)

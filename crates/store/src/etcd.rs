@@ -7,7 +7,7 @@
 //! thread of its own with a single-threaded runtime; callers send it requests and wait for the
 //! answer, each request bounded by [`EtcdConfig::timeout`].
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -91,6 +91,22 @@ pub struct Etcd {
     cfg: EtcdConfig,
     /// The fencing token writes carry (0: none): see [`Etcd::fence_writes`].
     fence: Arc<AtomicI64>,
+    stats: EtcdStats,
+}
+
+/// What a store's calls have cost so far (for the server's metrics).
+#[derive(Debug, Default)]
+pub struct EtcdStats {
+    /// Calls made (loads, puts, deletes, updates).
+    pub calls: AtomicU64,
+    /// Calls that failed because the cluster did not answer in time.
+    pub unavailable: AtomicU64,
+    /// Writes refused because another head holds the identity now.
+    pub fenced: AtomicU64,
+    /// Calls that failed otherwise.
+    pub failed: AtomicU64,
+    /// Time spent in calls, in microseconds.
+    pub micros: AtomicU64,
 }
 
 impl std::fmt::Debug for Etcd {
@@ -331,7 +347,13 @@ impl Etcd {
             requests: tx,
             cfg,
             fence,
+            stats: EtcdStats::default(),
         })
+    }
+
+    /// The calls made so far, their failures and the time they took.
+    pub fn stats(&self) -> &EtcdStats {
+        &self.stats
     }
 
     /// From now on every write carries the fencing token `revision` (the revision at which
@@ -344,6 +366,28 @@ impl Etcd {
     }
 
     fn call(&self, op: Op) -> Result<Answer, StoreError> {
+        let t0 = std::time::Instant::now();
+        let r = self.call_once(op);
+        let st = &self.stats;
+        st.calls.fetch_add(1, Ordering::Relaxed);
+        st.micros
+            .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match &r {
+            Ok(_) => {}
+            Err(StoreError::Unavailable(_)) => {
+                st.unavailable.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(StoreError::Fenced) => {
+                st.fenced.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                st.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        r
+    }
+
+    fn call_once(&self, op: Op) -> Result<Answer, StoreError> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.requests
             .send(Request { op, reply })

@@ -27,6 +27,8 @@ pub struct Fence {
     until_ms: AtomicU64,
     /// The revision of the claim's creation.
     revision: i64,
+    /// How long this head stood by before it claimed the identity.
+    waited: Duration,
     /// Asks the identity thread to give the claim up; it answers on the channel it is given.
     release: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<std::sync::mpsc::Sender<()>>>>,
 }
@@ -40,6 +42,12 @@ impl Fence {
     /// The fencing token: the etcd revision at which this head claimed the identity.
     pub fn revision(&self) -> i64 {
         self.revision
+    }
+
+    /// How long this head stood by (another head held the identity, or the cluster did not
+    /// answer) before its claim.
+    pub fn waited(&self) -> Duration {
+        self.waited
     }
 
     /// Gives the identity up on a clean stop: this head stops answering and its claim is
@@ -175,6 +183,7 @@ fn hold(
         start,
         until_ms: AtomicU64::new(0),
         revision,
+        waited: granted.duration_since(start),
         release: std::sync::Mutex::new(Some(release_tx)),
     });
     fence.extend_from(granted, ttl);

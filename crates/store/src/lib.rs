@@ -16,7 +16,7 @@ pub mod identity;
 pub mod testkit;
 
 pub use embedded::Embedded;
-pub use etcd::{Etcd, EtcdConfig};
+pub use etcd::{Etcd, EtcdConfig, EtcdStats};
 
 /// A table of a store: a named set of rows that one kind of record lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
