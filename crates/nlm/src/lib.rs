@@ -20,6 +20,7 @@ mod grant;
 mod hosts;
 pub mod monitor;
 mod nsm;
+pub mod recovery;
 mod service;
 mod view;
 
@@ -100,6 +101,8 @@ pub struct LockService {
     hostname: String,
     cfg: NlmConfig,
     grants: grant::Granter,
+    /// The hosts still reclaiming in the grace period this instance began.
+    recovery: Mutex<recovery::Recovery>,
     /// Counters for metrics.
     pub counters: Counters,
 }
@@ -169,6 +172,9 @@ impl LockService {
             grants: grant::Granter::new(cfg.grants.clone()),
             cfg,
             locks,
+            recovery: Mutex::new(recovery::Recovery::new(
+                recorded.iter().map(|h| (h.addr, h.server)),
+            )),
             counters: Counters::default(),
         });
         grant::start(&svc);
@@ -177,6 +183,18 @@ impl LockService {
         }
         hosts::start_gc(&svc);
         Ok(svc)
+    }
+
+    /// Notes what call `xid` of `host` says about its recovery; ends NLM's part of the grace
+    /// period once every host that held locks has reclaimed them ([`recovery`]).
+    fn note_recovery(&self, host: recovery::HostKey, xid: u32, seen: recovery::Seen) {
+        if !self.locks.grace().running_for(Participant::Nlm) {
+            return;
+        }
+        if self.recovery.lock().note(host, xid, seen) {
+            self.locks.grace().end(Participant::Nlm);
+            tracing::info!("NLM grace period over: every host that held locks reclaimed them");
+        }
     }
 
     /// The NSM state number of this instance.

@@ -162,6 +162,12 @@ impl Nlm4 {
         self.svc.locks.grace().running()
     }
 
+    /// Notes a call for the grace period's early end (see `recovery`).
+    fn seen(&self, ctx: &CallContext, seen: crate::recovery::Seen) {
+        self.svc
+            .note_recovery((ctx.peer.ip(), server_ip(ctx.local)), ctx.xid, seen);
+    }
+
     /// The lock `l` asks for, as the table knows it, with its host's number (the host
     /// recorded on disk first with `monitor`).
     fn wanted(
@@ -191,6 +197,7 @@ impl Nlm4 {
     }
 
     fn test(&self, ctx: &CallContext, a: Nlm4Testargs) -> Nlm4Testres {
+        self.seen(ctx, crate::recovery::Seen::Fresh);
         let stat = (|| {
             if self.in_grace() {
                 return Err(Nlm4Stats::nlm4_denied_grace_period);
@@ -214,6 +221,13 @@ impl Nlm4 {
     }
 
     fn lock(&self, ctx: &CallContext, a: Nlm4Lockargs, monitor: bool) -> Nlm4Res {
+        self.seen(
+            ctx,
+            match a.reclaim {
+                true => crate::recovery::Seen::Reclaim,
+                false => crate::recovery::Seen::Fresh,
+            },
+        );
         let stat = (|| {
             let grace = self.in_grace();
             if grace != a.reclaim {
@@ -275,6 +289,7 @@ impl Nlm4 {
     }
 
     fn unlock(&self, ctx: &CallContext, a: Nlm4Unlockargs) -> Nlm4Res {
+        self.seen(ctx, crate::recovery::Seen::Fresh);
         let stat = (|| {
             if self.in_grace() {
                 return Err(Nlm4Stats::nlm4_denied_grace_period);
@@ -290,6 +305,9 @@ impl Nlm4 {
     /// SHARE / UNSHARE: DOS-style share reservations, in the table NFSv4 shares, checked
     /// against other hosts' and against NFSv4 opens (whose bits are the same).
     fn share(&self, ctx: &CallContext, a: Nlm4Shareargs, add: bool) -> Nlm4Shareres {
+        if add && a.reclaim {
+            self.seen(ctx, crate::recovery::Seen::Reclaim);
+        }
         let stat = (|| {
             if self.in_grace() && !(add && a.reclaim) {
                 return Err(Nlm4Stats::nlm4_denied_grace_period);

@@ -249,7 +249,7 @@ fn nlm_hosts_in_etcd_are_notified_by_the_head_that_takes_over() {
         "--nlm-client-portmap-port",
         &pmap,
         "--lease-time",
-        "5",
+        "15",
     ]);
     let fh = user_file(&fx, "kept");
     let mut a = fx.server.client();
@@ -288,6 +288,26 @@ fn nlm_hosts_in_etcd_are_notified_by_the_head_that_takes_over() {
     reclaim.reclaim = true;
     let r: nlmwire::Nlm4Res = nlm(&mut a, nlmwire::NLM4_LOCK, &reclaim);
     assert_eq!(r.stat.stat, nlmwire::Nlm4Stats::nlm4_granted);
+    // grace ends once the host is done: a call from before the takeover sent again (an xid
+    // before the reclaim's) does not end it, a new call after the reclaims does (the Linux
+    // client sends none while it reclaims)
+    let reclaimed_at = a.last_xid();
+    a.set_xid(reclaimed_at.wrapping_sub(10));
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 4, &fh, 20, 10), false),
+        nlmwire::Nlm4Stats::nlm4_denied_grace_period,
+        "an old call sent again ended the grace period"
+    );
+    a.set_xid(reclaimed_at);
+    assert_eq!(
+        lock(&mut a, nlm_lock("host-a", 4, &fh, 20, 10), false),
+        nlmwire::Nlm4Stats::nlm4_granted,
+        "the host reclaimed, yet its new lock waits for the grace period (lease 15 s)"
+    );
+    assert!(fx
+        .server
+        .log_text()
+        .contains("NLM grace period over: every host that held locks reclaimed them"));
 }
 
 /// Another head for the identity of `fx`'s server: the same exports and arguments, on

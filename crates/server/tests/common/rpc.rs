@@ -321,6 +321,17 @@ impl RpcClient {
         self.stream.tcp().set_read_timeout(Some(t)).unwrap();
     }
 
+    /// The next call goes with transaction id `xid` + 1 (a client's sequence, as after a
+    /// reconnection).
+    pub fn set_xid(&mut self, xid: u32) {
+        self.xid = xid;
+    }
+
+    /// The transaction id of the last call.
+    pub fn last_xid(&self) -> u32 {
+        self.xid
+    }
+
     /// A fresh transaction id.
     pub fn next_xid(&mut self) -> u32 {
         self.xid = self.xid.wrapping_add(1);
