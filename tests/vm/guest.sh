@@ -889,6 +889,7 @@ KRB5_WORKLOAD_FLAVORS=${KRB5_WORKLOAD_FLAVORS-krb5 krb5i krb5p}
 KRB5_RUST_LOG=${KRB5_RUST_LOG:-info,sunrpc::gss=debug,gss=debug}
 KRB5_GSSD_PID=
 KRB5_SVCGSSD_PID=
+KRB5_IDMAPD_PID=
 KRB5_RNFSD_PID=
 KRB5_RNFSD_METRICS=
 krb5_env() { # command...: with the realm's configuration
@@ -942,7 +943,9 @@ krb5_setup() { # once per guest: network, hosts, KDC, keys, users, tickets, rpc_
 	# rpc.svcgssd maps alice@REALM to the local user alice only when REALM is one of
 	# libnfsidmap's Local-Realms, by default the upper-cased NFSv4 domain (the DNS domain,
 	# here none): without this knfsd makes every user the anonymous one
-	printf '[General]\nDomain = rnfs.test\nLocal-Realms = %s\n' $KRB5_REALM >/etc/idmapd.conf
+	# (Debian's nobody group is "nogroup", which rpc.idmapd, knfsd's name mapper, must be told)
+	printf '[General]\nDomain = rnfs.test\nLocal-Realms = %s\n[Mapping]\nNobody-User = nobody\nNobody-Group = nogroup\n' \
+		$KRB5_REALM >/etc/idmapd.conf
 	cat >$d/kdc.conf <<-EOF
 		[kdcdefaults]
 		 kdc_ports = 88
@@ -1028,6 +1031,11 @@ krb5_knfsd_up() { # vers transport
 	exportfs -o rw,insecure,no_subtree_check,no_root_squash,fsid=0,sec=krb5p:krb5i:krb5 \
 		"$c:/srv/krb5-knfsd" || return 1
 	KRB5_KNFSD_CLIENTS=$c
+	# NFSv4 owners under Kerberos go by name (the client sends numeric ids only with AUTH_SYS):
+	# knfsd maps them through rpc.idmapd, rnfsd with --idmap-domain; both with the domain of
+	# the client's /etc/idmapd.conf
+	setsid rpc.idmapd -f -vvv -p /run/rpc_pipefs >>$KRB5_DIR/idmapd.log 2>&1 </dev/null &
+	KRB5_IDMAPD_PID=$!
 	setsid env KRB5_CONFIG=$KRB5_DIR/krb5.conf KRB5_KTNAME=$KRB5_DIR/knfsd.keytab rpc.svcgssd -f -vvv \
 		-p "nfs/$(krb5_name knfsd "$2")@$KRB5_REALM" >>$KRB5_DIR/svcgssd.log 2>&1 </dev/null &
 	KRB5_SVCGSSD_PID=$!
@@ -1042,6 +1050,8 @@ krb5_knfsd_up() { # vers transport
 krb5_knfsd_down() { # vers transport
 	[ -n "$KRB5_SVCGSSD_PID" ] && { kill $KRB5_SVCGSSD_PID; wait $KRB5_SVCGSSD_PID; } 2>/dev/null
 	KRB5_SVCGSSD_PID=
+	[ -n "$KRB5_IDMAPD_PID" ] && { kill $KRB5_IDMAPD_PID; wait $KRB5_IDMAPD_PID; } 2>/dev/null
+	KRB5_IDMAPD_PID=
 	exportfs -u "$KRB5_KNFSD_CLIENTS:/srv/krb5-knfsd"
 	umount /srv/krb5-knfsd
 }
@@ -1060,7 +1070,8 @@ krb5_rnfsd_up() { # vers transport
 	setsid $netns env KRB5_CONFIG=$KRB5_DIR/krb5.conf RUST_LOG=$KRB5_RUST_LOG \
 		$RNFSD_ENV "$RNFSD" --exports /run/rnfsd-krb5.exports --keytab $KRB5_DIR/rnfsd.keytab \
 		--state-dir "$(mktemp -d /run/rnfsd-krb5-state.XXXX)" --listen 0.0.0.0:2049 "${listen[@]}" \
-		--metrics $KRB5_RNFSD_METRICS --admin-socket /run/rnfsd-krb5.sock --lease-time 15 $RNFSD_ARGS \
+		--metrics $KRB5_RNFSD_METRICS --admin-socket /run/rnfsd-krb5.sock --lease-time 15 \
+		--idmap-domain rnfs.test $RNFSD_ARGS \
 		>>$log 2>&1 </dev/null &
 	KRB5_RNFSD_PID=$!
 	for _ in $(seq 600); do
@@ -1219,7 +1230,7 @@ krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
 	echo 0 >/proc/sys/sunrpc/rpc_debug
 	"krb5_${s}_down" "$v" "$t"
 	krb5_gssd_stop
-	save $KRB5_DIR/gssd.log $KRB5_DIR/svcgssd.log $KRB5_DIR/kdc.log $KRB5_DIR/setup.log
+	save $KRB5_DIR/gssd.log $KRB5_DIR/svcgssd.log $KRB5_DIR/kdc.log $KRB5_DIR/setup.log $KRB5_DIR/idmapd.log
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -296,8 +296,12 @@ def main():
                 print(x, flush=True)
                 if "status=FAIL" in x:
                     bad.append(f"{u[0]} {x.split('case=')[1]}")
-            if r.returncode != 0 and not bad:
-                bad.append(f"{u[0]}: workload.py exited {r.returncode}: {r.stderr.strip()[-300:]}")
+            if r.returncode != 0:
+                # the workload's own log (tracebacks of unexpected errors) as evidence
+                for x in r.stderr.strip().splitlines()[-25:]:
+                    print(f"workload {u[0]}| {x}", flush=True)
+                if not bad:
+                    bad.append(f"{u[0]}: workload.py exited {r.returncode}")
             if os.path.isdir(wl):
                 as_user(u, u_rmtree, wl)
         expect(not bad, "; ".join(bad))
