@@ -191,6 +191,7 @@ impl LockService {
         if !self.locks.grace().running_for(Participant::Nlm) {
             return;
         }
+        tracing::debug!(host = ?host, xid, seen = ?seen, "NLM call in the grace period");
         if self.recovery.lock().note(host, xid, seen) {
             self.locks.grace().end(Participant::Nlm);
             tracing::info!("NLM grace period over: every host that held locks reclaimed them");

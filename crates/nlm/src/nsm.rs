@@ -230,6 +230,16 @@ pub(crate) fn notify_restart(svc: &Arc<LockService>, h: HostRecord) {
                     svc.forget_record(h.addr, h.server);
                     return;
                 }
+                Err(client::CallError::Io(e))
+                    if e.kind() == std::io::ErrorKind::AddrNotAvailable =>
+                {
+                    // the address the host called is not on this machine yet: a head taking
+                    // an identity over brings it up just before it serves (soon, so no back-off)
+                    tracing::debug!(host = %h.addr, error = %e, "SM_NOTIFY waits for the service address");
+                    drop(svc);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
                 Err(e) => tracing::debug!(host = %h.addr, error = %e, "SM_NOTIFY not answered yet"),
             }
             drop(svc);

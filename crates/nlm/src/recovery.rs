@@ -74,9 +74,16 @@ impl Recovery {
     }
 }
 
-/// Whether xid `a` was drawn after `b` on one transport (ids wrap around 2^32).
+/// Whether xid `a` was drawn shortly after `b` on one transport. The Linux client counts its
+/// xids in the CPU's byte order and sends the counter's bytes as they lie in memory, so from a
+/// little-endian machine consecutive xids read (big-endian, as XDR has them) 2^24 apart: the
+/// count is taken both ways. "Shortly" (at most 4,096 calls on) keeps a call from long before
+/// from passing for a later one under the wrong byte order; a later call further on than that
+/// is not counted (the grace period then runs its whole length).
 fn after(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
+    const WINDOW: u32 = 4096;
+    let on = |a: u32, b: u32| (1..=WINDOW).contains(&a.wrapping_sub(b));
+    on(a, b) || on(a.swap_bytes(), b.swap_bytes())
 }
 
 #[cfg(test)]
@@ -107,6 +114,30 @@ mod tests {
         assert!(!r.note(host(2), 8, Seen::Reclaim));
         assert!(r.note(host(2), 9, Seen::Fresh), "the last host is done");
         assert!(!r.note(host(2), 10, Seen::Fresh));
+    }
+
+    #[test]
+    fn little_endian_counters_are_read_in_their_order() {
+        // a Linux client on x86 counts 0x0000_00ff, 0x0000_0100, ... and sends the bytes
+        // little-endian: read big-endian they are 0xff00_0000, 0x0001_0000, ...
+        let wire = |c: u32| c.swap_bytes();
+        let mut r = Recovery::new([host(1)]);
+        assert!(
+            !r.note(host(1), wire(0xfe), Seen::Fresh),
+            "from before the takeover"
+        );
+        assert!(!r.note(host(1), wire(0xff), Seen::Reclaim));
+        assert!(!r.note(host(1), wire(0x100), Seen::Reclaim));
+        assert!(
+            !r.note(host(1), wire(0xfd), Seen::Fresh),
+            "sent again, from before"
+        );
+        assert!(r.note(host(1), wire(0x101), Seen::Fresh), "the next call");
+        // a call far on is not taken for one after the reclaims
+        let mut r = Recovery::new([host(1)]);
+        assert!(!r.note(host(1), 10, Seen::Reclaim));
+        assert!(!r.note(host(1), 10 + 5000, Seen::Fresh));
+        assert!(!r.note(host(1), 9, Seen::Fresh));
     }
 
     #[test]
