@@ -88,33 +88,45 @@ fn rdma_runtime(blocking: usize) -> Result<&'static tokio::runtime::Runtime, Str
     Ok(RT.get_or_init(|| rt))
 }
 
-async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
-    freebind_socket(addr, socket2::Type::STREAM)
-        .and_then(|s| {
-            s.listen(1024)?;
-            TcpListener::from_std(s.into())
-        })
-        .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))
+/// How listeners bind: `early` (with `--service-address`) lets them bind to an address not
+/// yet on this machine.
+#[derive(Clone, Copy)]
+struct Binding {
+    early: bool,
 }
 
-fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
-    UdpSocket::from_std(freebind_socket(addr, socket2::Type::DGRAM)?.into())
-}
-
-/// A socket bound to `addr` even while the address is not on this machine (IP_FREEBIND): a
-/// head taking an identity over binds its listeners before it brings the service address up,
-/// so that the first client to arrive after the gratuitous ARP finds them (a client refused
-/// backs off for seconds before it tries again).
-fn freebind_socket(addr: SocketAddr, ty: socket2::Type) -> std::io::Result<socket2::Socket> {
-    let s = socket2::Socket::new(socket2::Domain::for_address(addr), ty, None)?;
-    s.set_reuse_address(true)?;
-    match addr {
-        SocketAddr::V4(_) => s.set_freebind_v4(true)?,
-        SocketAddr::V6(_) => s.set_freebind_v6(true)?,
+impl Binding {
+    async fn tcp(self, addr: SocketAddr, what: &str) -> Result<TcpListener, String> {
+        self.socket(addr, socket2::Type::STREAM)
+            .and_then(|s| {
+                s.listen(1024)?;
+                TcpListener::from_std(s.into())
+            })
+            .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))
     }
-    s.set_nonblocking(true)?;
-    s.bind(&addr.into())?;
-    Ok(s)
+
+    fn udp(self, addr: SocketAddr) -> std::io::Result<UdpSocket> {
+        UdpSocket::from_std(self.socket(addr, socket2::Type::DGRAM)?.into())
+    }
+
+    /// A socket bound to `addr`; when early, even while the address is not on this machine
+    /// (IP_FREEBIND): a head taking an identity over binds its listeners before it brings the
+    /// service address up, so that the first client to arrive after the gratuitous ARP finds
+    /// them (a client refused backs off for seconds before it tries again). Without a service
+    /// address a listen address that is not this machine's stays an error at start.
+    fn socket(self, addr: SocketAddr, ty: socket2::Type) -> std::io::Result<socket2::Socket> {
+        let s = socket2::Socket::new(socket2::Domain::for_address(addr), ty, None)?;
+        s.set_reuse_address(true)?;
+        if self.early {
+            match addr {
+                SocketAddr::V4(_) => s.set_freebind_v4(true)?,
+                SocketAddr::V6(_) => s.set_freebind_v6(true)?,
+            }
+        }
+        s.set_nonblocking(true)?;
+        s.bind(&addr.into())?;
+        Ok(s)
+    }
 }
 
 /// The RPCSEC_GSS acceptor, from the keytab: `None` (RPCSEC_GSS calls refused) when there is
@@ -402,7 +414,10 @@ async fn run(args: Args) -> Result<(), String> {
     let mut ready = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
 
-    let nfs = bind(args.listen, "NFS").await?;
+    let binding = Binding {
+        early: args.service_address.is_some(),
+    };
+    let nfs = binding.tcp(args.listen, "NFS").await?;
     let nfs_addr = nfs.local_addr().map_err(|e| e.to_string())?;
     ready.push(format!("nfs+mount=tcp://{nfs_addr}"));
     tasks.spawn(serve_tcp(nfs, disp.clone(), tcp_cfg.clone()));
@@ -420,7 +435,7 @@ async fn run(args: Args) -> Result<(), String> {
         ld.register(nsm.clone());
         let ld = Arc::new(ld);
         let mut prots = vec![IPPROTO_TCP];
-        match bind_udp(nfs_addr) {
+        match binding.udp(nfs_addr) {
             Ok(u) => {
                 prots.push(IPPROTO_UDP);
                 dispatchers.push(ld.clone());
@@ -453,7 +468,9 @@ async fn run(args: Args) -> Result<(), String> {
 
     let mut mount_port = nfs_addr.port();
     if let Some(p) = args.mount_port {
-        let l = bind(SocketAddr::new(args.listen.ip(), p), "MOUNT").await?;
+        let l = binding
+            .tcp(SocketAddr::new(args.listen.ip(), p), "MOUNT")
+            .await?;
         let a = l.local_addr().map_err(|e| e.to_string())?;
         mount_port = a.port();
         ready.push(format!("mount=tcp://{a}"));
@@ -526,8 +543,8 @@ async fn run(args: Args) -> Result<(), String> {
             pm.register(Arc::new(Portmap::new(pm_maps)));
             let pm = Arc::new(pm);
             match (
-                bind(pm_addr, "the port mapper").await,
-                bind_udp(pm_addr).map_err(|e| e.to_string()),
+                binding.tcp(pm_addr, "the port mapper").await,
+                binding.udp(pm_addr).map_err(|e| e.to_string()),
             ) {
                 (Ok(t), Ok(u)) => {
                     ready.push(format!("portmap=tcp+udp://{pm_addr}"));
@@ -543,7 +560,7 @@ async fn run(args: Args) -> Result<(), String> {
     }
 
     if let Some(maddr) = args.metrics {
-        let l = bind(maddr, "metrics").await?;
+        let l = Binding { early: false }.tcp(maddr, "metrics").await?;
         let a = l.local_addr().map_err(|e| e.to_string())?;
         ready.push(format!("metrics=http://{a}/metrics"));
         let m = metrics.clone();
