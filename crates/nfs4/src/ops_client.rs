@@ -47,6 +47,54 @@ fn principal(ctx: &Ctx<'_>) -> u64 {
     }
 }
 
+/// How long the connection to an NFSv4.0 client's callback service may take to come up.
+const CB40_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The callback path a SETCLIENTID names. Its address is kept only where this server can
+/// call it as knfsd would: over TCP, and for a client that introduced itself with AUTH_SYS
+/// or AUTH_NONE (knfsd calls a Kerberos client back under RPCSEC_GSS as its own nfs/
+/// principal, which rnfsd does not do yet: such a client gets no callback path and so no
+/// delegations, as from knfsd when that context cannot be made).
+fn callback40(ctx: &Ctx<'_>, cb: &nfs4wire::CbClient4, ident: u32) -> crate::state::Callback40 {
+    let netid = std::str::from_utf8(&cb.cb_location.na_r_netid).unwrap_or("");
+    let addr = match netid {
+        "tcp" | "tcp6" if ctx.rpc.gss.is_none() => std::str::from_utf8(&cb.cb_location.na_r_addr)
+            .ok()
+            .and_then(sunrpc::uaddr::parse)
+            .filter(|a| a.port() != 0 && (netid == "tcp6") == a.is_ipv6()),
+        _ => None,
+    };
+    crate::state::Callback40 {
+        program: cb.cb_program,
+        ident,
+        addr,
+        conn: None,
+        probed: None,
+    }
+}
+
+/// Starts the connection to a confirmed NFSv4.0 client's callback service and sends it
+/// CB_NULL; the path is up once the answer comes ([`crate::state::Callback40::is_up`]).
+fn probe_callback(cb: &mut crate::state::Callback40) {
+    let Some(conn) = cb
+        .addr
+        .and_then(|addr| sunrpc::outbound::Outbound::connect(addr, CB40_CONNECT_TIMEOUT))
+    else {
+        return;
+    };
+    let xid = sunrpc::callback::next_xid();
+    let mut e = xdr::Encoder::with_capacity(64);
+    sunrpc::msg::encode_call(&mut e, xid, cb.program, 1, 0, &Credential::None);
+    let probe = std::sync::Arc::new(sunrpc::callback::expect(
+        sunrpc::BackChannel::id(&*conn),
+        xid,
+    ));
+    if sunrpc::BackChannel::send_call(&*conn, e.finish()) {
+        tracing::debug!(addr = ?cb.addr, program = cb.program, "CB_NULL to an NFSv4.0 client");
+        cb.conn = Some((conn, probe));
+    }
+}
+
 /// SP4_MACH_CRED's operations as the reply states them: what the server enforces, and of what
 /// the client asks to be allowed, what it allows.
 fn mach_cred_ops(asked: &nfs4wire::StateProtectOps4) -> nfs4wire::StateProtectOps4 {
@@ -141,6 +189,8 @@ impl Nfs4 {
             addr: ctx.rpc.peer.ip(),
             auth: auth_text(ctx),
             mach_cred,
+            callback: None,
+            callback_next: None,
         });
         id
     }
@@ -170,6 +220,7 @@ impl Nfs4 {
         }
         // Drop earlier unconfirmed records of this owner.
         s.clients.drop_unconfirmed_of(&owner);
+        let callback = callback40(ctx, &a.callback, a.callback_ident);
         let (id, confirm) = match confirmed {
             Some(c) if c.verifier == verf => {
                 // Callback update: same client id, fresh confirmation verifier.
@@ -178,11 +229,17 @@ impl Nfs4 {
                     .get_mut(c.id)
                     .ok_or(OpFail::from(Nfsstat4::NFS4ERR_SERVERFAULT))?;
                 r.confirm[0] = r.confirm[0].wrapping_add(1);
+                r.callback_next = Some(callback);
                 (c.id, r.confirm)
             }
             _ => {
                 let id = self.new_client(&mut s, owner, verf, ctx, false);
-                (id, s.clients.get(id).map_or([0; 8], |c| c.confirm))
+                let r = s
+                    .clients
+                    .get_mut(id)
+                    .ok_or(OpFail::from(Nfsstat4::NFS4ERR_SERVERFAULT))?;
+                r.callback_next = Some(callback);
+                (id, r.confirm)
             }
         };
         Ok(Setclientid4resok {
@@ -215,6 +272,10 @@ impl Nfs4 {
         if let Some(c) = s.clients.get_mut(id) {
             c.confirmed = true;
             c.renewed = Instant::now();
+            if let Some(mut cb) = c.callback_next.take() {
+                probe_callback(&mut cb);
+                c.callback = Some(cb);
+            }
         }
         Ok(())
     }

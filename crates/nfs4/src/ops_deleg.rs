@@ -1,7 +1,9 @@
-//! Delegations and their recall over the NFSv4.1 back channel (CB_SEQUENCE + CB_RECALL),
-//! DELEGRETURN and BACKCHANNEL_CTL.
+//! Delegations and their recall over the NFSv4.1 back channel (CB_SEQUENCE + CB_RECALL) or an
+//! NFSv4.0 client's callback connection (CB_RECALL with its callback_ident), DELEGRETURN and
+//! BACKCHANNEL_CTL.
 //!
-//! A read delegation is granted on a read-only OPEN by a 4.1 client with a back channel when no
+//! A read delegation is granted on a read-only OPEN by a client that can be called back (4.1:
+//! a session with a back channel; 4.0: a callback path whose CB_NULL probe was answered) when no
 //! other client has the file open for writing; a write delegation on an OPEN for writing when
 //! the client asks for one (OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG or _ANY_DELEG), or on one for
 //! reading and writing that asks for nothing under `rnfsd --write-delegations`, and no other
@@ -49,7 +51,6 @@ impl Nfs4 {
     pub(crate) fn maybe_delegate(
         &self,
         s: &mut State,
-        minor: u32,
         client: u64,
         file: FileKey,
         fh: &Bytes,
@@ -57,9 +58,6 @@ impl Nfs4 {
         access: u32,
         want: u32,
     ) -> Option<(Stateid, bool)> {
-        if minor == 0 {
-            return None;
-        }
         let read_only = access == nfs4wire::OPEN4_SHARE_ACCESS_READ;
         let write = match want {
             0
@@ -81,7 +79,9 @@ impl Nfs4 {
             }
             _ => return None,
         };
-        s.back_session(client)?;
+        if !s.can_call_back(client) {
+            return None;
+        }
         // A read delegation lets other clients read; a write delegation, nothing.
         let conflict = s.states.on_file(file).any(|(_, o)| match o {
             StateObj::Open(o) => {
@@ -119,7 +119,7 @@ impl Nfs4 {
             StateObj::Deleg(d) => d.client != client && !d.revoked,
             StateObj::Lock(_) | StateObj::Layout(_) => false,
         });
-        let recall = conflict || s.back_session(client).is_none();
+        let recall = conflict || !s.can_call_back(client);
         self.counters
             .reclaimed_delegations
             .fetch_add(1, Ordering::Relaxed);
@@ -187,7 +187,12 @@ impl Nfs4 {
                         sent = d.recall_sent,
                         "delegation not returned within a lease: revoked"
                     );
-                    s.states.revoke(&other);
+                    if s.clients.get(d.client).is_some_and(|c| c.minor == 0) {
+                        // NFSv4.0 has no FREE_STATEID: the delegation goes at once
+                        s.states.remove(&other);
+                    } else {
+                        s.states.revoke(&other);
+                    }
                 }
                 _ => {
                     let sent = d.recall_sent || self.send_recall(s, &other, &d);
@@ -260,6 +265,9 @@ impl Nfs4 {
         client: u64,
         ops: Vec<NfsCbArgop4>,
     ) -> Option<Arc<sunrpc::callback::Waiter>> {
+        if s.clients.get(client).is_some_and(|c| c.minor == 0) {
+            return callback40(s, client, ops);
+        }
         let sid = s.back_session(client)?;
         let sess = s.sessions.get_mut(&sid)?;
         let back = sess.back.clone()?;
@@ -537,13 +545,58 @@ fn next_nanosecond(t: vfs::Time) -> vfs::Time {
 
 /// The change attribute and size in the reply to a CB_COMPOUND of CB_SEQUENCE and
 /// CB_GETATTR; None unless every part succeeded and both attributes are there.
+/// Sends a CB_COMPOUND (minor version 0, no CB_SEQUENCE, the client's callback_ident) on an
+/// NFSv4.0 client's callback connection; the registration of its reply, or None when the path
+/// is not up or the connection took no more. Any number may be in flight: NFSv4.0 has no slots.
+fn callback40(
+    s: &mut State,
+    client: u64,
+    ops: Vec<NfsCbArgop4>,
+) -> Option<Arc<sunrpc::callback::Waiter>> {
+    let cb = s.clients.get_mut(client)?.callback.as_mut()?;
+    if !cb.is_up() {
+        return None;
+    }
+    let (conn, _) = cb.conn.as_ref()?;
+    let xid = sunrpc::callback::next_xid();
+    let call = CbCompound4args {
+        tag: Bytes::new(),
+        minorversion: 0,
+        callback_ident: cb.ident,
+        argarray: ops,
+    };
+    let mut e = Encoder::with_capacity(256);
+    // as knfsd: the server's own credential, for AUTH_SYS root
+    let cred = msg::Credential::Sys(sunrpc::AuthSys {
+        stamp: 0,
+        machine: Bytes::from_static(b"rnfsd"),
+        uid: 0,
+        gid: 0,
+        gids: Vec::new(),
+    });
+    msg::encode_call(&mut e, xid, cb.program, 1, 1, &cred);
+    e.encode(&call);
+    let waiter = Arc::new(sunrpc::callback::expect(
+        sunrpc::BackChannel::id(&**conn),
+        xid,
+    ));
+    if !sunrpc::BackChannel::send_call(&**conn, e.finish()) {
+        return None;
+    }
+    Some(waiter)
+}
+
 fn decode_cb_getattr(reply: Bytes) -> Option<(u64, u64)> {
     let res = CbCompound4res::decode(&mut msg::decode_success(reply)?).ok()?;
-    let attrs = match (res.status, &res.resarray[..]) {
-        (
-            Nfsstat4::NFS4_OK,
-            [NfsCbResop4::OpCbSequence(CbSequence4res::Nfs4Ok(_)), NfsCbResop4::OpCbGetattr(CbGetattr4res::Nfs4Ok(ok))],
-        ) => &ok.obj_attributes,
+    // NFSv4.1's answer begins with CB_SEQUENCE's, NFSv4.0's does not
+    let ops = match &res.resarray[..] {
+        [NfsCbResop4::OpCbSequence(CbSequence4res::Nfs4Ok(_)), rest @ ..] => rest,
+        all => all,
+    };
+    let attrs = match (res.status, ops) {
+        (Nfsstat4::NFS4_OK, [NfsCbResop4::OpCbGetattr(CbGetattr4res::Nfs4Ok(ok))]) => {
+            &ok.obj_attributes
+        }
         _ => return None,
     };
     let got = Bitmap::from(attrs.attrmask.clone());

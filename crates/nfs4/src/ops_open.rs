@@ -160,7 +160,7 @@ impl Nfs4 {
             self.state.lock().undo_open(undo);
             return Err(e);
         }
-        let r = self.open_reply(ctx, &mut self.state.lock(), client, &a, &f, sid, false);
+        let r = self.open_reply(&mut self.state.lock(), client, &a, &f, sid, false);
         ctx.set_cur(Some(Fh::Real(f.node.fh.clone())));
         ctx.cur_sid = Some(sid);
         Ok(Encoded::of(&r))
@@ -179,7 +179,7 @@ impl Nfs4 {
                 return Err(e);
             }
             made = Some((f.node.fh.clone(), sid));
-            Ok(self.open_reply(ctx, s, client, a, &f, sid, new_owner))
+            Ok(self.open_reply(s, client, a, &f, sid, new_owner))
         });
         let mut s = self.state.lock();
         let made_current = match made {
@@ -483,7 +483,6 @@ impl Nfs4 {
     #[allow(clippy::too_many_arguments)]
     fn open_reply(
         &self,
-        ctx: &Ctx<'_>,
         s: &mut State,
         client: u64,
         a: &OpenArgs,
@@ -505,11 +504,13 @@ impl Nfs4 {
         let (fh, attr) = (&f.node.fh, &f.node.attr);
         let deleg = match a.claim {
             // what the client held before the restart, whatever it wants now
-            Claim::Previous(held @ 1..=2) if ctx.minor >= 1 => {
+            Claim::Previous(held @ 1..=2) => {
                 self.reclaim_delegation(s, client, file, fh, attr, held)
             }
+            // NFSv4.0: none to an open-owner that has yet to confirm, as knfsd
+            _ if new_owner => None,
             _ => self
-                .maybe_delegate(s, ctx.minor, client, file, fh, attr, a.access, want)
+                .maybe_delegate(s, client, file, fh, attr, a.access, want)
                 .map(|(sid, write)| (sid, write, false)),
         };
         let delegation = match (deleg, want) {

@@ -640,9 +640,15 @@ impl Nfs4 {
         Ok(())
     }
 
-    /// RENEW (NFSv4.0): the client's lease starts again.
+    /// RENEW (NFSv4.0): the client's lease starts again; NFS4ERR_CB_PATH_DOWN (the lease
+    /// renewed all the same) when it holds delegations the server can no longer recall.
     fn renew(&self, a: Renew4args) -> Result<(), OpFail> {
-        Ok(self.state.lock().renew(a.clientid)?)
+        let mut s = self.state.lock();
+        s.renew(a.clientid)?;
+        if s.callback_path_down(a.clientid) {
+            return Err(Nfsstat4::NFS4ERR_CB_PATH_DOWN.into());
+        }
+        Ok(())
     }
 }
 

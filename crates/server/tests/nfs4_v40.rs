@@ -378,3 +378,277 @@ fn libnfs_v4_cp_in_and_out_and_ls() {
     );
     assert!(text.contains("in.bin"), "{text}");
 }
+
+/// An NFSv4.0 client's callback service: a listener at a universal address, and the server's
+/// connection to it once made.
+struct CallbackService {
+    listener: std::net::TcpListener,
+    conn: Option<std::net::TcpStream>,
+}
+
+impl CallbackService {
+    fn new() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        CallbackService {
+            listener,
+            conn: None,
+        }
+    }
+
+    /// Its address as SETCLIENTID names it ("h1.h2.h3.h4.p1.p2").
+    fn uaddr(&self) -> String {
+        let port = self.listener.local_addr().unwrap().port();
+        format!("127.0.0.1.{}.{}", port >> 8, port & 0xff)
+    }
+
+    /// Waits (10 s at most) for the server's connection, which must come from a reserved port.
+    fn accept(&mut self) {
+        self.listener.set_nonblocking(true).unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let (s, peer) = loop {
+            match self.listener.accept() {
+                Ok(x) => break x,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(
+                        std::time::Instant::now() < end,
+                        "the server did not connect"
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
+        assert!(
+            peer.port() < 1024,
+            "callback connection from port {}",
+            peer.port()
+        );
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        self.conn = Some(s);
+    }
+
+    /// The next call: (xid, procedure, credential flavor, the arguments after the header).
+    fn next_call(&mut self) -> (u32, u32, u32, Vec<u8>) {
+        use std::io::Read;
+        let s = self.conn.as_mut().expect("no callback connection");
+        let mut rec = Vec::new();
+        loop {
+            let mut hdr = [0u8; 4];
+            s.read_exact(&mut hdr).expect("no callback call came");
+            let h = u32::from_be_bytes(hdr);
+            let at = rec.len();
+            rec.resize(at + (h & 0x7fff_ffff) as usize, 0);
+            s.read_exact(&mut rec[at..]).unwrap();
+            if h & 0x8000_0000 != 0 {
+                break;
+            }
+        }
+        let w = |i: usize| u32::from_be_bytes(rec[i..i + 4].try_into().unwrap());
+        assert_eq!(
+            (w(4), w(8), w(12), w(16)),
+            (0, 2, CB_PROGRAM, 1),
+            "not a callback call"
+        );
+        let (proc_, flavor, cred_len) = (w(20), w(24), w(28) as usize);
+        let verf_at = 32 + cred_len.div_ceil(4) * 4;
+        let args_at = verf_at + 8 + (w(verf_at + 4) as usize).div_ceil(4) * 4;
+        (w(0), proc_, flavor, rec[args_at..].to_vec())
+    }
+
+    /// Answers call `xid` with `body` (SUCCESS).
+    fn reply(&mut self, xid: u32, body: &[u32]) {
+        use std::io::Write;
+        let mut words = vec![xid, 1, 0, 0, 0, 0];
+        words.extend_from_slice(body);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+        let s = self.conn.as_mut().unwrap();
+        s.write_all(&(0x8000_0000u32 | bytes.len() as u32).to_be_bytes())
+            .unwrap();
+        s.write_all(&bytes).unwrap();
+    }
+}
+
+/// A read-only OPEN by `owner` (seqid `seqid`) of `name`: (handle, open stateid, delegation).
+fn open_read(
+    c: &mut V4,
+    dir: &[u8],
+    seqid: u32,
+    owner: &[u8],
+    name: &str,
+) -> (bytes::Bytes, Stateid4, Option<Stateid4>) {
+    let r = c
+        .compound(
+            Ops::new()
+                .putfh(dir)
+                .open(
+                    seqid,
+                    OPEN4_SHARE_ACCESS_READ,
+                    OPEN4_SHARE_DENY_NONE,
+                    c.clientid,
+                    owner,
+                    &OpenHow::NoCreate,
+                    &OpenClaim4::ClaimNull(name.as_bytes().to_vec().into()),
+                )
+                .getfh(),
+        )
+        .ok(&format!("OPEN {name}"));
+    let deleg = match &r.get(NfsOpnum4::OP_OPEN).open().delegation {
+        OpenDelegation4::OpenDelegateRead(d) => Some(d.stateid.clone()),
+        OpenDelegation4::OpenDelegateNone => None,
+        other => panic!("OPEN {name}: {other:?}"),
+    };
+    (r.fh(), r.open_stateid(), deleg)
+}
+
+#[test]
+fn a_v40_client_is_called_back_at_its_callback_address_to_recall_a_delegation() {
+    let fx = Fixture::new();
+    for n in ["f", "g"] {
+        std::fs::write(fx.export.join(n), b"before").unwrap();
+        std::os::unix::fs::chown(fx.export.join(n), Some(TEST_UID), Some(TEST_UID)).unwrap();
+    }
+    let mut cb = CallbackService::new();
+    let mut a = V4::connect(fx.server.port, 0, "v40-cb-holder");
+    let verf = *b"v40-cb-1";
+    let r = a
+        .compound(Ops::new().setclientid_at(verf, b"v40-cb-holder", &cb.uaddr(), 77))
+        .ok("SETCLIENTID");
+    let ok = r.get(NfsOpnum4::OP_SETCLIENTID).setclientid();
+    a.clientid = ok.clientid;
+    a.compound(Ops::new().setclientid_confirm(ok.clientid, ok.setclientid_confirm))
+        .ok("SETCLIENTID_CONFIRM");
+
+    // The confirmation makes the server connect and probe with CB_NULL (AUTH_NONE or SYS).
+    cb.accept();
+    let (xid, proc_, flavor, _) = cb.next_call();
+    assert_eq!(proc_, 0, "the first call is not CB_NULL");
+    assert!(flavor <= 1, "CB_NULL flavor {flavor}");
+    cb.reply(xid, &[]);
+
+    // An open-owner's first OPEN is confirmed before it may get a delegation (as knfsd).
+    let dir = a.path_fh(&fx.export);
+    let owner = b"v40-cb-owner";
+    let (fh, sid, deleg) = open_read(&mut a, &dir, 0, owner, "f");
+    assert!(deleg.is_none(), "a delegation to an unconfirmed open-owner");
+    let r = a
+        .compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
+        .ok("OPEN_CONFIRM");
+    let sid = r.stateid(NfsOpnum4::OP_OPEN_CONFIRM);
+    a.compound(Ops::new().putfh(&fh).close(2, &sid)).ok("CLOSE");
+    // the probe's answer reaches the server a moment after it was sent
+    let mut seqid = 3;
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let (fh, deleg) = loop {
+        let (fh, sid, deleg) = open_read(&mut a, &dir, seqid, owner, "f");
+        seqid += 1;
+        if let Some(d) = deleg {
+            break (fh, d);
+        }
+        a.compound(Ops::new().putfh(&fh).close(seqid, &sid))
+            .ok("CLOSE");
+        seqid += 1;
+        assert!(
+            std::time::Instant::now() < end,
+            "no read delegation with the callback path up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    a.compound(Ops::new().renew(a.clientid)).ok("RENEW");
+
+    // Another client's write: NFS4ERR_DELAY while the holder is called back at its address.
+    let mut b = V4::v40(fx.server.port, "v40-cb-writer");
+    let bdir = b.path_fh(&fx.export);
+    let r = b.compound(Ops::new().putfh(&bdir).open(
+        0,
+        OPEN4_SHARE_ACCESS_WRITE,
+        OPEN4_SHARE_DENY_NONE,
+        b.clientid,
+        b"w",
+        &OpenHow::NoCreate,
+        &OpenClaim4::ClaimNull(b"f".to_vec().into()),
+    ));
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
+    let (xid, proc_, flavor, args) = cb.next_call();
+    assert_eq!((proc_, flavor), (1, 1), "CB_COMPOUND under AUTH_SYS");
+    let w = |i: usize| u32::from_be_bytes(args[i..i + 4].try_into().unwrap());
+    // tag (empty), minorversion 0, callback_ident, one operation: CB_RECALL of the delegation
+    assert_eq!(
+        (w(0), w(4), w(8), w(12), w(16)),
+        (0, 0, 77, 1, 4),
+        "not a 4.0 CB_RECALL"
+    );
+    assert_eq!(&args[24..36], deleg.other.as_slice(), "another stateid");
+    cb.reply(xid, &[0, 0, 1, 4, 0]);
+    // the holder returns it; the writer's OPEN then goes through
+    a.compound(Ops::new().putfh(&fh).delegreturn(&deleg))
+        .ok("DELEGRETURN");
+    let r = b.compound(Ops::new().putfh(&bdir).open(
+        0,
+        OPEN4_SHARE_ACCESS_WRITE,
+        OPEN4_SHARE_DENY_NONE,
+        b.clientid,
+        b"w",
+        &OpenHow::NoCreate,
+        &OpenClaim4::ClaimNull(b"f".to_vec().into()),
+    ));
+    assert_eq!(r.status, Nfsstat4::NFS4_OK, "{}", r.summary());
+
+    // With a delegation held, a callback connection that breaks makes RENEW say
+    // NFS4ERR_CB_PATH_DOWN (the lease renewed all the same), and no new delegation is granted.
+    let (_, _, held) = open_read(&mut a, &dir, seqid, owner, "g");
+    seqid += 1;
+    assert!(held.is_some(), "no delegation of g");
+    cb.conn = None;
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let r = a.compound(Ops::new().renew(a.clientid));
+        if r.status == Nfsstat4::NFS4ERR_CB_PATH_DOWN {
+            break;
+        }
+        assert_eq!(r.status, Nfsstat4::NFS4_OK);
+        assert!(
+            std::time::Instant::now() < end,
+            "RENEW never said CB_PATH_DOWN"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (_, _, again) = open_read(&mut a, &dir, seqid, owner, "f");
+    assert!(again.is_none(), "a delegation with the callback path down");
+}
+
+#[test]
+fn a_v40_client_whose_callback_address_does_not_answer_gets_no_delegation() {
+    let fx = Fixture::new();
+    std::fs::write(fx.export.join("f"), b"data").unwrap();
+    // the default SETCLIENTID names port 0; this one a port nothing listens on
+    let unused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = unused.local_addr().unwrap().port();
+    drop(unused);
+    let mut a = V4::connect(fx.server.port, 0, "v40-nocb");
+    let r = a
+        .compound(Ops::new().setclientid_at(
+            *b"v40-nocb",
+            b"v40-nocb",
+            &format!("127.0.0.1.{}.{}", port >> 8, port & 0xff),
+            5,
+        ))
+        .ok("SETCLIENTID");
+    let ok = r.get(NfsOpnum4::OP_SETCLIENTID).setclientid();
+    a.clientid = ok.clientid;
+    a.compound(Ops::new().setclientid_confirm(ok.clientid, ok.setclientid_confirm))
+        .ok("SETCLIENTID_CONFIRM");
+    let dir = a.path_fh(&fx.export);
+    let (fh, sid, _) = open_read(&mut a, &dir, 0, b"o", "f");
+    let sid = a
+        .compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
+        .ok("OPEN_CONFIRM")
+        .stateid(NfsOpnum4::OP_OPEN_CONFIRM);
+    a.compound(Ops::new().putfh(&fh).close(2, &sid)).ok("CLOSE");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (_, _, deleg) = open_read(&mut a, &dir, 3, b"o", "f");
+    assert!(deleg.is_none(), "a delegation without a callback path");
+    // holding none, RENEW has nothing to report
+    a.compound(Ops::new().renew(a.clientid)).ok("RENEW");
+}

@@ -15,6 +15,7 @@ pub mod drc;
 pub mod gss;
 pub mod metrics;
 pub mod msg;
+pub mod outbound;
 pub mod record;
 pub mod tcp;
 pub mod uaddr;

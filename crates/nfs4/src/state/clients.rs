@@ -1,8 +1,12 @@
 //! Client records (SETCLIENTID / EXCHANGE_ID), by client id.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use sunrpc::callback::Waiter;
+use sunrpc::outbound::Outbound;
 
 use super::{ClientId, IdMap};
 
@@ -38,6 +42,56 @@ pub struct ClientRec {
     /// EXCHANGE_ID asked for SP4_MACH_CRED: the operations of [`MACH_CRED_ENFORCED`] must come
     /// from the principal that created the record.
     pub mach_cred: bool,
+    /// NFSv4.0: the callback path in use (from the SETCLIENTID that was confirmed).
+    pub callback: Option<Callback40>,
+    /// NFSv4.0: the callback path of the last SETCLIENTID, in use once it is confirmed.
+    pub callback_next: Option<Callback40>,
+}
+
+/// An NFSv4.0 client's callback path: where its SETCLIENTID said to call it, and the
+/// connection made there at SETCLIENTID_CONFIRM with its CB_NULL probe.
+#[derive(Debug, Clone)]
+pub struct Callback40 {
+    /// cb_program: the program number the client's callback service answers to.
+    pub program: u32,
+    /// callback_ident: sent back in every CB_COMPOUND, so the client knows whose it is.
+    pub ident: u32,
+    /// cb_location's address; None for one this server does not call (a netid other than
+    /// tcp/tcp6, a caller this server cannot call back under its flavor): the path is down.
+    pub addr: Option<SocketAddr>,
+    /// The connection and the registration of its CB_NULL probe.
+    pub conn: Option<(Arc<Outbound>, Arc<Waiter>)>,
+    /// The probe's answer once it came: whether the client's service accepted it.
+    pub probed: Option<bool>,
+}
+
+impl Callback40 {
+    /// Whether calls can go to the client now: its service answered the probe and the
+    /// connection is still there.
+    pub fn is_up(&mut self) -> bool {
+        let Some((conn, probe)) = &self.conn else {
+            return false;
+        };
+        if conn.is_closed() {
+            return false;
+        }
+        if self.probed.is_none() && probe.answered() {
+            let reply = probe.wait(Duration::ZERO);
+            self.probed = Some(reply.is_some_and(|r| sunrpc::msg::decode_success(r).is_some()));
+        }
+        self.probed == Some(true)
+    }
+
+    /// Whether the path was set up and has failed: no connection could be made, the connection
+    /// broke, or the probe was refused (RENEW then says NFS4ERR_CB_PATH_DOWN to a client
+    /// holding delegations).
+    pub fn is_down(&mut self) -> bool {
+        self.conn.is_some() && !self.is_up() && (self.probed.is_some() || self.is_closed())
+    }
+
+    fn is_closed(&self) -> bool {
+        self.conn.as_ref().is_some_and(|(c, _)| c.is_closed())
+    }
 }
 
 /// What SP4_MACH_CRED protects (RFC 8881 section 18.35.3), as knfsd: BIND_CONN_TO_SESSION,

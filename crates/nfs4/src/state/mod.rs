@@ -22,7 +22,7 @@ use crate::db::ClientDb;
 use crate::proto::LEASE_SECONDS;
 use nfs4wire::Nfsstat4;
 
-pub use clients::{ClientRec, Clients, MACH_CRED_ALLOWED, MACH_CRED_ENFORCED};
+pub use clients::{Callback40, ClientRec, Clients, MACH_CRED_ALLOWED, MACH_CRED_ENFORCED};
 use grace::Grace;
 use locks::Participant;
 pub use locks::{Lock, LockManager, LockOutcome, Owner};
@@ -127,6 +127,30 @@ impl State {
     /// A session of `client` with a back channel, for callbacks.
     pub fn back_session(&self, client: ClientId) -> Option<SessionId> {
         self.sessions.with_back_channel(client)
+    }
+
+    /// Whether calls can go to `client` now: an NFSv4.0 client's callback path answered its
+    /// probe, or an NFSv4.1 client has a session with a back channel.
+    pub fn can_call_back(&mut self, client: ClientId) -> bool {
+        match self.clients.get_mut(client) {
+            Some(c) if c.minor == 0 => c.callback.as_mut().is_some_and(|cb| cb.is_up()),
+            Some(_) => self.back_session(client).is_some(),
+            None => false,
+        }
+    }
+
+    /// NFSv4.0: whether `client` holds delegations while its callback path is down, which
+    /// RENEW tells it with NFS4ERR_CB_PATH_DOWN (RFC 7530 section 16.24.4) so that it sets up
+    /// a new one with SETCLIENTID.
+    pub fn callback_path_down(&mut self, client: ClientId) -> bool {
+        let down = match self.clients.get_mut(client) {
+            Some(c) if c.minor == 0 => c.callback.as_mut().is_some_and(|cb| cb.is_down()),
+            _ => false,
+        };
+        down && self
+            .states
+            .of_client(client)
+            .any(|(_, o)| matches!(o, StateObj::Deleg(_)))
     }
 
     /// Empty state for a new server instance.

@@ -321,6 +321,13 @@ builders! {
         callback: w::CbClient4 { cb_program: CB_PROGRAM, cb_location: w::Netaddr4 {
             na_r_netid: bytes("tcp"), na_r_addr: bytes("127.0.0.1.0.0") } },
         callback_ident: 1 });
+    /// SETCLIENTID with the callback service at `uaddr` (a universal address over TCP).
+    setclientid_at(verifier: w::Verifier4, owner: &[u8], uaddr: &str, ident: u32)
+        => OpSetclientid(w::Setclientid4args {
+        client: w::NfsClientId4 { verifier, id: bytes(owner) },
+        callback: w::CbClient4 { cb_program: CB_PROGRAM, cb_location: w::Netaddr4 {
+            na_r_netid: bytes("tcp"), na_r_addr: bytes(uaddr) } },
+        callback_ident: ident });
     /// SETCLIENTID_CONFIRM.
     setclientid_confirm(clientid: u64, confirm: w::Verifier4)
         => OpSetclientidConfirm(w::SetclientidConfirm4args { clientid,
