@@ -872,7 +872,7 @@ failover_case() { # server vers transport
 # with krb5i, which would change the other cases.
 KRB5_VERS=${KRB5_VERS:-"3 4.2"}
 KRB5_FLAVORS="krb5 krb5i krb5p"
-KRB5_ROWS="$KRB5_FLAVORS krb5sys"
+KRB5_ROWS="$KRB5_FLAVORS krb5posix krb5sys"
 KRB5_DIR=/run/krb5
 KRB5_REALM=RNFS.TEST
 KRB5_CLI=10.97.0.1
@@ -883,6 +883,13 @@ KRB5_STATE=0 # 1 set up, 2 setup failed (KRB5_WHY says why)
 KRB5_WHY=
 KRB5_USERS="alice:2101 bob:2102"
 KRB5_NOTICKET=carol:2103
+# the krb5posix row: tests/vm/posixdiff.py's users (uid 1001-1004; its groups 2000, 2100 and
+# 3000) as local users with principals of their names and tickets, and root with a user
+# principal (root@REALM, which both servers map to uid 0: the export has no_root_squash), as a
+# site gives root a ticket of its own with rpc.gssd -n
+KRB5_PX_USERS="pxa:1001:2000 pxb:1002 pxc:1003 pxd:1004:2100"
+KRB5_PX_GROUPS="pxg2000:2000 pxg2100:2100 pxg3000:3000"
+KRB5_POSIX_FLAVOR=${KRB5_POSIX_FLAVOR-krb5p} # the flavor of the krb5posix row's mount ("": SKIP)
 KRB5_MIB=${KRB5_MIB:-4}
 KRB5_PERF_MIB=${KRB5_PERF_MIB:-0} # > 0: krb5.py's perf step on each mount (figures, both servers)
 KRB5_PERF_RUNS=${KRB5_PERF_RUNS:-3}
@@ -979,7 +986,8 @@ krb5_setup() { # once per guest: network, hosts, KDC, keys, users, tickets, rpc_
 	ip netns exec $KRB5_NS bash -c "(exec 3<>/dev/tcp/$KRB5_CLI/88)" 2>/dev/null ||
 		say "krb5: the KDC is not reachable from the namespace $KRB5_NS"
 	for p in nfs/knfsd.rnfs.test:knfsd nfs/knfsd-rdma.rnfs.test:knfsd nfs/rnfsd.rnfs.test:rnfsd \
-		nfs/rnfsd-rdma.rnfs.test:rnfsd host/rnfs-vm.rnfs.test:client alice:alice bob:bob; do
+		nfs/rnfsd-rdma.rnfs.test:rnfsd host/rnfs-vm.rnfs.test:client alice:alice bob:bob root:root \
+		$(for u in $KRB5_PX_USERS; do echo "${u%%:*}:${u%%:*}"; done); do
 		krb5_env kadmin.local -r $KRB5_REALM -q "addprinc -randkey ${p%%:*}" >>$d/setup.log 2>&1 &&
 			krb5_env kadmin.local -r $KRB5_REALM -q "ktadd -k $d/${p#*:}.keytab ${p%%:*}" >>$d/setup.log 2>&1
 		krb5_env klist -k $d/${p#*:}.keytab 2>/dev/null | grep -q "${p%%:*}@$KRB5_REALM" ||
@@ -993,8 +1001,21 @@ krb5_setup() { # once per guest: network, hosts, KDC, keys, users, tickets, rpc_
 				{ KRB5_WHY="useradd $name ($uid) failed"; return 1; }
 		fi
 	done
-	for u in $KRB5_USERS; do
-		name=${u%%:*} uid=${u#*:}
+	for u in $KRB5_PX_GROUPS; do
+		[ "$(getent group "${u#*:}" | cut -d: -f1)" = "${u%%:*}" ] || groupadd -g "${u#*:}" "${u%%:*}" ||
+			{ KRB5_WHY="groupadd ${u%%:*} (${u#*:}) failed"; return 1; }
+	done
+	local extra
+	for u in $KRB5_PX_USERS; do
+		IFS=: read -r name uid extra <<<"$u"
+		if [ "$(id -u "$name" 2>/dev/null)" != "$uid" ]; then
+			groupadd -g "$uid" "$name" && useradd -u "$uid" -g "$uid" ${extra:+-G "$extra"} -M \
+				-d /nonexistent -s /usr/sbin/nologin "$name" ||
+				{ KRB5_WHY="useradd $name ($uid) failed"; return 1; }
+		fi
+	done
+	for u in $KRB5_USERS $KRB5_PX_USERS; do
+		IFS=: read -r name uid extra <<<"$u"
 		krb5_env kinit -k -t $d/$name.keytab -c FILE:/tmp/krb5cc_$uid "$name@$KRB5_REALM" \
 			>>$d/setup.log 2>&1 && chown "$uid:$uid" /tmp/krb5cc_$uid ||
 			{ KRB5_WHY="kinit $name failed"; return 1; }
@@ -1007,9 +1028,9 @@ krb5_setup() { # once per guest: network, hosts, KDC, keys, users, tickets, rpc_
 krb5_pid_has() { # pid pattern: whether the process holds an open file matching the pattern
 	ls -l "/proc/$1/fd" 2>/dev/null | grep -q -- "$2"
 }
-krb5_gssd_start() {
+krb5_gssd_start() { # [-n]: root's calls with root's own ticket, not the machine credential
 	cp $KRB5_DIR/client.keytab /etc/krb5.keytab
-	setsid env KRB5_CONFIG=$KRB5_DIR/krb5.conf rpc.gssd -f -vvv -p /run/rpc_pipefs \
+	setsid env KRB5_CONFIG=$KRB5_DIR/krb5.conf rpc.gssd -f -vvv -p /run/rpc_pipefs "$@" \
 		>>$KRB5_DIR/gssd.log 2>&1 </dev/null &
 	KRB5_GSSD_PID=$!
 	# the kernel asks rpc.gssd only once it holds the gssd pipe open
@@ -1117,7 +1138,53 @@ krb5_evidence() { # server vers transport
 	[ "$1" = rnfsd ] && dump "rnfsd-krb5.log" /run/rnfsd-krb5-$2-$3.log 30
 	dump "kdc.log" $KRB5_DIR/kdc.log 10
 }
-krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
+krb5_posix() { # server vers transport mount-options source: the krb5posix row
+	# tests/vm/posixdiff.py (the workload's posix case) on a Kerberos mount, each step as its
+	# user with that user's ticket, root's with root@REALM's (rpc.gssd -n, restarted for this
+	# row: the other rows' root is the machine credential); the NFSv4 ACLs' who-names are
+	# NAME@rnfs.test. The same steps and comparison as the posix case under AUTH_SYS
+	local s=$1 v=$2 t=$3 t0 out rc mnt=/mnt/krb5 log=/tmp/krb5posix-$1-$2-$3.log
+	t0=$(now)
+	if [ -z "$KRB5_POSIX_FLAVOR" ]; then
+		result "$s" "$v" "$t" krb5posix SKIP 0 "KRB5_POSIX_FLAVOR is empty"
+		return
+	fi
+	krb5_gssd_stop
+	if ! krb5_env kinit -k -t $KRB5_DIR/root.keytab -c FILE:/tmp/krb5cc_0 "root@$KRB5_REALM" \
+		>>$KRB5_DIR/setup.log 2>&1 || ! krb5_gssd_start -n; then
+		result "$s" "$v" "$t" krb5posix FAIL "$(elapsed "$t0")" "kinit root or rpc.gssd -n failed"
+		krb5_gssd_stop
+		rm -f /tmp/krb5cc_0
+		krb5_gssd_start
+		return
+	fi
+	if ! out=$(timeout 120 mount -t nfs -o "$4,sec=$KRB5_POSIX_FLAVOR" "$5" $mnt 2>&1); then
+		result "$s" "$v" "$t" krb5posix FAIL "$(elapsed "$t0")" "mount -o $4,sec=$KRB5_POSIX_FLAVOR $5 failed: $(echo "$out" | tr '\n' ' ')"
+	else
+		say "krb5: $s mounted $5 for the posix case: $(grep " $mnt " /proc/mounts | cut -d' ' -f4)"
+		: >"$log"
+		# (its RESULT line is not echoed: the report would take it for the posix row)
+		out=$(timeout -k 10 900 python3 "$REPO/tests/vm/workload.py" --dir $mnt/posix-krb5 --cases posix \
+			--label "server=$s vers=$v transport=$t" --vers "$v" --transport "$t" \
+			--idmap-domain rnfs.test --log "$log" 2>&1)
+		rc=$?
+		sed "s/^/krb5 $s $v $t posix| /" "$log" | tail -n 40
+		rm -rf $mnt/posix-krb5
+		timeout 120 umount $mnt >/dev/null 2>&1 || umount -l $mnt >/dev/null 2>&1
+		case "$rc $out" in
+		"0 "*status=PASS*) result "$s" "$v" "$t" krb5posix PASS "$(elapsed "$t0")" "-" ;;
+		*)
+			result "$s" "$v" "$t" krb5posix FAIL "$(elapsed "$t0")" "posix case as Kerberos users (sec=$KRB5_POSIX_FLAVOR), exit $rc: $(echo "$out" | grep -o 'status=.*' | tail -1 | cut -c1-400)"
+			krb5_evidence "$s" "$v" "$t"
+			;;
+		esac
+	fi
+	save "$log"
+	krb5_gssd_stop
+	rm -f /tmp/krb5cc_0
+	krb5_gssd_start
+}
+krb5_case() { # server vers transport: the krb5, krb5i, krb5p, krb5posix and krb5sys rows
 	case ",$CASES," in *,krb5,*) ;; *) return 0 ;; esac
 	local s=$1 v=$2 t=$3 f t0 t1 out rc opts name path mnt=/mnt/krb5 why mopts skipped
 	case " $KRB5_VERS " in *" $v "*) ;; *) v= ;; esac
@@ -1205,6 +1272,7 @@ krb5_case() { # server vers transport: the krb5, krb5i, krb5p and krb5sys rows
 			krb5_evidence "$s" "$v" "$t"
 		fi
 	done
+	krb5_posix "$s" "$v" "$t" "$mopts" "$name:$path"
 	# sec=sys on the krb5-only export: refused at mount, or nothing in it can be read or made
 	t0=$(now)
 	if out=$(timeout 60 mount -t nfs -o $mopts,sec=sys,retry=0 "$name:$path" $mnt 2>&1); then

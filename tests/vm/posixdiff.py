@@ -6,9 +6,10 @@ other is on the NFS mount under test. Every step runs in a forked child with the
 identity (root; user A: uid 1001, gid 1001, supplementary group 2000; user B: uid 1002, gid
 1002, no supplementary groups; for the ACL steps also user C: uid 1003, gid 1003, the user
 named in the ACL entries, and user D: uid 1004, gid 1004, supplementary group 2100, the group
-named in them; numeric ids, so no user database entries are needed: setfacl takes and getfacl
--n prints numbers, and with AUTH_SYS the Linux client and both servers use numeric NFSv4
-who-names) and umask, first on the local directory, then on the NFS one. Per step the two sides
+named in them; numeric ids: setfacl takes and getfacl -n prints numbers, and with AUTH_SYS the
+Linux client and both servers use numeric NFSv4 who-names, so no user database entries are
+needed; on a Kerberos mount (--domain) the ids must have names, and principals of those names
+with tickets: NFSv4 who-names are then NAME@DOMAIN) and umask, first on the local directory, then on the NFS one. Per step the two sides
 must agree on
   * the result of every call in it: success (a write's count, a readlink's text) or the errno;
   * for each object the step touched, from statx(AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC) as
@@ -74,8 +75,10 @@ runs it as the case `posix`.
 import argparse
 import ctypes
 import errno
+import grp
 import json
 import os
+import pwd
 import shutil
 import stat
 import struct
@@ -314,6 +317,21 @@ def _letters(v, table):
     return s + (f"+{rest:#x}" if rest else "")
 
 
+# The NFSv4 domain of who-names in ACLs, or None for numeric ones. With AUTH_SYS the Linux client
+# and both servers send numeric ids; under Kerberos the servers send and accept only
+# NAME@DOMAIN (knfsd refuses a numeric who from an RPCSEC_GSS caller), so run() is told the
+# domain and the named entries' ids go by their names in the user and group databases.
+WHO_DOMAIN = None
+
+
+def who_name(q, group):
+    """The NFSv4 who of a named ACL entry with id q."""
+    if WHO_DOMAIN is None:
+        return str(q)
+    name = grp.getgrgid(q).gr_name if group else pwd.getpwuid(q).pw_name
+    return f"{name}@{WHO_DOMAIN}"
+
+
 def ace_text(ace):
     """An ACE as nfs4_setfacl takes it (TYPE:FLAGS:WHO:PERMS)."""
     typ, flags, who, mask = ace
@@ -357,18 +375,18 @@ def nfs4_of_posix(entries, is_dir, default=False):
     for q, p in nusers:
         deny = ~p & (groups | group | other) & 7
         if deny:
-            aces.append((ACE_DENY, f, str(q), _deny_mask(deny, is_dir)))
-        aces.append((ACE_ALLOW, f, str(q), _allow_mask(p, is_dir)))
+            aces.append((ACE_DENY, f, who_name(q, False), _deny_mask(deny, is_dir)))
+        aces.append((ACE_ALLOW, f, who_name(q, False), _allow_mask(p, is_dir)))
     aces.append((ACE_ALLOW, f, "GROUP@", _allow_mask(group, is_dir)))
     for q, p in ngroups:
-        aces.append((ACE_ALLOW, f | ACE_IDENTIFIER_GROUP, str(q), _allow_mask(p, is_dir)))
+        aces.append((ACE_ALLOW, f | ACE_IDENTIFIER_GROUP, who_name(q, True), _allow_mask(p, is_dir)))
     deny = ~group & other & 7
     if deny:
         aces.append((ACE_DENY, f, "GROUP@", _deny_mask(deny, is_dir)))
     for q, p in ngroups:
         deny = ~p & other & 7
         if deny:
-            aces.append((ACE_DENY, f | ACE_IDENTIFIER_GROUP, str(q), _deny_mask(deny, is_dir)))
+            aces.append((ACE_DENY, f | ACE_IDENTIFIER_GROUP, who_name(q, True), _deny_mask(deny, is_dir)))
     aces.append((ACE_ALLOW, f, "EVERYONE@", _allow_mask(other, is_dir)))
     return aces
 
@@ -1444,13 +1462,16 @@ def preflight(local_base, vers):
         os.unlink(probe)
 
 
-def run(local_dir, nfs_dir, log=print, show=False, vers=None):
+def run(local_dir, nfs_dir, log=print, show=False, vers=None, domain=None):
     """Runs the plan in local_dir/px and nfs_dir/px (both created, removed at the end, as root)
     and returns the Report; each difference goes to log as it is found (with show, every
     step's local record too). vers: the NFS version of nfs_dir's mount (default: from
-    /proc/mounts)."""
+    /proc/mounts); domain: the NFSv4 domain of the ACLs' who-names (WHO_DOMAIN; on a Kerberos
+    mount, where the test users must have names in the user and group databases)."""
+    global WHO_DOMAIN
     if os.geteuid() != 0:
         raise PermissionError("posixdiff needs root (it switches to the test users)")
+    WHO_DOMAIN = domain
     vers = vers or nfs_version(nfs_dir)
     sides = []
     old_umask = os.umask(0o022)
@@ -1495,8 +1516,9 @@ def main():
     ap.add_argument("--nfs", required=True, help="directory under test (on the NFS mount)")
     ap.add_argument("--show", action="store_true", help="print every step's local record")
     ap.add_argument("--vers", help="NFS version of the mount (default: from /proc/mounts)")
+    ap.add_argument("--domain", help="NFSv4 domain of ACL who-names (a Kerberos mount)")
     a = ap.parse_args()
-    rep = run(a.local, a.nfs, show=a.show, vers=a.vers)
+    rep = run(a.local, a.nfs, show=a.show, vers=a.vers, domain=a.domain)
     for _, _, _, reason in rep.expected:
         print(f"  expected because: {reason}")
     print(rep.summary())

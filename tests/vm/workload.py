@@ -469,7 +469,8 @@ def case_posix(d, a):
     try:
         os.chmod(local, 0o777)
         log(f"posix: reference {local} ({fs_type(local)}), under test {d}")
-        rep = posixdiff.run(local, d, log=lambda m: log(f"posix: {m}"), vers=a.vers or None)
+        rep = posixdiff.run(local, d, log=lambda m: log(f"posix: {m}"), vers=a.vers or None,
+                            domain=a.idmap_domain)
     finally:
         shutil.rmtree(local, ignore_errors=True)
     for reason in sorted({r for _, _, _, r in rep.expected}):
@@ -977,15 +978,18 @@ def case_rdmapath(d, a):
 
 
 def case_deleg(d, a):
-    """A read delegation recalled over the back channel (over RDMA: RFC 8167): the NFSv4.1+
-    mount opens a file for reading (the server delegates it), then an NFSv3 mount of the same
-    export writes the file. The server must recall the delegation over the v4 client's
-    connection and let the write through once it is returned, well within a lease (a server
-    that cannot recall would revoke the delegation only after the lease, 15 s in the guest).
-    For rnfsd the metrics must show the delegation and, over RDMA, the backward call and its
-    reply."""
-    if a.vers not in ("4.1", "4.2"):
-        raise Skip("read delegations with a back channel are NFSv4.1+")
+    """A read delegation recalled over the back channel (over RDMA: RFC 8167), or with NFSv4.0
+    on the connection the server makes to the client's callback service: the NFSv4 mount opens
+    a file for reading (the server delegates it), then an NFSv3 mount of the same export
+    writes the file. The server must recall the delegation and let the write through once it
+    is returned, well within a lease (a server that cannot recall would revoke the delegation
+    only after the lease, 15 s in the guest). For rnfsd the metrics must show the delegation
+    and, over RDMA, the backward call and its reply."""
+    if a.vers not in ("4.0", "4.1", "4.2"):
+        raise Skip("delegations are NFSv4's")
+    if a.vers == "4.0" and a.transport == "rdma":
+        raise Skip("an NFSv4.0 client over RDMA names an rdma callback netid, which neither "
+                   "knfsd nor rnfsd calls (NFSv4.0 callbacks are TCP only): no delegations")
     if not a.mount_source:
         raise Skip("needs --mount-source for the NFSv3 mount")
     root = d
@@ -1666,6 +1670,8 @@ def main():
     ap.add_argument("--alt-mib", type=int, default=16, help="alternating data/hole file size")
     ap.add_argument("--perf-mib", type=int, default=256, help="dd size of the perf case")
     ap.add_argument("--perf-runs", type=int, default=1, help="rounds of the perf case")
+    ap.add_argument("--idmap-domain",
+                    help="NFSv4 domain of who-names (a Kerberos mount: the posix case's ACLs)")
     ap.add_argument("--mount-source", help="ADDR:PATH of the mount, for extra mounts")
     ap.add_argument("--mount-opts", default="", help="options of the mount, for extra mounts")
     ap.add_argument("--opstats", action="store_true",
