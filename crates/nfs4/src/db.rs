@@ -47,18 +47,26 @@ impl ClientDb {
         Self { store }
     }
 
-    /// Client owners recorded by earlier server instances, with their minor versions.
+    /// Client owners recorded by earlier server instances, with their minor versions. A
+    /// malformed record is left out with a warning: that client cannot reclaim (it starts
+    /// afresh, as one the server never knew), and every other client still can.
     pub fn load(&self) -> Result<Vec<(Vec<u8>, u32)>, DbError> {
-        self.store
+        Ok(self
+            .store
             .load(CLIENTS)?
             .into_iter()
-            .map(|(owner, v)| {
-                let minor = <[u8; 4]>::try_from(v.as_slice())
-                    .map(u32::from_be_bytes)
-                    .map_err(|_| StoreError::Engine("malformed client record".into()))?;
-                Ok((owner, minor))
+            .filter_map(|(owner, v)| match <[u8; 4]>::try_from(v.as_slice()) {
+                Ok(m) => Some((owner, u32::from_be_bytes(m))),
+                Err(_) => {
+                    tracing::warn!(
+                        owner = %String::from_utf8_lossy(&owner),
+                        len = v.len(),
+                        "malformed client record: skipped (that client cannot reclaim)"
+                    );
+                    None
+                }
             })
-            .collect()
+            .collect())
     }
 
     /// Records a confirmed client (durable when this returns).
@@ -123,6 +131,17 @@ mod tests {
         }
         let db = ClientDb::open(&p).unwrap();
         assert_eq!(db.load().unwrap(), vec![(b"b".to_vec(), 0)]);
+    }
+
+    #[test]
+    fn a_malformed_record_is_skipped_and_the_others_load() {
+        let d = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(Embedded::open(&d.path().join("s.redb")).unwrap());
+        let db = ClientDb::on(store.clone());
+        db.insert(b"good", 1).unwrap();
+        // damaged: three bytes where a minor version's four belong
+        store.put(CLIENTS, b"bad", b"\x00\x00\x01").unwrap();
+        assert_eq!(db.load().unwrap(), vec![(b"good".to_vec(), 1)]);
     }
 
     #[test]

@@ -70,6 +70,8 @@ fn callback40(ctx: &Ctx<'_>, cb: &nfs4wire::CbClient4, ident: u32) -> crate::sta
         addr,
         conn: None,
         probed: None,
+        sent: Vec::new(),
+        failed: false,
     }
 }
 

@@ -583,6 +583,7 @@ fn callback40(
     if !sunrpc::BackChannel::send_call(&**conn, e.finish()) {
         return None;
     }
+    cb.sent(waiter.clone());
     Some(waiter)
 }
 

@@ -502,49 +502,44 @@ fn open_read(
     (r.fh(), r.open_stateid(), deleg)
 }
 
-#[test]
-fn a_v40_client_is_called_back_at_its_callback_address_to_recall_a_delegation() {
-    let fx = Fixture::new();
-    for n in ["f", "g"] {
-        std::fs::write(fx.export.join(n), b"before").unwrap();
-        std::os::unix::fs::chown(fx.export.join(n), Some(TEST_UID), Some(TEST_UID)).unwrap();
-    }
+/// An NFSv4.0 client with a callback service at `ident`, whose CB_NULL probe was answered.
+fn v40_with_callback(fx: &Fixture, owner: &str, ident: u32) -> (V4, CallbackService) {
     let mut cb = CallbackService::new();
-    let mut a = V4::connect(fx.server.port, 0, "v40-cb-holder");
-    let verf = *b"v40-cb-1";
+    let mut a = V4::connect(fx.server.port, 0, owner);
+    let mut verf = [0u8; 8];
+    verf[..owner.len().min(8)].copy_from_slice(&owner.as_bytes()[..owner.len().min(8)]);
     let r = a
-        .compound(Ops::new().setclientid_at(verf, b"v40-cb-holder", &cb.uaddr(), 77))
+        .compound(Ops::new().setclientid_at(verf, owner.as_bytes(), &cb.uaddr(), ident))
         .ok("SETCLIENTID");
     let ok = r.get(NfsOpnum4::OP_SETCLIENTID).setclientid();
     a.clientid = ok.clientid;
     a.compound(Ops::new().setclientid_confirm(ok.clientid, ok.setclientid_confirm))
         .ok("SETCLIENTID_CONFIRM");
-
     // The confirmation makes the server connect and probe with CB_NULL (AUTH_NONE or SYS).
     cb.accept();
     let (xid, proc_, flavor, _) = cb.next_call();
     assert_eq!(proc_, 0, "the first call is not CB_NULL");
     assert!(flavor <= 1, "CB_NULL flavor {flavor}");
     cb.reply(xid, &[]);
+    (a, cb)
+}
 
-    // An open-owner's first OPEN is confirmed before it may get a delegation (as knfsd).
-    let dir = a.path_fh(&fx.export);
-    let owner = b"v40-cb-owner";
-    let (fh, sid, deleg) = open_read(&mut a, &dir, 0, owner, "f");
-    assert!(deleg.is_none(), "a delegation to an unconfirmed open-owner");
-    let r = a
-        .compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
-        .ok("OPEN_CONFIRM");
-    let sid = r.stateid(NfsOpnum4::OP_OPEN_CONFIRM);
-    a.compound(Ops::new().putfh(&fh).close(2, &sid)).ok("CLOSE");
-    // the probe's answer reaches the server a moment after it was sent
-    let mut seqid = 3;
+/// OPEN of `name` for reading by confirmed `owner` until it comes with a read delegation (the
+/// probe's answer reaches the server a moment after it was sent): (handle, delegation, next
+/// seqid).
+fn open_read_delegated(
+    a: &mut V4,
+    dir: &[u8],
+    mut seqid: u32,
+    owner: &[u8],
+    name: &str,
+) -> (bytes::Bytes, Stateid4, u32) {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let (fh, deleg) = loop {
-        let (fh, sid, deleg) = open_read(&mut a, &dir, seqid, owner, "f");
+    loop {
+        let (fh, sid, deleg) = open_read(a, dir, seqid, owner, name);
         seqid += 1;
         if let Some(d) = deleg {
-            break (fh, d);
+            return (fh, d, seqid);
         }
         a.compound(Ops::new().putfh(&fh).close(seqid, &sid))
             .ok("CLOSE");
@@ -554,21 +549,57 @@ fn a_v40_client_is_called_back_at_its_callback_address_to_recall_a_delegation() 
             "no read delegation with the callback path up"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    a.compound(Ops::new().renew(a.clientid)).ok("RENEW");
+    }
+}
 
-    // Another client's write: NFS4ERR_DELAY while the holder is called back at its address.
-    let mut b = V4::v40(fx.server.port, "v40-cb-writer");
-    let bdir = b.path_fh(&fx.export);
-    let r = b.compound(Ops::new().putfh(&bdir).open(
+/// A new open-owner's first OPEN of `name` and its OPEN_CONFIRM and CLOSE: the owner is then
+/// confirmed (its next seqid is 3). Returns whether the OPEN came with a delegation.
+fn confirm_owner(a: &mut V4, dir: &[u8], owner: &[u8], name: &str) -> bool {
+    let (fh, sid, deleg) = open_read(a, dir, 0, owner, name);
+    let sid = a
+        .compound(Ops::new().putfh(&fh).open_confirm(&sid, 1))
+        .ok("OPEN_CONFIRM")
+        .stateid(NfsOpnum4::OP_OPEN_CONFIRM);
+    a.compound(Ops::new().putfh(&fh).close(2, &sid)).ok("CLOSE");
+    deleg.is_some()
+}
+
+/// Another 4.0 client's OPEN of `name` for writing: its COMPOUND result.
+fn open_write(b: &mut V4, dir: &[u8], name: &str) -> CompoundRes {
+    b.compound(Ops::new().putfh(dir).open(
         0,
         OPEN4_SHARE_ACCESS_WRITE,
         OPEN4_SHARE_DENY_NONE,
         b.clientid,
         b"w",
         &OpenHow::NoCreate,
-        &OpenClaim4::ClaimNull(b"f".to_vec().into()),
-    ));
+        &OpenClaim4::ClaimNull(name.as_bytes().to_vec().into()),
+    ))
+}
+
+#[test]
+fn a_v40_client_is_called_back_at_its_callback_address_to_recall_a_delegation() {
+    let fx = Fixture::new();
+    for n in ["f", "g"] {
+        std::fs::write(fx.export.join(n), b"before").unwrap();
+        std::os::unix::fs::chown(fx.export.join(n), Some(TEST_UID), Some(TEST_UID)).unwrap();
+    }
+    let (mut a, mut cb) = v40_with_callback(&fx, "v40-cb-holder", 77);
+
+    // An open-owner's first OPEN is confirmed before it may get a delegation (as knfsd).
+    let dir = a.path_fh(&fx.export);
+    let owner = b"v40-cb-owner";
+    assert!(
+        !confirm_owner(&mut a, &dir, owner, "f"),
+        "a delegation to an unconfirmed open-owner"
+    );
+    let (fh, deleg, mut seqid) = open_read_delegated(&mut a, &dir, 3, owner, "f");
+    a.compound(Ops::new().renew(a.clientid)).ok("RENEW");
+
+    // Another client's write: NFS4ERR_DELAY while the holder is called back at its address.
+    let mut b = V4::v40(fx.server.port, "v40-cb-writer");
+    let bdir = b.path_fh(&fx.export);
+    let r = open_write(&mut b, &bdir, "f");
     assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
     let (xid, proc_, flavor, args) = cb.next_call();
     assert_eq!((proc_, flavor), (1, 1), "CB_COMPOUND under AUTH_SYS");
@@ -584,15 +615,7 @@ fn a_v40_client_is_called_back_at_its_callback_address_to_recall_a_delegation() 
     // the holder returns it; the writer's OPEN then goes through
     a.compound(Ops::new().putfh(&fh).delegreturn(&deleg))
         .ok("DELEGRETURN");
-    let r = b.compound(Ops::new().putfh(&bdir).open(
-        0,
-        OPEN4_SHARE_ACCESS_WRITE,
-        OPEN4_SHARE_DENY_NONE,
-        b.clientid,
-        b"w",
-        &OpenHow::NoCreate,
-        &OpenClaim4::ClaimNull(b"f".to_vec().into()),
-    ));
+    let r = open_write(&mut b, &bdir, "f");
     assert_eq!(r.status, Nfsstat4::NFS4_OK, "{}", r.summary());
 
     // With a delegation held, a callback connection that breaks makes RENEW say
@@ -651,4 +674,41 @@ fn a_v40_client_whose_callback_address_does_not_answer_gets_no_delegation() {
     assert!(deleg.is_none(), "a delegation without a callback path");
     // holding none, RENEW has nothing to report
     a.compound(Ops::new().renew(a.clientid)).ok("RENEW");
+}
+
+#[test]
+fn a_recall_left_unanswered_makes_renew_say_the_callback_path_is_down() {
+    // a 10 s lease: an answer is due within a tenth of it
+    let fx = Fixture::with_args(&["--lease-time", "10"]);
+    std::fs::write(fx.export.join("f"), b"data").unwrap();
+    std::os::unix::fs::chown(fx.export.join("f"), Some(TEST_UID), Some(TEST_UID)).unwrap();
+    let (mut a, mut cb) = v40_with_callback(&fx, "v40-mute", 9);
+    let dir = a.path_fh(&fx.export);
+    confirm_owner(&mut a, &dir, b"o", "f");
+    let (fh, deleg, seqid) = open_read_delegated(&mut a, &dir, 3, b"o", "f");
+    let mut b = V4::v40(fx.server.port, "v40-mute-writer");
+    let bdir = b.path_fh(&fx.export);
+    let r = open_write(&mut b, &bdir, "f");
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
+    // the recall comes and is not answered
+    let (_, proc_, _, _) = cb.next_call();
+    assert_eq!(proc_, 1);
+    let t0 = std::time::Instant::now();
+    loop {
+        let r = a.compound(Ops::new().renew(a.clientid));
+        if r.status == Nfsstat4::NFS4ERR_CB_PATH_DOWN {
+            break;
+        }
+        assert_eq!(r.status, Nfsstat4::NFS4_OK);
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "RENEW never said CB_PATH_DOWN"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // within the lease the holder may still return it, and gets no new one
+    a.compound(Ops::new().putfh(&fh).delegreturn(&deleg))
+        .ok("DELEGRETURN");
+    let (_, _, again) = open_read(&mut a, &dir, seqid, b"o", "f");
+    assert!(again.is_none(), "a delegation on a path found down");
 }

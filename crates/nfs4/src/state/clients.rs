@@ -63,16 +63,25 @@ pub struct Callback40 {
     pub conn: Option<(Arc<Outbound>, Arc<Waiter>)>,
     /// The probe's answer once it came: whether the client's service accepted it.
     pub probed: Option<bool>,
+    /// Callbacks sent and when (the last few): one left unanswered too long marks the path
+    /// down.
+    pub sent: Vec<(Arc<Waiter>, Instant)>,
+    /// The path failed (a callback went unanswered); it stays down until the client names a
+    /// new one with SETCLIENTID, as knfsd's does.
+    pub failed: bool,
 }
 
+/// Callbacks kept for the unanswered check: older ones have been answered or judged.
+const CB40_SENT_KEPT: usize = 16;
+
 impl Callback40 {
-    /// Whether calls can go to the client now: its service answered the probe and the
-    /// connection is still there.
+    /// Whether calls can go to the client now: its service answered the probe, the
+    /// connection is still there and no callback was left unanswered.
     pub fn is_up(&mut self) -> bool {
         let Some((conn, probe)) = &self.conn else {
             return false;
         };
-        if conn.is_closed() {
+        if conn.is_closed() || self.failed {
             return false;
         }
         if self.probed.is_none() && probe.answered() {
@@ -82,11 +91,29 @@ impl Callback40 {
         self.probed == Some(true)
     }
 
+    /// Records a callback sent, for [`Callback40::is_down`].
+    pub fn sent(&mut self, waiter: Arc<Waiter>) {
+        self.sent.retain(|(w, _)| !w.answered());
+        if self.sent.len() >= CB40_SENT_KEPT {
+            self.sent.remove(0);
+        }
+        self.sent.push((waiter, Instant::now()));
+    }
+
     /// Whether the path was set up and has failed: no connection could be made, the connection
-    /// broke, or the probe was refused (RENEW then says NFS4ERR_CB_PATH_DOWN to a client
-    /// holding delegations).
-    pub fn is_down(&mut self) -> bool {
-        self.conn.is_some() && !self.is_up() && (self.probed.is_some() || self.is_closed())
+    /// broke, the probe was refused, or a callback went unanswered for `timeout` (RENEW then
+    /// says NFS4ERR_CB_PATH_DOWN to a client holding delegations).
+    pub fn is_down(&mut self, timeout: Duration) -> bool {
+        if self
+            .sent
+            .iter()
+            .any(|(w, at)| !w.answered() && at.elapsed() > timeout)
+        {
+            self.failed = true;
+        }
+        self.conn.is_some()
+            && !self.is_up()
+            && (self.probed.is_some() || self.is_closed() || self.failed)
     }
 
     fn is_closed(&self) -> bool {

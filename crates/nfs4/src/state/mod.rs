@@ -143,8 +143,10 @@ impl State {
     /// RENEW tells it with NFS4ERR_CB_PATH_DOWN (RFC 7530 section 16.24.4) so that it sets up
     /// a new one with SETCLIENTID.
     pub fn callback_path_down(&mut self, client: ClientId) -> bool {
+        // as knfsd's callback client: an answer is due within a tenth of the lease
+        let timeout = (self.lease / 10).max(Duration::from_secs(1));
         let down = match self.clients.get_mut(client) {
-            Some(c) if c.minor == 0 => c.callback.as_mut().is_some_and(|cb| cb.is_down()),
+            Some(c) if c.minor == 0 => c.callback.as_mut().is_some_and(|cb| cb.is_down(timeout)),
             _ => false,
         };
         down && self
