@@ -71,6 +71,17 @@ fn client_records_in_etcd_let_another_head_grant_reclaims() {
     // the head dies; another takes the identity over with a state directory of its own (the
     // handle key is the one thing shared: files keep their handles)
     fx.server.crash();
+    // beside the good record, a damaged one (a value that is no minor version): the new head
+    // leaves it out with a warning and serves, rather than refuse to start
+    Etcd::new(EtcdConfig {
+        endpoints: etcd.endpoints(),
+        prefix: "/rnfs/id/head-a".into(),
+        timeout: std::time::Duration::from_secs(5),
+    })
+    .unwrap()
+    .put(Table::new("nfs4_clients"), b"damaged-client", b"\x01")
+    .unwrap();
+    assert_eq!(client_rows(&etcd, "head-a").len(), 2);
     let other = tempfile::tempdir().unwrap();
     fx.server
         .start_again(other_head(&fx, other.path(), Some(fx.server.port)));

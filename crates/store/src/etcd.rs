@@ -294,17 +294,15 @@ impl Worker {
                         .await
                         .map_err(unavailable)?;
                     for kv in resp.kvs() {
-                        let k = kv
-                            .key()
-                            .strip_prefix(start.as_bytes())
-                            .and_then(unhex)
-                            .ok_or_else(|| {
-                                StoreError::Engine(format!(
-                                    "malformed key {:?} in etcd",
-                                    String::from_utf8_lossy(kv.key())
-                                ))
-                            })?;
-                        rows.push((k, kv.value().to_vec()));
+                        // a key this engine did not write (by hand, or damaged) is left out:
+                        // one bad row must not keep a head from serving every other client
+                        match kv.key().strip_prefix(start.as_bytes()).and_then(unhex) {
+                            Some(k) => rows.push((k, kv.value().to_vec())),
+                            None => tracing::warn!(
+                                key = %String::from_utf8_lossy(kv.key()),
+                                "malformed key in etcd: skipped"
+                            ),
+                        }
                     }
                     match (resp.more(), resp.kvs().last()) {
                         (true, Some(last)) => {
@@ -499,6 +497,28 @@ mod tests {
         // a new client (another head taking over) finds what the first wrote
         let again = store(&cluster, "a");
         assert_eq!(again.load(Table::new("many")).unwrap().len(), 2500);
+    }
+
+    #[test]
+    fn a_key_this_engine_did_not_write_is_skipped_not_fatal() {
+        let Some(cluster) = EtcdCluster::start(1) else {
+            panic!("etcd is not installed (scripts/install-deps installs etcd-server)")
+        };
+        let s = store(&cluster, "k");
+        let t = Table::new("t");
+        s.put(t, b"good", b"1").unwrap();
+        // a row written past the engine: its key is not hex
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut c = etcd_client::Client::connect(cluster.endpoints(), None)
+                .await
+                .unwrap();
+            c.put("/rnfs/id/k/t/not-hex!", "x", None).await.unwrap();
+        });
+        assert_eq!(s.load(t).unwrap(), vec![(b"good".to_vec(), b"1".to_vec())]);
     }
 
     #[test]
