@@ -10,6 +10,7 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod fault;
 pub mod kerberos;
 pub mod loopback;
 pub mod nfs3_res;

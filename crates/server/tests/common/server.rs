@@ -29,6 +29,8 @@ pub struct ServerConfig {
     pub port: Option<u16>,
     /// The address to listen on instead of 127.0.0.1 (0.0.0.0: a service address too).
     pub host: Option<std::net::IpAddr>,
+    /// More environment variables (a fault layer's LD_PRELOAD).
+    pub env: Vec<(String, String)>,
 }
 
 /// A running `rnfsd`; killed on drop.
@@ -116,6 +118,7 @@ impl Server {
 
     fn spawn(&mut self) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rnfsd"));
+        cmd.envs(self.cfg.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("--listen")
             .arg(
                 std::net::SocketAddr::new(
@@ -395,11 +398,26 @@ impl Fixture {
         Self::build_with(mode, Some(options), true, args)
     }
 
+    /// Like [`Fixture::new`] with more environment variables for `rnfsd`.
+    pub fn with_env(env: &[(String, String)]) -> Fixture {
+        Self::build_env(0o777, None, false, &[], env)
+    }
+
     fn build(mode: u32, options: Option<&str>, metrics: bool) -> Fixture {
         Self::build_with(mode, options, metrics, &[])
     }
 
     fn build_with(mode: u32, options: Option<&str>, metrics: bool, args: &[&str]) -> Fixture {
+        Self::build_env(mode, options, metrics, args, &[])
+    }
+
+    fn build_env(
+        mode: u32,
+        options: Option<&str>,
+        metrics: bool,
+        args: &[&str],
+        env: &[(String, String)],
+    ) -> Fixture {
         let tmp = tempfile::tempdir().unwrap();
         let export = mkdir_mode(&tmp.path().join("export"), mode);
         let state = tmp.path().join("state");
@@ -407,6 +425,7 @@ impl Fixture {
             state_dir: state,
             metrics,
             args: args.iter().map(|a| a.to_string()).collect(),
+            env: env.to_vec(),
             ..Default::default()
         };
         match options {

@@ -395,7 +395,8 @@ impl Vfs {
             .then(|| self.write_turns[write_turn(&node.attr, self.write_turns.len())].lock());
         // As the caller: the kernel clears the set-id bits of a file written by anyone without
         // CAP_FSETID, which a thread has only while its fsuid is 0 (see [`Vfs::as_writer`]).
-        Self::as_writer(caller, || sys::pwrite_all(fd.as_fd(), data, offset, flags))?;
+        Self::as_writer(caller, || sys::pwrite_all(fd.as_fd(), data, offset, flags))
+            .inspect_err(|e| self.write_failed(e))?;
         drop(turn);
         self.count_io(node, data.len(), true);
         Ok((stable, self.attr(fd.as_fd())?))
@@ -421,7 +422,7 @@ impl Vfs {
         if let Some(r) = self.remote(node) {
             r.commit(&node.fh)?;
         } else if caller.sync {
-            sys::fdatasync(fd.as_fd())?;
+            sys::fdatasync(fd.as_fd()).inspect_err(|e| self.write_failed(e))?;
         }
         self.attr(fd.as_fd())
     }
@@ -460,7 +461,9 @@ impl Vfs {
         }
         match node.attr.ftype {
             FileType::Directory => self.commit_dir(caller, node),
-            FileType::Regular => Ok(sys::fsync(self.data_fd(node)?.as_fd())?),
+            FileType::Regular => Ok(
+                sys::fsync(self.data_fd(node)?.as_fd()).inspect_err(|e| self.write_failed(e))?
+            ),
             _ => Ok(()),
         }
     }

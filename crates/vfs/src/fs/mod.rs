@@ -39,7 +39,7 @@ use std::ffi::{CStr, CString};
 use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -178,7 +178,8 @@ pub struct Vfs {
     reloading: parking_lot::Mutex<()>,
     paths: PathCache,
     data: FdCache<OwnedFd>,
-    write_verifier: [u8; 8],
+    /// The WRITE/COMMIT verifier (see [`Vfs::write_verifier`]).
+    write_verifier: AtomicU64,
     /// Pipes that READ data is spliced into.
     pipes: Arc<PipePool>,
     /// Turns of large unstable WRITEs, one per file (by inode, striped; see [`Vfs::write`]).
@@ -205,6 +206,16 @@ const WRITE_TURNS: usize = 4096;
 
 /// WRITEs from this size on take turns per file ([`Vfs::write`]).
 const WRITE_TURN_MIN: usize = 64 * 1024;
+
+/// A verifier no earlier instance or failure of this server is likely to have used: the
+/// clock's nanoseconds and the process id.
+fn fresh_verifier() -> u64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    now ^ ((std::process::id() as u64) << 48)
+}
 
 fn cname(name: &[u8]) -> VfsResult<CString> {
     if name.is_empty() || name.contains(&b'/') {
@@ -245,18 +256,13 @@ impl Vfs {
         sys::set_umask(0);
         let key = HandleKey::load_or_create(&cfg.state_dir.join("fh.key"))?;
         let (table, _) = ExportTable::build(cfg.exports, None, &key)?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos() as u64;
-        let verifier = (now ^ ((std::process::id() as u64) << 48)).to_be_bytes();
         Ok(Self {
             key,
             exports: table::shared(table),
             reloading: parking_lot::Mutex::new(()),
             paths: PathCache::new(path_cache),
             data: FdCache::new(data_cache),
-            write_verifier: verifier,
+            write_verifier: AtomicU64::new(fresh_verifier()),
             pipes: Arc::default(),
             write_turns: (0..WRITE_TURNS)
                 .map(|_| parking_lot::Mutex::new(()))
@@ -269,10 +275,34 @@ impl Vfs {
         })
     }
 
-    /// The WRITE/COMMIT verifier; it changes at every start, telling clients to resend
-    /// unstable data.
+    /// The WRITE/COMMIT verifier; it changes at every start and after a write or flush
+    /// failed, telling clients to resend the data they wrote unstable.
     pub fn write_verifier(&self) -> [u8; 8] {
-        self.write_verifier
+        self.write_verifier.load(Ordering::Acquire).to_be_bytes()
+    }
+
+    /// A write or a flush failed with `e`: data acknowledged UNSTABLE may be lost with it
+    /// (a failed writeback is reported once, on one descriptor, and its pages may be gone),
+    /// so the verifier changes and every client's next COMMIT tells it to send its unstable
+    /// writes again, as knfsd's `commit_reset_write_verifier` does. Not for EAGAIN (a
+    /// non-blocking try), EINTR or ESTALE, which say nothing of the storage.
+    fn write_failed(&self, e: &std::io::Error) {
+        if matches!(
+            e.raw_os_error(),
+            Some(libc::EAGAIN | libc::EINTR | libc::ESTALE)
+        ) {
+            return;
+        }
+        let old = self.write_verifier.load(Ordering::Acquire);
+        let mut new = fresh_verifier();
+        if new == old {
+            new = new.wrapping_add(1);
+        }
+        // a concurrent failure may have changed it already: either value is new to clients
+        let _ = self
+            .write_verifier
+            .compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire);
+        tracing::warn!(error = %e, "a write or flush failed: the write verifier changes");
     }
 
     /// FSSTAT: usage of the export's file system.

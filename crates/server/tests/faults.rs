@@ -1,0 +1,109 @@
+//! Storage faults under rnfsd, through the LD_PRELOAD fault layer (common/fault.rs): a write or
+//! a flush the file system fails reaches the client as its error (NFS3ERR_IO, NOSPC, DQUOT;
+//! NFS4ERR_NOSPC), and changes the write verifier, so a client that wrote UNSTABLE and then
+//! COMMITs sees a new verifier and sends its writes again: a writeback error is reported once,
+//! and the data it lost must not be acknowledged as stable afterwards (knfsd's
+//! `commit_reset_write_verifier`). Other files go on being written meanwhile.
+
+mod common;
+
+use bytes::Bytes;
+use common::fault::FaultLayer;
+use common::nfs4_raw::*;
+use common::*;
+use nfs3wire::*;
+use nfs4wire::*;
+
+#[test]
+fn a_failed_flush_is_reported_and_changes_the_write_verifier() {
+    let faults = FaultLayer::build();
+    let fx = Fixture::with_env(&faults.env());
+    let (mut c, root) = fx.connect();
+    let victim = c.create_ok(&root, "victim", 0o644);
+    let other = c.create_ok(&root, "other", 0o644);
+
+    let data = Bytes::from(vec![7u8; 8192]);
+    let v1 = c
+        .write(&victim, 0, data.clone(), StableHow::Unstable)
+        .expect_ok("WRITE UNSTABLE")
+        .verf;
+    assert_eq!(c.commit(&victim).expect_ok("COMMIT").verf, v1);
+
+    // the next unstable write's writeback fails: COMMIT says so...
+    c.write(&victim, 8192, data.clone(), StableHow::Unstable)
+        .expect_ok("WRITE UNSTABLE before the fault");
+    faults.set("fdatasync", libc::EIO, "victim");
+    let r = c.commit(&victim);
+    assert_eq!(r.status(), Nfsstat3::NFS3ERR_IO, "{r:?}");
+    // ...another file is written and flushed meanwhile...
+    c.write(&other, 0, data.clone(), StableHow::FileSync)
+        .expect_ok("WRITE FILE_SYNC of another file");
+    faults.clear();
+    // ...and once the device works again, COMMIT succeeds with a new verifier, so the client
+    // resends what it wrote UNSTABLE instead of taking it as stable
+    let v2 = c.commit(&victim).expect_ok("COMMIT after the fault").verf;
+    assert_ne!(v2, v1, "the verifier did not change after a failed flush");
+    // a later write and COMMIT keep the new one
+    let w = c
+        .write(&victim, 0, data.clone(), StableHow::Unstable)
+        .expect_ok("WRITE after");
+    assert_eq!(w.verf, v2);
+    assert_eq!(c.commit(&victim).expect_ok("COMMIT").verf, v2);
+}
+
+#[test]
+fn write_errors_reach_the_client_as_theirs_and_change_the_verifier() {
+    let faults = FaultLayer::build();
+    let fx = Fixture::with_env(&faults.env());
+    let (mut c, root) = fx.connect();
+    let victim = c.create_ok(&root, "victim", 0o644);
+    let data = Bytes::from(vec![1u8; 4096]);
+    let mut verf = c
+        .write(&victim, 0, data.clone(), StableHow::Unstable)
+        .expect_ok("WRITE")
+        .verf;
+    for (errno, status) in [
+        (libc::ENOSPC, Nfsstat3::NFS3ERR_NOSPC),
+        (libc::EDQUOT, Nfsstat3::NFS3ERR_DQUOT),
+        (libc::EIO, Nfsstat3::NFS3ERR_IO),
+    ] {
+        for stable in [StableHow::Unstable, StableHow::FileSync] {
+            faults.set("pwrite", errno, "victim");
+            let r = c.write(&victim, 4096, data.clone(), stable);
+            assert_eq!(r.status(), status, "errno {errno}, {stable:?}: {r:?}");
+            faults.clear();
+            let now = c
+                .write(&victim, 4096, data.clone(), stable)
+                .expect_ok("WRITE after the fault")
+                .verf;
+            assert_ne!(now, verf, "errno {errno}: the verifier did not change");
+            verf = now;
+        }
+    }
+
+    // NFSv4: the same errors, as NFS4ERR_NOSPC
+    let mut a = V4::session(fx.server.port, 1, "faults-v4");
+    let dir = a.path_fh(&fx.export);
+    let (fh, sid) = a.open_ok(
+        &dir,
+        "victim4",
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    faults.set("pwrite", libc::ENOSPC, "victim4");
+    let r = a.call(
+        Ops::new()
+            .putfh(&fh)
+            .write(&sid, 0, StableHow4::Unstable4, b"data"),
+    );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_NOSPC, "{}", r.summary());
+    faults.clear();
+    a.call(
+        Ops::new()
+            .putfh(&fh)
+            .write(&sid, 0, StableHow4::Unstable4, b"data"),
+    )
+    .ok("WRITE after the fault");
+}
