@@ -4,6 +4,10 @@
 //! servers are asked to create anything and marked ready after, so that a crash in between
 //! leaves a row the reconciler finishes or rolls back, never a DS file nobody knows of.
 //! All rows are also kept in memory: the data path asks for them on every I/O.
+//!
+//! The rows are in the state store (`crates/store`): the embedded database in the state
+//! directory, or etcd under the head's identity with `--cluster`, where the head that takes
+//! the identity over finds them and goes on serving the files' data from the same copies.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,15 +15,17 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::RwLock;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use store::{Embedded, Store, StoreError, Table};
 use xdr::{Decoder, Encoder};
 
 /// file handle on the MDS -> encoded [`Mapping`]
-const FILES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
-/// names -> values: "instance" (this MDS's id in DS file names), "next_id" (synthetic ids)
-const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-/// data servers being taken out of service -> when that was asked (seconds since the epoch)
-const DRAINED: TableDefinition<&str, u64> = TableDefinition::new("drained");
+const FILES: Table = Table::new("pnfs_files");
+/// names -> big-endian u64: "instance" (this MDS's id in DS file names), "next_id" (synthetic
+/// ids)
+const META: Table = Table::new("pnfs_meta");
+/// data servers being taken out of service -> when that was asked (big-endian seconds since
+/// the epoch)
+const DRAINED: Table = Table::new("pnfs_drained");
 
 /// How far a file's placement has got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,13 +119,15 @@ impl Mapping {
 #[error("pNFS map: {0}")]
 pub struct MapError(String);
 
-fn err(e: impl std::fmt::Display) -> MapError {
-    MapError(e.to_string())
+impl From<StoreError> for MapError {
+    fn from(e: StoreError) -> Self {
+        MapError(e.to_string())
+    }
 }
 
 /// The durable map (see the module comment).
 pub struct FileMap {
-    db: Database,
+    store: Arc<dyn Store>,
     rows: RwLock<HashMap<Bytes, Arc<Mapping>>>,
     instance: u64,
     /// Data servers being taken out of service (see [`FileMap::set_drained`]).
@@ -136,43 +144,39 @@ fn count_copies(counts: &mut HashMap<String, usize>, m: &Mapping, add: bool) {
     }
 }
 
+fn u64_of(v: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(v).ok().map(u64::from_be_bytes)
+}
+
 impl FileMap {
-    /// Opens (or creates) the map at `path` and loads it.
+    /// Opens (or creates) the map in the embedded database at `path` (an older layout of the
+    /// same file is migrated) and loads it.
     pub fn open(path: &Path) -> Result<Self, MapError> {
-        let db = Database::create(path).map_err(err)?;
-        let w = db.begin_write().map_err(err)?;
-        let instance;
-        {
-            w.open_table(FILES).map_err(err)?;
-            w.open_table(DRAINED).map_err(err)?;
-            let mut meta = w.open_table(META).map_err(err)?;
-            let got = meta.get("instance").map_err(err)?.map(|v| v.value());
-            instance = match got {
-                Some(i) => i,
-                None => {
-                    let i = new_instance_id();
-                    meta.insert("instance", i).map_err(err)?;
-                    i
-                }
-            };
-        }
-        w.commit().map_err(err)?;
+        let e = Embedded::open(path)?;
+        migrate(&e)?;
+        Self::on(Arc::new(e))
+    }
+
+    /// Loads the map kept in `store`.
+    pub fn on(store: Arc<dyn Store>) -> Result<Self, MapError> {
+        let fresh = new_instance_id().to_be_bytes();
+        let got = store.update(META, b"instance", &|old| match old.and_then(u64_of) {
+            Some(i) => i.to_be_bytes().to_vec(),
+            None => fresh.to_vec(),
+        })?;
+        let instance = u64_of(&got).ok_or_else(|| MapError("bad instance id".into()))?;
+        let drained = store
+            .load(DRAINED)?
+            .into_iter()
+            .map(|(k, _)| String::from_utf8_lossy(&k).into_owned())
+            .collect();
         let mut rows = HashMap::new();
-        let mut drained = Vec::new();
-        {
-            let r = db.begin_read().map_err(err)?;
-            for row in r.open_table(DRAINED).map_err(err)?.iter().map_err(err)? {
-                drained.push(row.map_err(err)?.0.value().to_string());
-            }
-            let t = r.open_table(FILES).map_err(err)?;
-            for row in t.iter().map_err(err)? {
-                let (k, v) = row.map_err(err)?;
-                match Mapping::decode(v.value()) {
-                    Some(m) => {
-                        rows.insert(Bytes::copy_from_slice(k.value()), Arc::new(m));
-                    }
-                    None => tracing::warn!("pNFS map: a row that does not decode is ignored"),
+        for (k, v) in store.load(FILES)? {
+            match Mapping::decode(&v) {
+                Some(m) => {
+                    rows.insert(Bytes::from(k), Arc::new(m));
                 }
+                None => tracing::warn!("pNFS map: a row that does not decode is ignored"),
             }
         }
         let mut copies = HashMap::new();
@@ -180,7 +184,7 @@ impl FileMap {
             count_copies(&mut copies, m, true);
         }
         Ok(FileMap {
-            db,
+            store,
             rows: RwLock::new(rows),
             instance,
             drained: RwLock::new(drained),
@@ -219,12 +223,7 @@ impl FileMap {
 
     /// Writes the row of `fh` (durable when this returns).
     pub fn put(&self, fh: &Bytes, m: Mapping) -> Result<Arc<Mapping>, MapError> {
-        let w = self.db.begin_write().map_err(err)?;
-        {
-            let mut t = w.open_table(FILES).map_err(err)?;
-            t.insert(fh.as_ref(), m.encode().as_ref()).map_err(err)?;
-        }
-        w.commit().map_err(err)?;
+        self.store.put(FILES, fh, &m.encode())?;
         let m = Arc::new(m);
         let old = self.rows.write().insert(fh.clone(), m.clone());
         let mut c = self.copies.write();
@@ -237,12 +236,7 @@ impl FileMap {
 
     /// Forgets the row of `fh`.
     pub fn remove(&self, fh: &[u8]) -> Result<(), MapError> {
-        let w = self.db.begin_write().map_err(err)?;
-        {
-            let mut t = w.open_table(FILES).map_err(err)?;
-            t.remove(fh).map_err(err)?;
-        }
-        w.commit().map_err(err)?;
+        self.store.delete(FILES, fh)?;
         if let Some(old) = self.rows.write().remove(fh) {
             count_copies(&mut self.copies.write(), &old, false);
         }
@@ -266,19 +260,14 @@ impl FileMap {
 
     /// Records (durably) that data server `ds` is being taken out of service, or no longer.
     pub fn set_drained(&self, ds: &str, on: bool) -> Result<(), MapError> {
-        let w = self.db.begin_write().map_err(err)?;
-        {
-            let mut t = w.open_table(DRAINED).map_err(err)?;
-            if on {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
-                t.insert(ds, now).map_err(err)?;
-            } else {
-                t.remove(ds).map_err(err)?;
-            }
+        if on {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            self.store.put(DRAINED, ds.as_bytes(), &now.to_be_bytes())?;
+        } else {
+            self.store.delete(DRAINED, ds.as_bytes())?;
         }
-        w.commit().map_err(err)?;
         let mut d = self.drained.write();
         d.retain(|x| x != ds);
         if on {
@@ -288,24 +277,85 @@ impl FileMap {
     }
 
     /// `n` consecutive synthetic ids, from `range`, wrapping around (durable when this
-    /// returns, so no id is handed out twice across restarts before the range wraps).
+    /// returns, so no id is handed out twice across restarts or heads before the range
+    /// wraps).
     pub fn take_ids(&self, range: &std::ops::RangeInclusive<u32>, n: u32) -> Result<u32, MapError> {
         let (lo, hi) = (u64::from(*range.start()), u64::from(*range.end()));
-        let w = self.db.begin_write().map_err(err)?;
-        let first;
-        {
-            let mut meta = w.open_table(META).map_err(err)?;
-            let next = meta.get("next_id").map_err(err)?.map_or(lo, |v| v.value());
-            first = if next < lo || next + u64::from(n) > hi + 1 {
+        let first = |next: u64| {
+            if next < lo || next + u64::from(n) > hi + 1 {
                 lo
             } else {
                 next
-            };
-            meta.insert("next_id", first + u64::from(n)).map_err(err)?;
-        }
-        w.commit().map_err(err)?;
-        Ok(first as u32)
+            }
+        };
+        let got = self.store.update(META, b"next_id", &|old| {
+            let next = old.and_then(u64_of).unwrap_or(lo);
+            (first(next) + u64::from(n)).to_be_bytes().to_vec()
+        })?;
+        let after = u64_of(&got).ok_or_else(|| MapError("bad next id".into()))?;
+        Ok((after - u64::from(n)) as u32)
     }
+}
+
+/// Moves the rows of the map's first layout (tables "files", "meta" and "drained" of its own
+/// redb file) into the store's tables, in one transaction.
+fn migrate(e: &Embedded) -> Result<(), MapError> {
+    use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError};
+    const OLD_FILES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
+    const OLD_META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+    const OLD_DRAINED: TableDefinition<&str, u64> = TableDefinition::new("drained");
+    let err = |x: &dyn std::fmt::Display| MapError(x.to_string());
+    type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+    let (files, meta, drained): (Rows, Rows, Rows) = {
+        let r = e.database().begin_read().map_err(|x| err(&x))?;
+        let files = match r.open_table(OLD_FILES) {
+            Ok(t) => t
+                .iter()
+                .map_err(|x| err(&x))?
+                .map(|row| row.map(|(k, v)| (k.value().to_vec(), v.value().to_vec())))
+                .collect::<Result<_, _>>()
+                .map_err(|x| err(&x))?,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(x) => return Err(err(&x)),
+        };
+        let named = |t: TableDefinition<&str, u64>| -> Result<Rows, MapError> {
+            match r.open_table(t) {
+                Ok(t) => t
+                    .iter()
+                    .map_err(|x| err(&x))?
+                    .map(|row| {
+                        row.map(|(k, v)| {
+                            (
+                                k.value().as_bytes().to_vec(),
+                                v.value().to_be_bytes().to_vec(),
+                            )
+                        })
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(|x| err(&x)),
+                Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+                Err(x) => Err(err(&x)),
+            }
+        };
+        (files, named(OLD_META)?, named(OLD_DRAINED)?)
+    };
+    let w = e.database().begin_write().map_err(|x| err(&x))?;
+    for (table, rows) in [(FILES, &files), (META, &meta), (DRAINED, &drained)] {
+        let new: TableDefinition<&[u8], &[u8]> = TableDefinition::new(table.name());
+        let mut t = w.open_table(new).map_err(|x| err(&x))?;
+        for (k, v) in rows.iter() {
+            t.insert(k.as_slice(), v.as_slice()).map_err(|x| err(&x))?;
+        }
+    }
+    w.delete_table(OLD_FILES).map_err(|x| err(&x))?;
+    w.delete_table(OLD_META).map_err(|x| err(&x))?;
+    w.delete_table(OLD_DRAINED).map_err(|x| err(&x))?;
+    w.commit().map_err(|x| err(&x))?;
+    tracing::info!(
+        files = files.len(),
+        "pNFS map moved to the state store's tables"
+    );
+    Ok(())
 }
 
 /// A new MDS instance id, different across installations.
@@ -401,6 +451,42 @@ mod tests {
         // 14, 15 fit; then the range wraps
         assert_eq!(m.take_ids(&ids, 2).unwrap(), 14);
         assert_eq!(m.take_ids(&ids, 2).unwrap(), 10);
+    }
+
+    #[test]
+    fn a_map_of_the_first_layout_is_moved_into_the_store_tables() {
+        use redb::{Database, TableDefinition};
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("pnfs.redb");
+        {
+            // as rnfsd wrote the map before the state store
+            let db = Database::create(&p).unwrap();
+            let w = db.begin_write().unwrap();
+            {
+                let files: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
+                let meta: TableDefinition<&str, u64> = TableDefinition::new("meta");
+                let drained: TableDefinition<&str, u64> = TableDefinition::new("drained");
+                let mut t = w.open_table(files).unwrap();
+                t.insert(b"fh1".as_slice(), row(MapState::Ready).encode().as_ref())
+                    .unwrap();
+                let mut t = w.open_table(meta).unwrap();
+                t.insert("instance", 0x1234).unwrap();
+                t.insert("next_id", 12).unwrap();
+                let mut t = w.open_table(drained).unwrap();
+                t.insert("b", 99).unwrap();
+            }
+            w.commit().unwrap();
+        }
+        for _ in 0..2 {
+            // and again: nothing left to move
+            let m = FileMap::open(&p).unwrap();
+            assert_eq!(m.instance(), 0x1234);
+            assert_eq!(m.get(b"fh1").as_deref(), Some(&row(MapState::Ready)));
+            assert_eq!(m.drained(), vec!["b".to_string()]);
+            assert_eq!(m.copies_on("a"), 1);
+        }
+        let m = FileMap::open(&p).unwrap();
+        assert_eq!(m.take_ids(&(10..=20), 2).unwrap(), 12);
     }
 
     #[test]

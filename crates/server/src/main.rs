@@ -171,7 +171,11 @@ fn gss_acceptor(
 
 /// The pNFS metadata server's data servers, when `--pnfs-ds` names any: the backend sends
 /// placed files' data to them, and the reconciler starts.
-fn pnfs_mds(args: &Args, vfs: &Arc<Vfs>) -> Result<Option<Arc<pnfs::Mds>>, String> {
+fn pnfs_mds(
+    args: &Args,
+    vfs: &Arc<Vfs>,
+    cluster: Option<Arc<dyn store::Store>>,
+) -> Result<Option<Arc<pnfs::Mds>>, String> {
     let any_rule = vfs
         .exports()
         .iter()
@@ -194,7 +198,7 @@ fn pnfs_mds(args: &Args, vfs: &Arc<Vfs>) -> Result<Option<Arc<pnfs::Mds>>, Strin
         placement: args.pnfs_placement,
         max_layouts: usize::try_from(args.pnfs_max_layouts).unwrap_or(usize::MAX),
     };
-    let mds = Arc::new(pnfs::Mds::open(cfg, &args.state_dir).map_err(|e| e.to_string())?);
+    let mds = Arc::new(pnfs::Mds::open(cfg, &args.state_dir, cluster).map_err(|e| e.to_string())?);
     vfs.set_remote_data(mds.clone());
     let v = vfs.clone();
     mds.start(
@@ -235,7 +239,6 @@ async fn run(args: Args) -> Result<(), String> {
         disp.set_gss(g.clone());
         metrics.add_source(g.clone());
     }
-    let mds = pnfs_mds(&args, &vfs)?;
     // the state other heads must find (--cluster), or none: each program's own in --state-dir
     let mut etcd_store: Option<Arc<store::Etcd>> = None;
     let mut identity: Option<(
@@ -278,11 +281,14 @@ async fn run(args: Args) -> Result<(), String> {
             etcd.fence_writes(fence.revision());
             etcd_store = Some(etcd.clone());
             let etcd: Arc<dyn store::Store> = etcd;
-            tracing::info!(store = %etcd.describe(), "NFSv4 clients and NLM hosts recorded in the cluster");
+            tracing::info!(store = %etcd.describe(), "NFSv4 clients, NLM hosts and the pNFS map recorded in the cluster");
             Some(etcd)
         }
         _ => None,
     };
+    // (a standby gets here once it holds the identity: only then may its reconciler touch the
+    // data servers)
+    let mds = pnfs_mds(&args, &vfs, cluster.clone())?;
     let v4 = match &cluster {
         Some(etcd) => {
             // the cluster may be starting too: a minute to answer, then refuse to serve

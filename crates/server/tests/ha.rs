@@ -633,3 +633,47 @@ fn the_service_address_follows_the_identity() {
         ]
     );
 }
+
+/// The pNFS metadata server's map is in etcd under the identity: the head that takes the
+/// identity over (a state directory of its own) finds where each file's data lives and serves
+/// it from the same data servers; the data servers keep serving throughout.
+#[test]
+fn the_pnfs_map_in_etcd_serves_placed_files_after_a_takeover() {
+    use common::pnfs::{create, v3_read_all, Cluster};
+    let etcd = cluster();
+    let url = etcd.url();
+    let mut cl = Cluster::new(
+        "rw,insecure,pnfs",
+        2,
+        &["--cluster", &url, "--node-id", "mds-a"],
+    );
+    let mut c = V4::session(cl.mds.server.port, 2, "pnfs-ha");
+    let root = c.path_fh(&cl.mds.export);
+    let (fh, sid) = create(&mut c, &root, "placed");
+    // written through the MDS: it goes to the file's copies on both data servers
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    c.write_all(&fh, &sid, 0, &data);
+    c.close_ok(&fh, &sid);
+    let s = Etcd::new(EtcdConfig {
+        endpoints: etcd.endpoints(),
+        prefix: "/rnfs/id/mds-a".into(),
+        timeout: std::time::Duration::from_secs(5),
+    })
+    .unwrap();
+    let rows = s.load(Table::new("pnfs_files")).unwrap();
+    assert_eq!(rows.len(), 1, "the map's row is not in etcd");
+    assert!(!cl.mds.server.config().state_dir.join("pnfs.redb").exists());
+    for i in 0..2 {
+        assert_eq!(cl.ds_files(i).len(), 1, "no copy on data server {i}");
+    }
+
+    cl.mds.server.crash();
+    let other = tempfile::tempdir().unwrap();
+    let port = cl.mds.server.port;
+    let cfg = other_head(&cl.mds, other.path(), Some(port));
+    cl.mds.server.start_again(cfg);
+    // the new head reads the file from the data servers by the map it found in etcd (its own
+    // export holds no data of a placed file)
+    assert_eq!(v3_read_all(port, &cl.mds.export, "placed"), data);
+    assert_eq!(s.load(Table::new("pnfs_files")).unwrap().len(), 1);
+}

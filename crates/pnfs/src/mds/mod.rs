@@ -172,10 +172,18 @@ fn hex(b: &[u8]) -> String {
 }
 
 impl Mds {
-    /// The MDS of `cfg`, its map in `state_dir`; DSes are reached on first use.
-    pub fn open(cfg: PnfsConfig, state_dir: &Path) -> Result<Mds, StartError> {
+    /// The MDS of `cfg`, its map in `cluster` (the state store other heads share) or else in
+    /// `state_dir`; DSes are reached on first use.
+    pub fn open(
+        cfg: PnfsConfig,
+        state_dir: &Path,
+        cluster: Option<Arc<dyn store::Store>>,
+    ) -> Result<Mds, StartError> {
         cfg.validate()?;
-        let map = FileMap::open(&state_dir.join("pnfs.redb"))?;
+        let map = match cluster {
+            Some(s) => FileMap::on(s)?,
+            None => FileMap::open(&state_dir.join("pnfs.redb"))?,
+        };
         let dss: Vec<DataServer> = cfg
             .data_servers
             .iter()
