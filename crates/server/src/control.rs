@@ -104,6 +104,12 @@ impl Control {
     /// with an error, or an export that cannot be opened, changes nothing.
     pub fn reload(&self) -> Result<vfs::fs::ExportChanges, String> {
         let entries = config::exports(&self.args)?;
+        if let Some(c) = &self.cluster {
+            // trees another identity serves are refused before anything changes
+            let paths: Vec<_> = entries.iter().map(|e| e.path.clone()).collect();
+            store::exports::register(&c.cfg, &c.takeover.node_id, &paths)
+                .map_err(|e| format!("the cluster refuses these exports: {e}"))?;
+        }
         let changes = self.vfs.reload(entries).map_err(|e| e.to_string())?;
         self.v4.exports_changed();
         for p in &changes.added {

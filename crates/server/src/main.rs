@@ -276,6 +276,10 @@ async fn run(args: Args) -> Result<(), String> {
             identity = Some((fence.clone(), moves.clone(), cfg.clone()));
             let holds = fence.clone();
             disp.set_fence(Arc::new(move || holds.holds()));
+            // this identity's trees, which no other identity may serve (docs/ha.md)
+            let paths: Vec<_> = vfs.export_list().into_iter().map(|(p, _)| p).collect();
+            store::exports::register(&cfg, id, &paths)
+                .map_err(|e| format!("cannot serve these exports: {e}"))?;
             let etcd = Arc::new(store::Etcd::new(cfg).map_err(|e| e.to_string())?);
             // writes carry the claim's revision: none lands once another head holds the identity
             etcd.fence_writes(fence.revision());

@@ -677,3 +677,43 @@ fn the_pnfs_map_in_etcd_serves_placed_files_after_a_takeover() {
     assert_eq!(v3_read_all(port, &cl.mds.export, "placed"), data);
     assert_eq!(s.load(Table::new("pnfs_files")).unwrap().len(), 1);
 }
+
+/// Identities own disjoint trees: a head of another identity that would export the same
+/// directory, or one inside it, does not start (two heads would grant conflicting locks); one
+/// with a tree of its own serves beside the first (active/active: each identity on its head).
+#[test]
+fn another_identity_may_not_export_a_tree_an_identity_serves() {
+    let etcd = cluster();
+    let url = etcd.url();
+    let fx = Fixture::with_args(&["--cluster", &url, "--node-id", "tree-a"]);
+    let sub = fx.export.join("inside");
+    std::fs::create_dir(&sub).unwrap();
+    let run = |dir: &std::path::Path, id: &str| {
+        let state = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rnfsd"))
+            .args(["--listen", "127.0.0.1:0", "--no-portmap", "--no-nlm"])
+            .arg("--state-dir")
+            .arg(state.path())
+            .arg("--export")
+            .arg(dir)
+            .args(["--cluster", &url, "--node-id", id, "--identity-ttl", "2"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout)
+    };
+    for dir in [&fx.export, &sub] {
+        let log = run(dir, "tree-b");
+        assert!(
+            log.contains("cannot serve these exports") && log.contains("tree-a"),
+            "{}: {log}",
+            dir.display()
+        );
+    }
+    // a tree of its own: served, beside tree-a's
+    let b = Fixture::with_args(&["--cluster", &url, "--node-id", "tree-b"]);
+    let (mut c, root) = b.connect();
+    c.create_ok(&root, "beside", 0o644);
+    let (mut c, root) = fx.connect();
+    c.create_ok(&root, "first", 0o644);
+}

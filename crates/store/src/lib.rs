@@ -12,6 +12,7 @@
 
 mod embedded;
 mod etcd;
+pub mod exports;
 pub mod identity;
 pub mod testkit;
 
