@@ -107,3 +107,98 @@ fn write_errors_reach_the_client_as_theirs_and_change_the_verifier() {
     )
     .ok("WRITE after the fault");
 }
+
+#[test]
+fn size_changes_allocations_and_copies_report_the_storage_error() {
+    let faults = FaultLayer::build();
+    let fx = Fixture::with_env(&faults.env());
+    let (mut c, root) = fx.connect();
+    let victim = c.create_ok(&root, "victim", 0o644);
+    for (errno, status) in [
+        (libc::EIO, Nfsstat3::NFS3ERR_IO),
+        (libc::ENOSPC, Nfsstat3::NFS3ERR_NOSPC),
+        (libc::EDQUOT, Nfsstat3::NFS3ERR_DQUOT),
+    ] {
+        faults.set("ftruncate", errno, "victim");
+        let r = c.setattr(
+            &victim,
+            Sattr3 {
+                size: SetSize3(Some(1 << 20)),
+                ..sattr3()
+            },
+        );
+        assert_eq!(r.status(), status, "SETATTR size, errno {errno}: {r:?}");
+    }
+    faults.clear();
+    c.setattr(
+        &victim,
+        Sattr3 {
+            size: SetSize3(Some(1 << 20)),
+            ..sattr3()
+        },
+    )
+    .expect_ok("SETATTR size after the fault");
+
+    // NFSv4.2: ALLOCATE and COPY (to the victim), and SETATTR of the size
+    let mut a = V4::session(fx.server.port, 2, "faults-v42");
+    let dir = a.path_fh(&fx.export);
+    let (src, src_sid) = a.open_ok(
+        &dir,
+        "source",
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    a.write_all(&src, &src_sid, 0, &[5u8; 65536]);
+    let (dst, dst_sid) = a.open_ok(
+        &dir,
+        "victim4",
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::Unchecked(Sattr::mode(0o644)),
+    );
+    faults.set("fallocate", libc::ENOSPC, "victim4");
+    let r = a.call(Ops::new().putfh(&dst).allocate(&dst_sid, 0, 1 << 20));
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_NOSPC,
+        "ALLOCATE: {}",
+        r.summary()
+    );
+    faults.set("copy", libc::EDQUOT, "victim4");
+    let r = a.call(
+        Ops::new()
+            .putfh(&src)
+            .savefh()
+            .putfh(&dst)
+            .copy(&src_sid, &dst_sid, 0, 0, 65536),
+    );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_DQUOT, "COPY: {}", r.summary());
+    faults.set("ftruncate", libc::EIO, "victim4");
+    let r = a.call(Ops::new().putfh(&dst).setattr(
+        &dst_sid,
+        &Sattr {
+            size: Some(4096),
+            ..Default::default()
+        },
+    ));
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_IO,
+        "SETATTR size: {}",
+        r.summary()
+    );
+    faults.clear();
+    a.call(Ops::new().putfh(&dst).allocate(&dst_sid, 0, 1 << 20))
+        .ok("ALLOCATE after the fault");
+    a.call(
+        Ops::new()
+            .putfh(&src)
+            .savefh()
+            .putfh(&dst)
+            .copy(&src_sid, &dst_sid, 0, 0, 65536),
+    )
+    .ok("COPY after the fault");
+}

@@ -1,8 +1,10 @@
 //! A fault layer under rnfsd: an LD_PRELOAD library, built by the test with the system's C
-//! compiler, whose `pwritev2` (rnfsd's writes), `fdatasync` and `fsync` fail with an errno the
-//! test chooses, for files whose path contains a text it chooses, while its control file says
-//! so. Storage faults are otherwise out of reach on loopback (no device-mapper in a
-//! container); the calls are the ones rnfsd makes through the C library.
+//! compiler, whose `pwritev2` (rnfsd's writes), `fdatasync`, `fsync`, `truncate64` and
+//! `ftruncate64` (size changes, as "ftruncate"), `fallocate64` (ALLOCATE) and
+//! `copy_file_range` (COPY, by its destination) fail with an errno the test chooses, for files
+//! whose path contains a text it chooses, while its control file says so. Storage faults are
+//! otherwise out of reach on loopback (no device-mapper in a container); the calls are the
+//! ones rnfsd makes through the C library.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -18,8 +20,8 @@ const SOURCE: &str = r#"
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* The errno the control file ("OP ERRNO PATH-PART") asks for op on fd, or 0. */
-static int fault(const char *op, int fd) {
+/* The errno the control file ("OP ERRNO PATH-PART") asks for op on path, or 0. */
+static int fault_path(const char *op, const char *path) {
     const char *ctl = getenv("RNFS_FAULT_CONTROL");
     if (!ctl) return 0;
     int c = open(ctl, O_RDONLY | O_CLOEXEC);
@@ -32,12 +34,24 @@ static int fault(const char *op, int fd) {
     char want[64], part[400];
     int err;
     if (sscanf(buf, "%63s %d %399s", want, &err, part) != 3 || strcmp(want, op) != 0) return 0;
-    char link[64], path[4096];
+    /* rnfsd names files through /proc/self/fd: the real path is what the test chose by */
+    char real[4096];
+    if (!realpath(path, real)) return 0;
+    return strstr(real, part) ? err : 0;
+}
+
+static int fault(const char *op, int fd) {
+    char link[64];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t m = readlink(link, path, sizeof path - 1);
-    if (m <= 0) return 0;
-    path[m] = 0;
-    return strstr(path, part) ? err : 0;
+    return fault_path(op, link);
+}
+
+int truncate64(const char *path, off64_t len) {
+    static int (*real)(const char *, off64_t);
+    if (!real) real = dlsym(RTLD_NEXT, "truncate64");
+    int e = fault_path("ftruncate", path);
+    if (e) { errno = e; return -1; }
+    return real(path, len);
 }
 
 ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
@@ -54,6 +68,32 @@ int fdatasync(int fd) {
     int e = fault("fdatasync", fd);
     if (e) { errno = e; return -1; }
     return real(fd);
+}
+
+int ftruncate64(int fd, off64_t len) {
+    static int (*real)(int, off64_t);
+    if (!real) real = dlsym(RTLD_NEXT, "ftruncate64");
+    int e = fault("ftruncate", fd);
+    if (e) { errno = e; return -1; }
+    return real(fd, len);
+}
+
+int fallocate64(int fd, int mode, off64_t off, off64_t len) {
+    static int (*real)(int, int, off64_t, off64_t);
+    if (!real) real = dlsym(RTLD_NEXT, "fallocate64");
+    int e = fault("fallocate", fd);
+    if (e) { errno = e; return -1; }
+    return real(fd, mode, off, len);
+}
+
+/* the destination names the file */
+ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t len,
+                        unsigned int flags) {
+    static ssize_t (*real)(int, off64_t *, int, off64_t *, size_t, unsigned int);
+    if (!real) real = dlsym(RTLD_NEXT, "copy_file_range");
+    int e = fault("copy", out);
+    if (e) { errno = e; return -1; }
+    return real(in, in_off, out, out_off, len, flags);
 }
 
 int fsync(int fd) {
@@ -110,7 +150,7 @@ impl FaultLayer {
         ]
     }
 
-    /// From now on `op` ("pwrite", "fdatasync", "fsync") fails with `errno` on files whose
+    /// From now on `op` ("pwrite", "fdatasync", "fsync", "ftruncate", "fallocate", "copy") fails with `errno` on files whose
     /// path contains `part` (no spaces).
     pub fn set(&self, op: &str, errno: i32, part: &str) {
         let tmp = self.control.with_extension("new");
