@@ -890,6 +890,7 @@ KRB5_NOTICKET=carol:2103
 KRB5_PX_USERS="pxa:1001:2000 pxb:1002 pxc:1003 pxd:1004:2100"
 KRB5_PX_GROUPS="pxg2000:2000 pxg2100:2100 pxg3000:3000"
 KRB5_POSIX_FLAVOR=${KRB5_POSIX_FLAVOR-krb5p} # the flavor of the krb5posix row's mount ("": SKIP)
+KRB5_POSIX_TRANSPORTS=${KRB5_POSIX_TRANSPORTS-tcp rdma} # where the krb5posix row runs (--quick: tcp)
 KRB5_MIB=${KRB5_MIB:-4}
 KRB5_PERF_MIB=${KRB5_PERF_MIB:-0} # > 0: krb5.py's perf step on each mount (figures, both servers)
 KRB5_PERF_RUNS=${KRB5_PERF_RUNS:-3}
@@ -1149,6 +1150,13 @@ krb5_posix() { # server vers transport mount-options source: the krb5posix row
 		result "$s" "$v" "$t" krb5posix SKIP 0 "KRB5_POSIX_FLAVOR is empty"
 		return
 	fi
+	case " $KRB5_POSIX_TRANSPORTS " in
+	*" $t "*) ;;
+	*)
+		result "$s" "$v" "$t" krb5posix SKIP 0 "runs over ${KRB5_POSIX_TRANSPORTS// /,} (KRB5_POSIX_TRANSPORTS)"
+		return
+		;;
+	esac
 	krb5_gssd_stop
 	if ! krb5_env kinit -k -t $KRB5_DIR/root.keytab -c FILE:/tmp/krb5cc_0 "root@$KRB5_REALM" \
 		>>$KRB5_DIR/setup.log 2>&1 || ! krb5_gssd_start -n; then
