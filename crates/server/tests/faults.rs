@@ -10,6 +10,7 @@ mod common;
 use bytes::Bytes;
 use common::fault::FaultLayer;
 use common::nfs4_raw::*;
+use common::pnfs::create;
 use common::*;
 use nfs3wire::*;
 use nfs4wire::*;
@@ -84,14 +85,7 @@ fn write_errors_reach_the_client_as_theirs_and_change_the_verifier() {
     // NFSv4: the same errors, as NFS4ERR_NOSPC
     let mut a = V4::session(fx.server.port, 1, "faults-v4");
     let dir = a.path_fh(&fx.export);
-    let (fh, sid) = a.open_ok(
-        &dir,
-        "victim4",
-        "o",
-        OPEN4_SHARE_ACCESS_BOTH,
-        OPEN4_SHARE_DENY_NONE,
-        OpenHow::Unchecked(Sattr::mode(0o644)),
-    );
+    let (fh, sid) = create(&mut a, &dir, "victim4");
     faults.set("pwrite", libc::ENOSPC, "victim4");
     let r = a.call(
         Ops::new()
@@ -142,23 +136,9 @@ fn size_changes_allocations_and_copies_report_the_storage_error() {
     // NFSv4.2: ALLOCATE and COPY (to the victim), and SETATTR of the size
     let mut a = V4::session(fx.server.port, 2, "faults-v42");
     let dir = a.path_fh(&fx.export);
-    let (src, src_sid) = a.open_ok(
-        &dir,
-        "source",
-        "o",
-        OPEN4_SHARE_ACCESS_BOTH,
-        OPEN4_SHARE_DENY_NONE,
-        OpenHow::Unchecked(Sattr::mode(0o644)),
-    );
+    let (src, src_sid) = create(&mut a, &dir, "source");
     a.write_all(&src, &src_sid, 0, &[5u8; 65536]);
-    let (dst, dst_sid) = a.open_ok(
-        &dir,
-        "victim4",
-        "o",
-        OPEN4_SHARE_ACCESS_BOTH,
-        OPEN4_SHARE_DENY_NONE,
-        OpenHow::Unchecked(Sattr::mode(0o644)),
-    );
+    let (dst, dst_sid) = create(&mut a, &dir, "victim4");
     faults.set("fallocate", libc::ENOSPC, "victim4");
     let r = a.call(Ops::new().putfh(&dst).allocate(&dst_sid, 0, 1 << 20));
     assert_eq!(

@@ -564,6 +564,24 @@ fn confirm_owner(a: &mut V4, dir: &[u8], owner: &[u8], name: &str) -> bool {
     deleg.is_some()
 }
 
+/// RENEWs (each must succeed or say NFS4ERR_CB_PATH_DOWN) until one says the callback path is
+/// down, within 5 s.
+fn renew_until_path_down(a: &mut V4) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let r = a.compound(Ops::new().renew(a.clientid));
+        if r.status == Nfsstat4::NFS4ERR_CB_PATH_DOWN {
+            return;
+        }
+        assert_eq!(r.status, Nfsstat4::NFS4_OK);
+        assert!(
+            std::time::Instant::now() < end,
+            "RENEW never said CB_PATH_DOWN"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Another 4.0 client's OPEN of `name` for writing: its COMPOUND result.
 fn open_write(b: &mut V4, dir: &[u8], name: &str) -> CompoundRes {
     b.compound(Ops::new().putfh(dir).open(
@@ -624,19 +642,7 @@ fn a_v40_client_is_called_back_at_its_callback_address_to_recall_a_delegation() 
     seqid += 1;
     assert!(held.is_some(), "no delegation of g");
     cb.conn = None;
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let r = a.compound(Ops::new().renew(a.clientid));
-        if r.status == Nfsstat4::NFS4ERR_CB_PATH_DOWN {
-            break;
-        }
-        assert_eq!(r.status, Nfsstat4::NFS4_OK);
-        assert!(
-            std::time::Instant::now() < end,
-            "RENEW never said CB_PATH_DOWN"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    renew_until_path_down(&mut a);
     let (_, _, again) = open_read(&mut a, &dir, seqid, owner, "f");
     assert!(again.is_none(), "a delegation with the callback path down");
 }
@@ -693,19 +699,7 @@ fn a_recall_left_unanswered_makes_renew_say_the_callback_path_is_down() {
     // the recall comes and is not answered
     let (_, proc_, _, _) = cb.next_call();
     assert_eq!(proc_, 1);
-    let t0 = std::time::Instant::now();
-    loop {
-        let r = a.compound(Ops::new().renew(a.clientid));
-        if r.status == Nfsstat4::NFS4ERR_CB_PATH_DOWN {
-            break;
-        }
-        assert_eq!(r.status, Nfsstat4::NFS4_OK);
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(5),
-            "RENEW never said CB_PATH_DOWN"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    renew_until_path_down(&mut a);
     // within the lease the holder may still return it, and gets no new one
     a.compound(Ops::new().putfh(&fh).delegreturn(&deleg))
         .ok("DELEGRETURN");
