@@ -37,6 +37,7 @@ impl SecContext for Plain {
                 }),
                 lifetime: Duration::from_secs(3600),
                 cipher: "plain",
+                acceptor: None,
             }),
         })
     }

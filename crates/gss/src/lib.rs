@@ -21,7 +21,7 @@ use bytes::Bytes;
 use libgssapi::credential::{Cred, CredUsage};
 use libgssapi::name::Name;
 use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE};
-use sunrpc::gss::client::Initiator;
+use sunrpc::gss::client::{Initiator, Initiators};
 use sunrpc::gss::mech::{GssError, Mechanism, Peer, SecContext, Step};
 
 pub use idmap::IdentityCache;
@@ -203,6 +203,7 @@ impl SecContext for AcceptorContext {
                 ident,
                 lifetime: Duration::from_secs(u64::from(peer.lifetime_secs)),
                 cipher,
+                acceptor: peer.acceptor.map(Into::into),
             }),
         })
     }
@@ -245,6 +246,7 @@ impl SecContext for AcceptorContext {
 /// tokens then made in Rust as the acceptor's (and as the Linux kernel client makes them).
 pub struct Krb5Initiator {
     state: InitState,
+    privileged: Privileged,
 }
 
 enum InitState {
@@ -257,6 +259,7 @@ impl Krb5Initiator {
     pub fn new(user: Option<&str>, service: &str) -> Result<Self, GssError> {
         Ok(Self {
             state: InitState::Establishing(sys::InitiatorCtx::new(user, service)?),
+            privileged: unprivileged,
         })
     }
 
@@ -273,7 +276,9 @@ impl Initiator for Krb5Initiator {
         let InitState::Establishing(ctx) = &mut self.state else {
             return Err(NO_CONTEXT);
         };
-        let (out, done) = ctx.step(token)?;
+        let mut out = Err(NO_CONTEXT);
+        (self.privileged)(&mut || out = ctx.step(token));
+        let (out, done) = out?;
         if done {
             let l = ctx.export()?;
             let c = match l.protocol {
@@ -306,5 +311,63 @@ impl Initiator for Krb5Initiator {
         v.truncate(r.end);
         v.drain(..r.start);
         Ok(v)
+    }
+}
+
+/// A server's own initiator contexts ([`Initiators`]): as its service principal, with the
+/// keys of its keytab used as a client keytab, tickets kept in a memory cache of the process
+/// (no user's credential cache is read or written).
+pub struct KeytabInitiators {
+    keytab: String,
+    own: Option<String>,
+    privileged: Privileged,
+}
+
+/// The credential caches of [`KeytabInitiators`] (this, a dash, and the principal called
+/// as): in the process's memory, kept for its life, so that the tickets for a client are got
+/// once.
+const CCACHE: &str = "MEMORY:rnfsd-initiator";
+
+impl KeytabInitiators {
+    /// Contexts from `keytab`, as the principal asked for, else as `own` (`nfs@host`; None:
+    /// the keytab's first principal).
+    pub fn new(keytab: &str, own: Option<&str>) -> Self {
+        Self {
+            keytab: keytab.to_string(),
+            own: own.map(str::to_string),
+            privileged: unprivileged,
+        }
+    }
+
+    /// Reads the keytab and reaches the KDC inside `p` (rnfsd: as root, whatever the thread's
+    /// last caller was).
+    pub fn with_privileged(mut self, p: Privileged) -> Self {
+        self.privileged = p;
+        self
+    }
+}
+
+impl Initiators for KeytabInitiators {
+    fn initiator(&self, own: Option<&str>, target: &str) -> Result<Box<dyn Initiator>, GssError> {
+        let mut ctx = Err(NO_CONTEXT);
+        let own = match own {
+            Some(p) => sys::OwnName::Principal(p),
+            None => match &self.own {
+                Some(s) => sys::OwnName::Service(s),
+                None => sys::OwnName::First,
+            },
+        };
+        // a cache holds one principal's tickets: one cache for each name this server calls as
+        let ccache = match own {
+            sys::OwnName::Principal(p) | sys::OwnName::Service(p) => format!("{CCACHE}-{p}"),
+            sys::OwnName::First => CCACHE.to_string(),
+        };
+        (self.privileged)(&mut || {
+            ctx = sys::InitiatorCtx::from_keytab(&self.keytab, &ccache, own, target)
+        });
+        Ok(Box::new(Krb5Initiator {
+            state: InitState::Establishing(ctx?),
+            privileged: self.privileged,
+        }))
     }
 }

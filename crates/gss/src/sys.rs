@@ -164,6 +164,51 @@ fn acquire(name: Option<&Name>, usage: i32) -> Result<g::gss_cred_id_t, GssError
     Ok(cred)
 }
 
+/// Initiator credentials of `name` (or the keytab's first principal) from the client keytab
+/// `keytab`, their tickets kept in credential cache `ccache` (a MEMORY: one, so that no user's
+/// cache is touched): MIT gets and renews them from the keytab's keys itself.
+fn acquire_from_keytab(
+    name: Option<&Name>,
+    keytab: &str,
+    ccache: &str,
+) -> Result<g::gss_cred_id_t, GssError> {
+    let bad = |_| GssError::FAILURE;
+    let keytab = std::ffi::CString::new(keytab).map_err(bad)?;
+    let ccache = std::ffi::CString::new(ccache).map_err(bad)?;
+    let mut elements = [
+        g::gss_key_value_element_desc {
+            key: c"client_keytab".as_ptr(),
+            value: keytab.as_ptr(),
+        },
+        g::gss_key_value_element_desc {
+            key: c"ccache".as_ptr(),
+            value: ccache.as_ptr(),
+        },
+    ];
+    let store = g::gss_key_value_set_desc {
+        count: elements.len() as u32,
+        elements: elements.as_mut_ptr(),
+    };
+    let (mut minor, mut cred) = (0, ptr::null_mut());
+    // SAFETY: the store's strings live until the call returns (the library copies what it
+    // keeps); out-pointers are to locals; the name is null or a live imported name.
+    let major = unsafe {
+        g::gss_acquire_cred_from(
+            &mut minor,
+            name.map_or(ptr::null_mut(), |n| n.0),
+            0,
+            ptr::null_mut(),
+            1,
+            &store,
+            &mut cred,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    status(major, minor)?;
+    Ok(cred)
+}
+
 fn release_cred(cred: &mut g::gss_cred_id_t) {
     if !cred.is_null() {
         let mut minor = 0;
@@ -196,6 +241,17 @@ impl Drop for AcceptorCred {
     }
 }
 
+/// Whom a server's own initiator context is made as.
+#[derive(Clone, Copy)]
+pub enum OwnName<'a> {
+    /// A principal (`nfs/server.example.com@REALM`).
+    Principal(&'a str),
+    /// A service (`nfs@server.example.com`).
+    Service(&'a str),
+    /// The keytab's first principal.
+    First,
+}
+
 /// An initiator context being established (rnfs's own clients), with its credentials.
 pub struct InitiatorCtx {
     ctx: g::gss_ctx_id_t,
@@ -214,6 +270,28 @@ impl InitiatorCtx {
             Some(u) => acquire(Some(&Name::import(u, NameKind::User)?), 1)?,
             None => ptr::null_mut(),
         };
+        Ok(InitiatorCtx {
+            ctx: ptr::null_mut(),
+            cred,
+            target,
+        })
+    }
+
+    /// A context with the principal `target` (`nfs/host@REALM`, a client's callback service)
+    /// as `own`, with credentials from client keytab `keytab` and tickets in `ccache`.
+    pub fn from_keytab(
+        keytab: &str,
+        ccache: &str,
+        own: OwnName<'_>,
+        target: &str,
+    ) -> Result<Self, GssError> {
+        let target = Name::import(target, NameKind::User)?;
+        let own = match own {
+            OwnName::Principal(p) => Some(Name::import(p, NameKind::User)?),
+            OwnName::Service(s) => Some(Name::import(s, NameKind::Service)?),
+            OwnName::First => None,
+        };
+        let cred = acquire_from_keytab(own.as_ref(), keytab, ccache)?;
         Ok(InitiatorCtx {
             ctx: ptr::null_mut(),
             cred,
@@ -282,6 +360,24 @@ pub struct Established {
     pub local_name: Option<String>,
     /// Seconds the context stays valid.
     pub lifetime_secs: u32,
+    /// The principal the initiator authenticated to (one of the keytab's), as displayed.
+    pub acceptor: Option<String>,
+}
+
+/// The displayed form of `name`; None when the library cannot display it.
+fn display(name: g::gss_name_t) -> Option<String> {
+    let (mut minor, mut buf) = (
+        0,
+        g::gss_buffer_desc {
+            length: 0,
+            value: ptr::null_mut(),
+        },
+    );
+    // SAFETY: `name` is a live name the caller holds; `buf` is filled by the library and freed
+    // by take_buffer.
+    let major = unsafe { g::gss_display_name(&mut minor, name, &mut buf, ptr::null_mut()) };
+    status(major, minor).ok()?;
+    Some(String::from_utf8_lossy(&take_buffer(&mut buf)).into_owned())
 }
 
 /// An acceptor context being established.
@@ -352,20 +448,33 @@ impl AcceptorCtx {
     }
 
     fn peer(&self, src: g::gss_name_t, mech: g::gss_OID, time_rec: u32) -> Established {
-        let (mut minor, mut buf) = (
-            0,
-            g::gss_buffer_desc {
-                length: 0,
-                value: ptr::null_mut(),
-            },
-        );
-        // SAFETY: `src` is the established context's source name; `buf` is filled by the
-        // library and freed by take_buffer.
-        let major = unsafe { g::gss_display_name(&mut minor, src, &mut buf, ptr::null_mut()) };
-        let principal = match status(major, minor) {
-            Ok(()) => String::from_utf8_lossy(&take_buffer(&mut buf)).into_owned(),
-            Err(_) => String::new(),
+        let principal = display(src).unwrap_or_default();
+        let mut minor = 0;
+        let mut target: g::gss_name_t = ptr::null_mut();
+        // SAFETY: the context is established and ours; only the target name is asked for (the
+        // other out-pointers are null, which the call allows).
+        let major = unsafe {
+            g::gss_inquire_context(
+                &mut minor,
+                self.0,
+                ptr::null_mut(),
+                &mut target,
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
         };
+        let acceptor = match status(major, minor) {
+            Ok(()) if !target.is_null() => display(target),
+            _ => None,
+        };
+        if !target.is_null() {
+            let mut m = 0;
+            // SAFETY: the library returned `target`; released once.
+            unsafe { g::gss_release_name(&mut m, &mut target) };
+        }
         let mut local = g::gss_buffer_desc {
             length: 0,
             value: ptr::null_mut(),
@@ -379,6 +488,7 @@ impl AcceptorCtx {
             principal,
             local_name,
             lifetime_secs: time_rec,
+            acceptor,
         }
     }
 

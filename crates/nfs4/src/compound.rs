@@ -234,6 +234,9 @@ pub struct Nfs4 {
     /// Where confirmed clients are recorded (written before a confirmation is answered,
     /// outside the state lock: the store may be a network round trip away).
     pub(crate) records: Option<crate::db::ClientDb>,
+    /// Where this server's own RPCSEC_GSS contexts come from (NFSv4.0 callbacks to clients
+    /// that introduced themselves under Kerberos); None: such clients get no callback path.
+    pub(crate) cb_initiators: Option<Arc<dyn sunrpc::gss::client::Initiators>>,
 }
 
 /// Counters that show what the data path did (holes sent as holes, reclaims admitted).
@@ -340,7 +343,18 @@ impl Nfs4 {
             idmap: crate::idmap::IdMap::default(),
             pnfs: None,
             records: None,
+            cb_initiators: None,
         }
+    }
+
+    /// Calls NFSv4.0 clients that introduced themselves under RPCSEC_GSS back under contexts
+    /// from `initiators` (as this server's own service principal, as knfsd does).
+    pub fn with_callback_initiators(
+        mut self,
+        initiators: Arc<dyn sunrpc::gss::client::Initiators>,
+    ) -> Self {
+        self.cb_initiators = Some(initiators);
+        self
     }
 
     /// Makes this a pNFS metadata server with the data servers of `mds` (the backend must

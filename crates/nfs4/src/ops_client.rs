@@ -2,6 +2,7 @@
 //! CREATE_SESSION, SEQUENCE, DESTROY_SESSION, BIND_CONN_TO_SESSION, DESTROY_CLIENTID,
 //! RECLAIM_COMPLETE, FREE_STATEID, TEST_STATEID for NFSv4.1.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -51,14 +52,29 @@ fn principal(ctx: &Ctx<'_>) -> u64 {
 const CB40_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The callback path a SETCLIENTID names. Its address is kept only where this server can
-/// call it as knfsd would: over TCP, and for a client that introduced itself with AUTH_SYS
-/// or AUTH_NONE (knfsd calls a Kerberos client back under RPCSEC_GSS as its own nfs/
-/// principal, which rnfsd does not do yet: such a client gets no callback path and so no
-/// delegations, as from knfsd when that context cannot be made).
-fn callback40(ctx: &Ctx<'_>, cb: &nfs4wire::CbClient4, ident: u32) -> crate::state::Callback40 {
+/// call it as knfsd would: over TCP; for a client that introduced itself under RPCSEC_GSS,
+/// only when this server can initiate contexts ([`Nfs4::with_callback_initiators`]) and the
+/// client's principal is a service's (`nfs/host@REALM`, whose key its host keeps): calls then
+/// go under a context with that principal. Another client gets no callback path and so no
+/// delegations, as from knfsd when its context cannot be made.
+fn callback40(
+    ctx: &Ctx<'_>,
+    cb: &nfs4wire::CbClient4,
+    ident: u32,
+    can_initiate: bool,
+) -> crate::state::Callback40 {
+    let sec = ctx.rpc.gss.as_ref().map(|g| crate::state::CallbackSec {
+        target: g.peer.principal.clone(),
+        own: g.peer.acceptor.clone(),
+        service: g.service,
+    });
+    let callable = match &sec {
+        None => true,
+        Some(s) => can_initiate && s.target.split('@').next().is_some_and(|n| n.contains('/')),
+    };
     let netid = std::str::from_utf8(&cb.cb_location.na_r_netid).unwrap_or("");
     let addr = match netid {
-        "tcp" | "tcp6" if ctx.rpc.gss.is_none() => std::str::from_utf8(&cb.cb_location.na_r_addr)
+        "tcp" | "tcp6" if callable => std::str::from_utf8(&cb.cb_location.na_r_addr)
             .ok()
             .and_then(sunrpc::uaddr::parse)
             .filter(|a| a.port() != 0 && (netid == "tcp6") == a.is_ipv6()),
@@ -68,6 +84,7 @@ fn callback40(ctx: &Ctx<'_>, cb: &nfs4wire::CbClient4, ident: u32) -> crate::sta
         program: cb.cb_program,
         ident,
         addr,
+        sec,
         conn: None,
         probed: None,
         sent: Vec::new(),
@@ -75,12 +92,28 @@ fn callback40(ctx: &Ctx<'_>, cb: &nfs4wire::CbClient4, ident: u32) -> crate::sta
     }
 }
 
-/// Starts the connection to a confirmed NFSv4.0 client's callback service and sends it
-/// CB_NULL; the path is up once the answer comes ([`crate::state::Callback40::is_up`]).
-fn probe_callback(cb: &mut crate::state::Callback40) {
+/// Starts the connection to a confirmed NFSv4.0 client's callback service (under RPCSEC_GSS
+/// with a context from `initiators` when the client asked for Kerberos) and sends it CB_NULL;
+/// the path is up once the answer comes ([`crate::state::Callback40::is_up`]).
+fn probe_callback(
+    cb: &mut crate::state::Callback40,
+    initiators: Option<&Arc<dyn sunrpc::gss::client::Initiators>>,
+) {
+    let gss = match (&cb.sec, initiators) {
+        (None, _) => None,
+        (Some(sec), Some(i)) => Some(sunrpc::outbound::GssSetup {
+            initiators: i.clone(),
+            target: sec.target.clone(),
+            own: sec.own.clone(),
+            service: sec.service,
+            program: cb.program,
+            version: 1,
+        }),
+        (Some(_), None) => return,
+    };
     let Some(conn) = cb
         .addr
-        .and_then(|addr| sunrpc::outbound::Outbound::connect(addr, CB40_CONNECT_TIMEOUT))
+        .and_then(|addr| sunrpc::outbound::Outbound::connect_with(addr, CB40_CONNECT_TIMEOUT, gss))
     else {
         return;
     };
@@ -92,7 +125,7 @@ fn probe_callback(cb: &mut crate::state::Callback40) {
         xid,
     ));
     if sunrpc::BackChannel::send_call(&*conn, e.finish()) {
-        tracing::debug!(addr = ?cb.addr, program = cb.program, "CB_NULL to an NFSv4.0 client");
+        tracing::debug!(addr = ?cb.addr, program = cb.program, sec = ?cb.sec, "CB_NULL to an NFSv4.0 client");
         cb.conn = Some((conn, probe));
     }
 }
@@ -222,7 +255,12 @@ impl Nfs4 {
         }
         // Drop earlier unconfirmed records of this owner.
         s.clients.drop_unconfirmed_of(&owner);
-        let callback = callback40(ctx, &a.callback, a.callback_ident);
+        let callback = callback40(
+            ctx,
+            &a.callback,
+            a.callback_ident,
+            self.cb_initiators.is_some(),
+        );
         let (id, confirm) = match confirmed {
             Some(c) if c.verifier == verf => {
                 // Callback update: same client id, fresh confirmation verifier.
@@ -275,7 +313,7 @@ impl Nfs4 {
             c.confirmed = true;
             c.renewed = Instant::now();
             if let Some(mut cb) = c.callback_next.take() {
-                probe_callback(&mut cb);
+                probe_callback(&mut cb, self.cb_initiators.as_ref());
                 c.callback = Some(cb);
             }
         }

@@ -319,6 +319,14 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(mds) = &mds {
         v4 = v4.with_pnfs(mds.clone());
     }
+    if gss.is_some() {
+        // NFSv4.0 clients that came under Kerberos are called back as this server's service
+        // principal, with the keytab's keys (as knfsd calls them back with its machine's)
+        let keytab = args.keytab.display().to_string();
+        let initiators = gss::KeytabInitiators::new(&keytab, args.gss_principal.as_deref())
+            .with_privileged(|f| vfs::cred::as_root(f));
+        v4 = v4.with_callback_initiators(Arc::new(initiators));
+    }
     let v4 = Arc::new(v4);
     if let Some(mds) = &mds {
         let holders: Arc<dyn pnfs::mds::LayoutHolders> = v4.clone();

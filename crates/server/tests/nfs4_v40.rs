@@ -706,3 +706,229 @@ fn a_recall_left_unanswered_makes_renew_say_the_callback_path_is_down() {
     let (_, _, again) = open_read(&mut a, &dir, seqid, b"o", "f");
     assert!(again.is_none(), "a delegation on a path found down");
 }
+
+/// A call that reached [`GssCallbackService`]: procedure, the caller's principal and
+/// protection under RPCSEC_GSS (None for another flavor), and the arguments.
+#[derive(Debug, Clone)]
+struct CbCall {
+    proc_: u32,
+    gss: Option<(String, sunrpc::gss::wire::GssService)>,
+    args: bytes::Bytes,
+}
+
+/// The callback program as a client host serves it: answers CB_NULL, and CB_COMPOUND with
+/// NFS4_OK for its one operation; records every call.
+struct CbProgram {
+    calls: std::sync::mpsc::Sender<CbCall>,
+}
+
+impl sunrpc::Program for CbProgram {
+    fn program(&self) -> u32 {
+        CB_PROGRAM
+    }
+    fn versions(&self) -> (u32, u32) {
+        (1, 1)
+    }
+    fn proc_name(&self, _vers: u32, proc_: u32) -> Option<&'static str> {
+        ["CB_NULL", "CB_COMPOUND"].get(proc_ as usize).copied()
+    }
+    fn call(
+        &self,
+        ctx: &sunrpc::CallContext,
+        mut args: xdr::Decoder,
+        reply: &mut xdr::Encoder,
+    ) -> Result<(), sunrpc::ProcError> {
+        let gss = ctx
+            .gss
+            .as_ref()
+            .map(|g| (g.peer.principal.to_string(), g.service));
+        let all = args.clone().into_rest();
+        if ctx.proc_ == 1 {
+            // tag, minorversion, callback_ident, one operation: answer it with NFS4_OK
+            let garbage = |_| sunrpc::ProcError::GarbageArgs;
+            args.opaque(64).map_err(garbage)?;
+            args.u32().map_err(garbage)?;
+            args.u32().map_err(garbage)?;
+            args.u32().map_err(garbage)?;
+            let op = args.u32().map_err(garbage)?;
+            for w in [0, 0, 1, op, 0] {
+                reply.u32(w);
+            }
+        }
+        let _ = self.calls.send(CbCall {
+            proc_: ctx.proc_,
+            gss,
+            args: all,
+        });
+        Ok(())
+    }
+}
+
+/// A client host's NFSv4.0 callback service that accepts RPCSEC_GSS with the keys of the
+/// realm's client keytab (where [`kerberos::CLIENT_HOST`] is): sunrpc's dispatcher and the
+/// Kerberos acceptor rnfsd itself uses, on a runtime of its own.
+struct GssCallbackService {
+    addr: std::net::SocketAddr,
+    calls: std::sync::mpsc::Receiver<CbCall>,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl GssCallbackService {
+    fn start() -> Self {
+        let realm = kerberos::realm();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (tx, calls) = std::sync::mpsc::channel();
+        let acceptor = gss::Krb5Acceptor::new(
+            &realm.client_keytab.display().to_string(),
+            None,
+            Default::default(),
+        )
+        .expect("acceptor credentials of the client host");
+        let mut disp = sunrpc::Dispatcher::new(64, Default::default());
+        disp.set_gss(std::sync::Arc::new(sunrpc::gss::GssServer::new(
+            std::sync::Arc::new(acceptor),
+            64,
+        )));
+        disp.register(std::sync::Arc::new(CbProgram { calls: tx }));
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        rt.spawn(sunrpc::tcp::serve_tcp(
+            listener,
+            std::sync::Arc::new(disp),
+            Default::default(),
+        ));
+        GssCallbackService {
+            addr,
+            calls,
+            _rt: rt,
+        }
+    }
+
+    fn uaddr(&self) -> String {
+        let port = self.addr.port();
+        format!("127.0.0.1.{}.{}", port >> 8, port & 0xff)
+    }
+
+    /// The next call, within 10 s.
+    fn next_call(&self) -> CbCall {
+        self.calls
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("no callback came")
+    }
+}
+
+/// SETCLIENTID at `uaddr` and its confirmation, by `a`.
+fn setclientid_at(a: &mut V4, owner: &str, uaddr: &str, ident: u32) {
+    let mut verf = [0u8; 8];
+    verf[..owner.len().min(8)].copy_from_slice(&owner.as_bytes()[..owner.len().min(8)]);
+    let r = a
+        .compound(Ops::new().setclientid_at(verf, owner.as_bytes(), uaddr, ident))
+        .ok("SETCLIENTID");
+    let ok = r.get(NfsOpnum4::OP_SETCLIENTID).setclientid();
+    a.clientid = ok.clientid;
+    a.compound(Ops::new().setclientid_confirm(ok.clientid, ok.setclientid_confirm))
+        .ok("SETCLIENTID_CONFIRM");
+}
+
+#[test]
+fn a_v40_kerberos_client_is_called_back_under_rpcsec_gss_as_the_servers_principal() {
+    use sunrpc::gss::wire::GssService;
+    let mut args = kerberos::server_args();
+    args.extend(["--lease-time", "10"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let fx = Fixture::with_options_args(0o777, "rw,insecure,sec=krb5:krb5i:krb5p:sys", &args);
+    let cbs = GssCallbackService::start();
+    let names = ["none", "integrity", "privacy"];
+    for (i, svc) in [GssService::None, GssService::Integrity, GssService::Privacy]
+        .into_iter()
+        .enumerate()
+    {
+        // the server is called by either of its names; it calls back as the one the client
+        // authenticated to (which the Linux client checks)
+        let (to, server) = match i {
+            1 => ("nfs@alias".to_string(), kerberos::SERVER_ALIAS),
+            _ => ("nfs@localhost".to_string(), "nfs/localhost"),
+        };
+        let server = format!("{server}@{}", gss::kdc::REALM);
+        let name = format!("f-{}", names[i]);
+        std::fs::write(fx.export.join(&name), b"data").unwrap();
+        std::os::unix::fs::chown(fx.export.join(&name), Some(TEST_UID), Some(TEST_UID)).unwrap();
+        // the client host introduces itself as its nfs/ principal, under `svc`
+        let owner = format!("v40-krb5-{}", names[i]);
+        let rpc = RpcClient::connect(fx.server.port).with_gss_to(kerberos::CLIENT_HOST, &to, svc);
+        let mut a = V4::over(rpc, 0, &owner);
+        let ident = 40 + i as u32;
+        setclientid_at(&mut a, &owner, &cbs.uaddr(), ident);
+        // CB_NULL under a context the server made as its own principal, under `svc`
+        let probe = cbs
+            .calls
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{svc:?}: no CB_NULL; {}", fx.server.log_text()));
+        assert_eq!(probe.proc_, 0, "{svc:?}: not CB_NULL first");
+        assert_eq!(
+            probe.gss,
+            Some((server.clone(), svc)),
+            "{svc:?}: the probe's credential"
+        );
+        let dir = a.path_fh(&fx.export);
+        confirm_owner(&mut a, &dir, b"o", &name);
+        let (fh, deleg, seqid) = open_read_delegated(&mut a, &dir, 3, b"o", &name);
+
+        // another client's write: the recall comes under the same context, and its sealed
+        // answer is taken (the path stays up: RENEW is fine and delegations still come)
+        let mut b = V4::v40(fx.server.port, &format!("{owner}-writer"));
+        let bdir = b.path_fh(&fx.export);
+        let r = open_write(&mut b, &bdir, &name);
+        assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
+        let recall = cbs.next_call();
+        assert_eq!(recall.proc_, 1, "{svc:?}: not CB_COMPOUND");
+        assert_eq!(
+            recall.gss,
+            Some((server.clone(), svc)),
+            "{svc:?}: the recall's credential"
+        );
+        let w = |n: usize| u32::from_be_bytes(recall.args[n..n + 4].try_into().unwrap());
+        assert_eq!(
+            (w(4), w(8), w(12), w(16)),
+            (0, ident, 1, 4),
+            "not a 4.0 CB_RECALL"
+        );
+        assert_eq!(
+            &recall.args[24..36],
+            deleg.other.as_slice(),
+            "another stateid"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        a.compound(Ops::new().renew(a.clientid))
+            .ok("RENEW after the recall's answer");
+        a.compound(Ops::new().putfh(&fh).delegreturn(&deleg))
+            .ok("DELEGRETURN");
+        let r = open_write(&mut b, &bdir, &name);
+        assert_eq!(r.status, Nfsstat4::NFS4_OK, "{}", r.summary());
+        let other = format!("g-{}", names[i]);
+        std::fs::write(fx.export.join(&other), b"data").unwrap();
+        open_read_delegated(&mut a, &dir, seqid, b"o", &other);
+    }
+
+    // a user's principal has no key on the client host to be called back with: no
+    // connection is made, and no delegation is granted
+    let rpc = RpcClient::connect(fx.server.port).with_gss("daemon", GssService::Integrity);
+    let mut u = V4::over(rpc, 0, "v40-krb5-user");
+    setclientid_at(&mut u, "v40-krb5-user", &cbs.uaddr(), 50);
+    std::fs::write(fx.export.join("u"), b"data").unwrap();
+    let dir = u.path_fh(&fx.export);
+    confirm_owner(&mut u, &dir, b"o", "u");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (_, _, deleg) = open_read(&mut u, &dir, 3, b"o", "u");
+    assert!(deleg.is_none(), "a delegation without a callback path");
+    assert!(
+        cbs.calls.try_recv().is_err(),
+        "a callback to a user's principal"
+    );
+}

@@ -59,6 +59,9 @@ pub struct Callback40 {
     /// cb_location's address; None for one this server does not call (a netid other than
     /// tcp/tcp6, a caller this server cannot call back under its flavor): the path is down.
     pub addr: Option<SocketAddr>,
+    /// Calls go under RPCSEC_GSS (the client introduced itself under Kerberos): with whom,
+    /// under what protection.
+    pub sec: Option<CallbackSec>,
     /// The connection and the registration of its CB_NULL probe.
     pub conn: Option<(Arc<Outbound>, Arc<Waiter>)>,
     /// The probe's answer once it came: whether the client's service accepted it.
@@ -69,6 +72,20 @@ pub struct Callback40 {
     /// The path failed (a callback went unanswered); it stays down until the client names a
     /// new one with SETCLIENTID, as knfsd's does.
     pub failed: bool,
+}
+
+/// How an NFSv4.0 client that introduced itself under RPCSEC_GSS is called back, as knfsd
+/// calls it: under a context this server initiates as the service principal the client's
+/// SETCLIENTID came to, with the principal it came from, under that call's protection.
+#[derive(Debug, Clone)]
+pub struct CallbackSec {
+    /// The client's principal (`nfs/client.example.com@REALM`).
+    pub target: Arc<str>,
+    /// The principal of this server the client authenticated to: the one it is called back
+    /// as, which the Linux client checks the callback's against.
+    pub own: Option<Arc<str>>,
+    /// The protection of the SETCLIENTID.
+    pub service: sunrpc::gss::wire::GssService,
 }
 
 /// Callbacks kept for the unanswered check: older ones have been answered or judged.

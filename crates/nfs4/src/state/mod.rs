@@ -22,7 +22,9 @@ use crate::db::ClientDb;
 use crate::proto::LEASE_SECONDS;
 use nfs4wire::Nfsstat4;
 
-pub use clients::{Callback40, ClientRec, Clients, MACH_CRED_ALLOWED, MACH_CRED_ENFORCED};
+pub use clients::{
+    Callback40, CallbackSec, ClientRec, Clients, MACH_CRED_ALLOWED, MACH_CRED_ENFORCED,
+};
 use grace::Grace;
 use locks::Participant;
 pub use locks::{Lock, LockManager, LockOutcome, Owner};

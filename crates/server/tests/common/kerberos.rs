@@ -11,10 +11,19 @@ use gss::kdc::Kdc;
 /// (daemon is uid 1, bin uid 2, root uid 0) and one that exists nowhere.
 pub const USERS: [&str; 4] = ["daemon", "bin", "root", "stranger"];
 
+/// A client host's service principal, with its key in the client keytab: NFSv4.0 clients
+/// that introduce themselves as it are called back under RPCSEC_GSS, by a callback service
+/// of this process that accepts with that keytab (`KRB5_KTNAME`).
+pub const CLIENT_HOST: &str = "nfs/cbclient";
+
+/// Another name of the server, with a key in its keytab after nfs/localhost's (as a server
+/// has one per network name).
+pub const SERVER_ALIAS: &str = "nfs/alias";
+
 /// The realm shared by a test binary.
 pub struct Realm {
     kdc: Kdc,
-    /// The keytab with nfs/localhost's key, for `rnfsd --keytab`.
+    /// The keytab with nfs/localhost's and nfs/alias's keys, for `rnfsd --keytab`.
     pub server_keytab: PathBuf,
     /// The keytab the users' tickets come from.
     pub client_keytab: PathBuf,
@@ -48,13 +57,17 @@ pub fn realm() -> &'static Realm {
         let client_keytab = dir.join("client.keytab");
         kdc.add("nfs/localhost", &server_keytab)
             .expect("service principal");
-        for u in USERS {
+        kdc.add(SERVER_ALIAS, &server_keytab)
+            .expect("service principal");
+        for u in USERS.into_iter().chain([CLIENT_HOST]) {
             kdc.add(u, &client_keytab).expect("user principal");
         }
-        // Set once, before any GSS-API call of this process and before rnfsd starts.
+        // Set once, before any GSS-API call of this process and before rnfsd starts (which
+        // takes its own keytab from --keytab).
         for (k, v) in kdc.env(&client_keytab) {
             std::env::set_var(k, v);
         }
+        std::env::set_var("KRB5_KTNAME", &client_keytab);
         Realm {
             kdc,
             server_keytab,

@@ -232,6 +232,21 @@ impl RpcClient {
         self
     }
 
+    /// As [`RpcClient::with_gss`], with the server as `target` (`nfs@alias`: another of the
+    /// keys of its keytab).
+    pub fn with_gss_to(
+        mut self,
+        user: &str,
+        target: &str,
+        service: sunrpc::gss::wire::GssService,
+    ) -> RpcClient {
+        self.gss = Some(
+            self.establish_gss_to(user, target, service)
+                .expect("RPCSEC_GSS context"),
+        );
+        self
+    }
+
     /// A context as `user`, established over this connection, or why not.
     pub fn establish_gss(
         &mut self,
@@ -239,7 +254,18 @@ impl RpcClient {
         service: sunrpc::gss::wire::GssService,
     ) -> Result<sunrpc::gss::client::GssClient<gss::Krb5Initiator>, sunrpc::gss::client::ClientError>
     {
-        let init = gss::Krb5Initiator::new(Some(user), "nfs@localhost")?;
+        self.establish_gss_to(user, "nfs@localhost", service)
+    }
+
+    /// A context as `user` with the server as `target`, or why not.
+    pub fn establish_gss_to(
+        &mut self,
+        user: &str,
+        target: &str,
+        service: sunrpc::gss::wire::GssService,
+    ) -> Result<sunrpc::gss::client::GssClient<gss::Krb5Initiator>, sunrpc::gss::client::ClientError>
+    {
+        let init = gss::Krb5Initiator::new(Some(user), target)?;
         let mut rpc = |m: Bytes| {
             self.send_record(&m)?;
             self.read_record()

@@ -23,6 +23,16 @@ pub trait Initiator: Send {
     fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError>;
 }
 
+/// Where a server's own initiator contexts come from: NFSv4.0 callbacks to a client that
+/// introduced itself under RPCSEC_GSS go under a context this server initiates, as its own
+/// service principal, with the client's principal.
+pub trait Initiators: Send + Sync {
+    /// An unestablished context with `target` (a Kerberos principal, `nfs/host@REALM`) as
+    /// `own` (the principal the client authenticated to; None: the server's default). May
+    /// read a keytab and reach the KDC: not for a thread that must not block.
+    fn initiator(&self, own: Option<&str>, target: &str) -> Result<Box<dyn Initiator>, GssError>;
+}
+
 /// A boxed initiator is one (tests choose the kind at run time).
 impl<T: Initiator + ?Sized> Initiator for Box<T> {
     fn step(&mut self, token: Option<&[u8]>) -> Result<(Vec<u8>, bool), GssError> {

@@ -51,6 +51,9 @@ pub struct Peer {
     pub lifetime: Duration,
     /// What protects its messages, for operators (the Kerberos enctype's name).
     pub cipher: &'static str,
+    /// The principal of this side the peer authenticated to (`nfs/server.example.com@REALM`):
+    /// who this server is to that client, and so whom it calls it back as.
+    pub acceptor: Option<Arc<str>>,
 }
 
 /// One step of context establishment.
