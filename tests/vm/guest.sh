@@ -872,7 +872,7 @@ failover_case() { # server vers transport
 # with krb5i, which would change the other cases.
 KRB5_VERS=${KRB5_VERS:-"3 4.2"}
 KRB5_FLAVORS="krb5 krb5i krb5p"
-KRB5_ROWS="$KRB5_FLAVORS krb5posix krb5sys"
+KRB5_ROWS="$KRB5_FLAVORS krb5posix krb5sys krb5cb"
 KRB5_DIR=/run/krb5
 KRB5_REALM=RNFS.TEST
 KRB5_CLI=10.97.0.1
@@ -1030,7 +1030,11 @@ krb5_pid_has() { # pid pattern: whether the process holds an open file matching 
 	ls -l "/proc/$1/fd" 2>/dev/null | grep -q -- "$2"
 }
 krb5_gssd_start() { # [-n]: root's calls with root's own ticket, not the machine credential
-	cp $KRB5_DIR/client.keytab /etc/krb5.keytab
+	krb5_gssd_start_with $KRB5_DIR/client.keytab "$@"
+}
+krb5_gssd_start_with() { # keytab [-n]: with the machine credential from keytab
+	cp "$1" /etc/krb5.keytab
+	shift
 	setsid env KRB5_CONFIG=$KRB5_DIR/krb5.conf rpc.gssd -f -vvv -p /run/rpc_pipefs "$@" \
 		>>$KRB5_DIR/gssd.log 2>&1 </dev/null &
 	KRB5_GSSD_PID=$!
@@ -1192,7 +1196,71 @@ krb5_posix() { # server vers transport mount-options source: the krb5posix row
 	rm -f /tmp/krb5cc_0
 	krb5_gssd_start
 }
-krb5_case() { # server vers transport: the krb5, krb5i, krb5p, krb5posix and krb5sys rows
+krb5_cb() { # server vers transport: the krb5cb row, NFSv4.0 callbacks under RPCSEC_GSS
+	# (tests/vm/krb5cb.py). Once per server, with the last of KRB5_VERS over TCP (NFSv4.0
+	# callbacks are TCP only). The client's callback service accepts contexts through
+	# rpc.svcgssd, for the principal the client introduced itself as, and checks that the
+	# callback comes from the principal it mounted. One guest is client and knfsd's host: for
+	# this row the client's machine credential is the host's nfs/ key (knfsd.keytab, first
+	# nfs/knfsd.rnfs.test, which rpc.gssd takes as nfs/<any name>), and rpc.svcgssd accepts
+	# with any nfs/ key of it (no -p): knfsd calls back through rpc.gssd as that same key,
+	# rnfsd as nfs/rnfsd.rnfs.test from its own keytab.
+	local s=$1 v=$2 t=$3 t0 out rc name mnt=/mnt/krb5cb mnt3=/mnt/krb5cb3
+	if [ "$t" != tcp ] || [ "$v" != "${KRB5_VERS##* }" ]; then
+		result "$s" "$v" "$t" krb5cb SKIP 0 "runs once per server, with vers ${KRB5_VERS##* } over TCP"
+		return
+	fi
+	t0=$(now)
+	krb5_gssd_stop
+	[ -n "$KRB5_SVCGSSD_PID" ] && { kill $KRB5_SVCGSSD_PID; wait $KRB5_SVCGSSD_PID; } 2>/dev/null
+	# rpc.gssd keeps the machine credential's tickets: those of host/rnfs-vm must not serve
+	rm -f /tmp/krb5ccmachine_*
+	setsid env KRB5_CONFIG=$KRB5_DIR/krb5.conf KRB5_KTNAME=$KRB5_DIR/knfsd.keytab rpc.svcgssd -f -vvv \
+		>>$KRB5_DIR/svcgssd.log 2>&1 </dev/null &
+	KRB5_SVCGSSD_PID=$!
+	if ! krb5_gssd_start_with $KRB5_DIR/knfsd.keytab; then
+		result "$s" "$v" "$t" krb5cb FAIL "$(elapsed "$t0")" "rpc.gssd did not start"
+		return
+	fi
+	for _ in $(seq 100); do
+		krb5_pid_has $KRB5_SVCGSSD_PID auth.rpcsec.init && break
+		sleep 0.2
+	done
+	name=$(krb5_name "$s" tcp)
+	mkdir -p $mnt $mnt3
+	if ! out=$(timeout 120 mount -t nfs -o vers=4.0,proto=tcp,sec=krb5i "$name:/" $mnt 2>&1); then
+		result "$s" "$v" "$t" krb5cb FAIL "$(elapsed "$t0")" "mount -o vers=4.0,sec=krb5i $name:/ failed: $(echo "$out" | tr '\n' ' ')"
+		krb5_evidence "$s" "$v" "$t"
+		return
+	fi
+	if ! out=$(timeout 120 mount -t nfs -o vers=3,proto=tcp,sec=krb5i "$name:/srv/krb5-$s" $mnt3 2>&1); then
+		result "$s" "$v" "$t" krb5cb FAIL "$(elapsed "$t0")" "mount -o vers=3,sec=krb5i $name:/srv/krb5-$s failed: $(echo "$out" | tr '\n' ' ')"
+		umount $mnt
+		return
+	fi
+	out=$(timeout -k 10 120 python3 "$REPO/tests/vm/krb5cb.py" --v4 $mnt --v3 $mnt3 \
+		--user alice:2101:2101 --server "$s" \
+		${KRB5_RNFSD_PID:+--metrics-url "http://$KRB5_RNFSD_METRICS/metrics"} 2>&1)
+	rc=$?
+	echo "$out" | sed "s/^/krb5 $s $v $t krb5cb| /"
+	timeout 60 umount $mnt3 >/dev/null 2>&1 || umount -l $mnt3
+	timeout 60 umount $mnt >/dev/null 2>&1 || umount -l $mnt
+	if [ "$rc" = 0 ]; then
+		result "$s" "$v" "$t" krb5cb PASS "$(elapsed "$t0")" "-"
+	else
+		result "$s" "$v" "$t" krb5cb FAIL "$(elapsed "$t0")" "$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')"
+		krb5_evidence "$s" "$v" "$t"
+		dump "svcgssd.log" $KRB5_DIR/svcgssd.log 20
+	fi
+	# the next combination's rows take the client's own key again
+	if [ "$s" = rnfsd ]; then
+		{ kill $KRB5_SVCGSSD_PID; wait $KRB5_SVCGSSD_PID; } 2>/dev/null
+		KRB5_SVCGSSD_PID=
+	fi
+	krb5_gssd_stop
+	rm -f /tmp/krb5ccmachine_*
+}
+krb5_case() { # server vers transport: the krb5, krb5i, krb5p, krb5posix, krb5sys and krb5cb rows
 	case ",$CASES," in *,krb5,*) ;; *) return 0 ;; esac
 	local s=$1 v=$2 t=$3 f t0 t1 out rc opts name path mnt=/mnt/krb5 why mopts skipped
 	case " $KRB5_VERS " in *" $v "*) ;; *) v= ;; esac
@@ -1307,6 +1375,7 @@ krb5_case() { # server vers transport: the krb5, krb5i, krb5p, krb5posix and krb
 		say "krb5: $s vers=$v transport=$t sec=sys refused: $(echo "$out" | tr '\n' ' ')"
 		result "$s" "$v" "$t" krb5sys PASS "$(elapsed "$t0")" "-"
 	fi
+	krb5_cb "$s" "$v" "$t"
 	echo 0 >/proc/sys/sunrpc/rpc_debug
 	"krb5_${s}_down" "$v" "$t"
 	krb5_gssd_stop
