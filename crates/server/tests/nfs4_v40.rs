@@ -696,9 +696,17 @@ fn a_recall_left_unanswered_makes_renew_say_the_callback_path_is_down() {
     let bdir = b.path_fh(&fx.export);
     let r = open_write(&mut b, &bdir, "f");
     assert_eq!(r.status, Nfsstat4::NFS4ERR_DELAY, "{}", r.summary());
-    // the recall comes and is not answered
+    // the recall comes and is not answered: past a tenth of the lease the path is down, for
+    // delegations at once (before any RENEW), and RENEW says so
+    std::fs::write(fx.export.join("g"), b"data").unwrap();
     let (_, proc_, _, _) = cb.next_call();
     assert_eq!(proc_, 1);
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    let (gfh, gsid, gdeleg) = open_read(&mut a, &dir, seqid, b"o", "g");
+    assert!(gdeleg.is_none(), "a delegation with a recall unanswered");
+    a.compound(Ops::new().putfh(&gfh).close(seqid + 1, &gsid))
+        .ok("CLOSE");
+    let seqid = seqid + 2;
     renew_until_path_down(&mut a);
     // within the lease the holder may still return it, and gets no new one
     a.compound(Ops::new().putfh(&fh).delegreturn(&deleg))

@@ -121,6 +121,15 @@ impl Callback40 {
     /// broke, the probe was refused, or a callback went unanswered for `timeout` (RENEW then
     /// says NFS4ERR_CB_PATH_DOWN to a client holding delegations).
     pub fn is_down(&mut self, timeout: Duration) -> bool {
+        self.judge_unanswered(timeout);
+        self.conn.is_some()
+            && !self.is_up()
+            && (self.probed.is_some() || self.is_closed() || self.failed)
+    }
+
+    /// Marks the path failed when a callback has gone unanswered for `timeout`: no call
+    /// goes to it, and no delegation, from then on.
+    pub fn judge_unanswered(&mut self, timeout: Duration) {
         if self
             .sent
             .iter()
@@ -128,9 +137,6 @@ impl Callback40 {
         {
             self.failed = true;
         }
-        self.conn.is_some()
-            && !self.is_up()
-            && (self.probed.is_some() || self.is_closed() || self.failed)
     }
 
     fn is_closed(&self) -> bool {

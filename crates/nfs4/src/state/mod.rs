@@ -126,6 +126,12 @@ impl Default for State {
 }
 
 impl State {
+    /// How long an NFSv4.0 callback may go unanswered before its path is judged down: as
+    /// knfsd's callback client, a tenth of the lease.
+    fn callback_timeout(&self) -> Duration {
+        (self.lease / 10).max(Duration::from_secs(1))
+    }
+
     /// A session of `client` with a back channel, for callbacks.
     pub fn back_session(&self, client: ClientId) -> Option<SessionId> {
         self.sessions.with_back_channel(client)
@@ -134,8 +140,12 @@ impl State {
     /// Whether calls can go to `client` now: an NFSv4.0 client's callback path answered its
     /// probe, or an NFSv4.1 client has a session with a back channel.
     pub fn can_call_back(&mut self, client: ClientId) -> bool {
+        let timeout = self.callback_timeout();
         match self.clients.get_mut(client) {
-            Some(c) if c.minor == 0 => c.callback.as_mut().is_some_and(|cb| cb.is_up()),
+            Some(c) if c.minor == 0 => c.callback.as_mut().is_some_and(|cb| {
+                cb.judge_unanswered(timeout);
+                cb.is_up()
+            }),
             Some(_) => self.back_session(client).is_some(),
             None => false,
         }
@@ -145,8 +155,7 @@ impl State {
     /// RENEW tells it with NFS4ERR_CB_PATH_DOWN (RFC 7530 section 16.24.4) so that it sets up
     /// a new one with SETCLIENTID.
     pub fn callback_path_down(&mut self, client: ClientId) -> bool {
-        // as knfsd's callback client: an answer is due within a tenth of the lease
-        let timeout = (self.lease / 10).max(Duration::from_secs(1));
+        let timeout = self.callback_timeout();
         let down = match self.clients.get_mut(client) {
             Some(c) if c.minor == 0 => c.callback.as_mut().is_some_and(|cb| cb.is_down(timeout)),
             _ => false,
