@@ -12,6 +12,12 @@ clients work. Nothing acknowledged may be lost and no client may need a remount.
             a counter in one file, each increment under a blocking fcntl lock, while heads
             are killed: the final count is exact (a lock held by two at once, or a write
             lost, shows as a smaller count)
+  pnfs      only with --pnfs DIR (a v4.2 mount of a pNFS export of the same heads, which are
+            its metadata server, each file mirrored on the --pnfs-ds data servers): as write,
+            with the file's data going to the data servers under the client's layouts while
+            the metadata server's head is killed; it reads back identical through the pNFS
+            mount, and each data server holds a full copy of it (the new head found the
+            file's placement in etcd)
   after     a lock is taken and released on each mount once the kills are over
 
 Kills run on a thread of their own during write and counter: --failover-cmd (which kills
@@ -130,8 +136,12 @@ def write_file(path, mib, progress, conn):
         conn.send(f"{e.strerror} ({e.errno})")
 
 
-def case_write(a, killer, kills):
-    path = os.path.join(a.v4, "big")
+def case_write(a, killer, kills, write_dir=None, read_dirs=None):
+    """Writes write_dir/big (default: on the v4.2 mount) while heads are killed, and reads it
+    back through each of read_dirs (default: both mounts)."""
+    write_dir = write_dir or a.v4
+    read_dirs = read_dirs or (a.v4, a.v3)
+    path = os.path.join(write_dir, "big")
     parent, child = mp.Pipe()
     progress = mp.Value("q", 0)
     p = mp.Process(target=write_file, args=(path, a.write_mib, progress, child))
@@ -151,7 +161,7 @@ def case_write(a, killer, kills):
     want = hashlib.sha256()
     for i in range(a.write_mib):
         want.update(block(i))
-    for d in (a.v4, a.v3):
+    for d in read_dirs:
         got = hashlib.sha256()
         size = 0
         with open(os.path.join(d, "big"), "rb") as f:
@@ -163,6 +173,21 @@ def case_write(a, killer, kills):
                 size += len(b)
         expect(size == a.write_mib * MIB, f"{d}/big has {size} bytes, not {a.write_mib * MIB}")
         expect(got.digest() == want.digest(), f"{d}/big does not read back as written")
+    return path, want.digest()
+
+
+def case_pnfs(a, killer, kills):
+    path, want = case_write(a, killer, kills, a.pnfs, (a.pnfs,))
+    # each data server has a copy: a file of the whole size whose bytes are the written ones
+    for ds in a.pnfs_ds:
+        copies = []
+        for name in os.listdir(ds):
+            p = os.path.join(ds, name)
+            if os.path.isfile(p) and os.path.getsize(p) == a.write_mib * MIB:
+                with open(p, "rb") as f:
+                    copies.append(hashlib.sha256(f.read()).digest() == want)
+        expect(any(copies), f"data server {ds} holds no full copy of the file ({len(copies)} "
+                            f"files of its size)")
     os.unlink(path)
 
 
@@ -233,12 +258,18 @@ def main():
     ap.add_argument("--kills", type=int, default=3, help="failovers in each of write, counter")
     ap.add_argument("--write-mib", type=int, default=64)
     ap.add_argument("--increments", type=int, default=2000)
+    ap.add_argument("--pnfs", help="a directory on a v4.2 mount of the heads' pNFS export")
+    ap.add_argument("--pnfs-ds", action="append", default=[],
+                    help="a data server's exported directory (repeat)")
     a = ap.parse_args()
     killer = Killer(a.failover_cmd, os.path.join(a.v4, "probe"))
     failed = 0
-    for name, fn in (("write", lambda: case_write(a, killer, a.kills)),
-                     ("counter", lambda: case_counter(a, killer, a.kills)),
-                     ("after", lambda: case_after(a))):
+    steps = [("write", lambda: os.unlink(case_write(a, killer, a.kills)[0])),
+             ("counter", lambda: case_counter(a, killer, a.kills))]
+    if a.pnfs:
+        steps.append(("pnfs", lambda: case_pnfs(a, killer, a.kills)))
+    steps.append(("after", lambda: case_after(a)))
+    for name, fn in steps:
         t0 = time.time()
         try:
             fn()

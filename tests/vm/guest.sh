@@ -733,6 +733,10 @@ pnfs_case() { # server vers transport
 FAILOVER_KILLS=${FAILOVER_KILLS:-3}
 FAILOVER_MIB=${FAILOVER_MIB:-64}
 FAILOVER_INCREMENTS=${FAILOVER_INCREMENTS:-1000}
+# the heads are also the pNFS metadata server of a second export (/srv/ha-pnfs, every file
+# mirrored on two rnfsd data servers at 10.95.0.4 and .5 on the bridge), written during kills
+# too (failover.py's pnfs step); FAILOVER_PNFS=0 leaves it out
+FAILOVER_PNFS=${FAILOVER_PNFS:-1}
 failover_case() { # server vers transport
 	case ",$CASES," in *,failover,*) ;; *) return 0 ;; esac
 	if [ "$1" != rnfsd ]; then
@@ -774,6 +778,29 @@ failover_case() { # server vers transport
 	done
 	mkdir -p /srv/ha && mount -t tmpfs -o mode=0777 tmpfs /srv/ha
 	echo "/srv/ha 10.95.0.0/24(rw,no_root_squash,insecure)" >/run/ha/exports
+	local pnfs_args="" pnfs_py=() ds_pids=""
+	if [ "$FAILOVER_PNFS" = 1 ]; then
+		mkdir -p /srv/ha-pnfs && mount -t tmpfs -o mode=0777 tmpfs /srv/ha-pnfs
+		echo "/srv/ha-pnfs 10.95.0.0/24(rw,no_root_squash,insecure,pnfs)" >>/run/ha/exports
+		for i in 1 2; do
+			ip addr add 10.95.0.$((3 + i))/24 dev brha
+			mkdir -p /srv/ha-ds$i /run/ha/ds$i-state && mount -t tmpfs -o mode=0700 tmpfs /srv/ha-ds$i
+			echo "/srv/ha-ds$i 10.95.0.0/24(rw,no_root_squash,sync)" >/run/ha/ds$i.exports
+			setsid env $RNFSD_ENV "$RNFSD" --exports /run/ha/ds$i.exports \
+				--listen 10.95.0.$((3 + i)):$((2049 + i)) --no-portmap --no-nlm --no-rdma \
+				--state-dir /run/ha/ds$i-state --admin-socket /run/ha/ds$i.sock \
+				>/run/ha/ds$i.log 2>&1 </dev/null &
+			ds_pids="$ds_pids $!"
+			pnfs_args="$pnfs_args --pnfs-ds ds$i=10.95.0.$((3 + i)):$((2049 + i)):/srv/ha-ds$i"
+			pnfs_py+=(--pnfs-ds /srv/ha-ds$i)
+		done
+		pnfs_args="$pnfs_args --pnfs-mirrors 2"
+		pnfs_py+=(--pnfs /mnt/ha-pnfs)
+		for _ in $(seq 300); do
+			[ "$(cat /run/ha/ds1.log /run/ha/ds2.log | grep -c 'rnfsd ready:')" = 2 ] && break
+			sleep 0.1
+		done
+	fi
 	for h in a b; do
 		mkdir -p /run/ha/state-$h
 		cat >/run/ha/start-$h <<-EOF
@@ -782,7 +809,7 @@ failover_case() { # server vers transport
 			setsid ip netns exec ha-$h env $RNFSD_ENV "$RNFSD" --exports /run/ha/exports \\
 				--state-dir /run/ha/state-$h --listen 0.0.0.0:2049 --no-rdma --lease-time 15 \\
 				--cluster etcd://$cluster --node-id nfs-ha --identity-ttl 3 \\
-				--service-address $svc/24@ha-${h}1 --admin-socket /run/ha/admin-$h.sock \\
+				--service-address $svc/24@ha-${h}1 --admin-socket /run/ha/admin-$h.sock $pnfs_args \\
 				>>/run/ha/$h.log 2>&1 </dev/null &
 			echo \$! >/run/ha/$h.pid
 		EOF
@@ -823,12 +850,14 @@ failover_case() { # server vers transport
 		cp /run/ha/state-a/fh.key /run/ha/state-b/fh.key
 		/run/ha/start-b
 		say "failover: $(grep -o 'rnfsd ready:.*' /run/ha/a.log | head -1)"
-		mkdir -p /mnt/ha3 /mnt/ha4
+		mkdir -p /mnt/ha3 /mnt/ha4 /mnt/ha-pnfs
 		if timeout 120 mount -t nfs -o vers=3,proto=tcp $svc:/srv/ha /mnt/ha3 &&
-			timeout 120 mount -t nfs -o vers=4.2,proto=tcp $svc:/srv/ha /mnt/ha4; then
+			timeout 120 mount -t nfs -o vers=4.2,proto=tcp $svc:/srv/ha /mnt/ha4 &&
+			{ [ "$FAILOVER_PNFS" != 1 ] ||
+				timeout 120 mount -t nfs -o vers=4.2,proto=tcp $svc:/srv/ha-pnfs /mnt/ha-pnfs; }; then
 			out=$(timeout -k 10 2400 python3 "$REPO/tests/vm/failover.py" --v3 /mnt/ha3 --v4 /mnt/ha4 \
 				--failover-cmd /run/ha-failover --kills "$FAILOVER_KILLS" --write-mib "$FAILOVER_MIB" \
-				--increments "$FAILOVER_INCREMENTS" 2>&1)
+				--increments "$FAILOVER_INCREMENTS" "${pnfs_py[@]}" 2>&1)
 			rc=$?
 			echo "$out" | sed "s/^/failover| /"
 			why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
@@ -843,12 +872,19 @@ failover_case() { # server vers transport
 			failover_fail "mounting $svc failed"
 			dump "ha a.log" /run/ha/a.log 30
 		fi
-		for m in /mnt/ha4 /mnt/ha3; do timeout 60 umount $m || umount -l $m; done
+		for m in /mnt/ha-pnfs /mnt/ha4 /mnt/ha3; do
+			mountpoint -q $m && { timeout 60 umount $m || umount -l $m; }
+		done
 	fi
 	for h in a b; do kill "$(cat /run/ha/$h.pid 2>/dev/null)" 2>/dev/null; done
+	for i in $ds_pids; do kill "$i" 2>/dev/null; done
 	sleep 1
 	pkill -x etcd
 	save /run/ha/a.log /run/ha/b.log /run/ha/etcd0.log
+	if [ "$FAILOVER_PNFS" = 1 ]; then
+		save /run/ha/ds1.log /run/ha/ds2.log
+		umount /srv/ha-pnfs /srv/ha-ds1 /srv/ha-ds2
+	fi
 	umount /srv/ha
 	ip netns del ha-a; ip netns del ha-b; ip link del brha
 }
