@@ -855,10 +855,13 @@ failover_case() { # server vers transport
 			timeout 120 mount -t nfs -o vers=4.2,proto=tcp $svc:/srv/ha /mnt/ha4 &&
 			{ [ "$FAILOVER_PNFS" != 1 ] ||
 				timeout 120 mount -t nfs -o vers=4.2,proto=tcp $svc:/srv/ha-pnfs /mnt/ha-pnfs; }; then
+			# PNFS_DEBUG=1: the kernel client's pNFS debugging messages into dmesg (saved)
+			[ "${PNFS_DEBUG:-0}" = 1 ] && echo 0x3000 >/proc/sys/sunrpc/nfs_debug
 			out=$(timeout -k 10 2400 python3 "$REPO/tests/vm/failover.py" --v3 /mnt/ha3 --v4 /mnt/ha4 \
 				--failover-cmd /run/ha-failover --kills "$FAILOVER_KILLS" --write-mib "$FAILOVER_MIB" \
 				--increments "$FAILOVER_INCREMENTS" "${pnfs_py[@]}" 2>&1)
 			rc=$?
+			echo 0 >/proc/sys/sunrpc/nfs_debug
 			echo "$out" | sed "s/^/failover| /"
 			why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
 			if [ "$rc" = 0 ]; then

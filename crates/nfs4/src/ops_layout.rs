@@ -336,7 +336,23 @@ impl Nfs4 {
         let mds = self.mds()?;
         let (_, n) = self.real(ctx)?;
         let sid = self.stateid(ctx, a.loca_stateid)?;
-        self.held_layout(ctx, &sid, file_key(&n))?;
+        let file = file_key(&n);
+        let earlier = self.state.lock().of_earlier_instance(&sid);
+        if earlier {
+            // A layout handed out before this server restarted, or by the head this identity
+            // had before a takeover: the client wrote under it to the data servers and commits
+            // now, after recovering its state. RFC 8881 12.7.4 has it set loca_reclaim in the
+            // grace period; the Linux client never does, and commits whenever its RPC is
+            // resent. Taken from a client that holds the file open for writing (the size it
+            // reports is bounded by the copies: Mds::committed); from any other, knfsd's
+            // NFS4ERR_BADLAYOUT, which the Linux client takes as nothing to commit.
+            let client = ctx.clientid.ok_or(Nfsstat4::NFS4ERR_BADLAYOUT)?;
+            if !self.state.lock().holds_open_for_write(client, file) {
+                return Err(Nfsstat4::NFS4ERR_BADLAYOUT.into());
+            }
+        } else {
+            self.held_layout(ctx, &sid, file)?;
+        }
         if a.loca_reclaim && !self.state.lock().in_grace() {
             return Err(Nfsstat4::NFS4ERR_NO_GRACE.into());
         }

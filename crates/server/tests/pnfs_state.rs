@@ -245,6 +245,69 @@ fn layoutcommit_is_bounded_by_the_copies_and_keeps_set_times() {
     assert!(std::fs::metadata(&local).unwrap().mtime() > 1_000_000_000);
 }
 
+/// After a restart (as after a takeover) the Linux client resends its LAYOUTCOMMIT with the
+/// layout of the instance before, having reclaimed its open: what it wrote to the data servers
+/// under that layout is committed (bounded by the copies). A client that holds no open of the
+/// file gets NFS4ERR_BADLAYOUT (knfsd's answer to a layout it does not know).
+#[test]
+fn a_layoutcommit_resent_after_a_restart_commits_the_old_layouts_writes() {
+    let mut cl = Cluster::new("rw,insecure,pnfs", 1, &[]);
+    let mut c = V4::session(cl.mds.server.port, 2, "committer");
+    let root = c.path_fh(&cl.mds.export);
+    let (fh, sid) = create(&mut c, &root, "t");
+    let lg = layoutget_ok(&mut c, &fh, Layoutiomode4::Layoutiomode4Rw, &sid);
+    let (port, dsfh, uid, gid) = ds_target(&mut c, &lg);
+    assert_eq!(
+        ds_write(port, &dsfh, uid, gid, &pattern(2, 200_000)),
+        nfs3wire::Nfsstat3::NFS3_OK
+    );
+    cl.mds.server.restart();
+    let commit = |c: &mut V4| {
+        c.call(
+            Ops::new()
+                .putfh(&fh)
+                .op(A::OpLayoutcommit(Layoutcommit4args {
+                    loca_offset: 0,
+                    loca_length: u64::MAX,
+                    loca_reclaim: false,
+                    loca_stateid: lg.logr_stateid.clone(),
+                    loca_last_write_offset: Newoffset4::True(199_999),
+                    loca_time_modify: Newtime4::False,
+                    loca_layoutupdate: Layoutupdate4 {
+                        lou_type: Layouttype4::LAYOUT4_FLEX_FILES,
+                        lou_body: Bytes::new(),
+                    },
+                })),
+        )
+    };
+    // another client, no open of the file: nothing to commit
+    let mut other = V4::connect(cl.mds.server.port, 2, "bystander");
+    other.establish_with(8, false);
+    let r = commit(&mut other);
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_BADLAYOUT, "{}", r.summary());
+    // the writer reclaims its open, finishes reclaiming, and its commit is taken
+    let mut c = V4::connect(cl.mds.server.port, 2, "committer");
+    c.establish_with(8, false);
+    c.reclaim_open(
+        &fh,
+        b"owner",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+    )
+    .ok("OPEN CLAIM_PREVIOUS");
+    c.call(Ops::new().reclaim_complete(false))
+        .ok("RECLAIM_COMPLETE");
+    let r = commit(&mut c).ok("LAYOUTCOMMIT with the layout from before the restart");
+    assert_eq!(
+        r.get(Op::OP_LAYOUTCOMMIT).layoutcommit().locr_newsize,
+        Newsize4::True(200_000)
+    );
+    assert_eq!(
+        std::fs::metadata(cl.mds.export.join("t")).unwrap().len(),
+        200_000
+    );
+}
+
 /// A copy that missed writes (its DS was down) is left out until its DS answers again, then
 /// resynchronised from the other; a copy a client reports a write error for is left out
 /// likewise, and repaired once no read-write layout is out.

@@ -377,6 +377,22 @@ impl State {
         })
     }
 
+    /// Whether `sid` was handed out by an earlier instance of this server (before a restart
+    /// or a takeover): its boot number is not this instance's.
+    pub fn of_earlier_instance(&self, sid: &Stateid) -> bool {
+        !sid.is_special()
+            && u32::from_be_bytes([sid.other[0], sid.other[1], sid.other[2], sid.other[3]])
+                != self.boot
+    }
+
+    /// Whether `client` holds `file` open for writing.
+    pub fn holds_open_for_write(&self, client: ClientId, file: FileKey) -> bool {
+        self.states.of_client(client).any(|(_, o)| {
+            matches!(o, StateObj::Open(o) if o.file == file
+                && o.access & nfs4wire::OPEN4_SHARE_ACCESS_WRITE != 0)
+        })
+    }
+
     /// Looks a stateid up, checking its seqid (0 means "the current one" in NFSv4.1).
     pub fn check(&self, sid: &Stateid, minor: u32) -> Result<&StateObj, Nfsstat4> {
         if sid.is_special() {
@@ -385,8 +401,7 @@ impl State {
         if self.expired_states.contains(&sid.other) {
             return Err(Nfsstat4::NFS4ERR_EXPIRED);
         }
-        if u32::from_be_bytes([sid.other[0], sid.other[1], sid.other[2], sid.other[3]]) != self.boot
-        {
+        if self.of_earlier_instance(sid) {
             return Err(if minor == 0 {
                 Nfsstat4::NFS4ERR_STALE_STATEID
             } else {
