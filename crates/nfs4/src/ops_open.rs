@@ -213,10 +213,10 @@ impl Nfs4 {
             self.counters
                 .reclaimed_opens
                 .fetch_add(1, Ordering::Relaxed);
-        } else if s.in_grace()
+        } else if s.opens_in_grace()
             || (ctx.minor >= 1 && !s.clients.get(client).is_some_and(|c| c.reclaim_complete))
         {
-            // Non-reclaim opens wait for the grace period, and in 4.1 for the client's
+            // Non-reclaim opens wait for NFSv4's grace period, and in 4.1 for the client's
             // RECLAIM_COMPLETE (RFC 8881 section 18.51.3).
             return Err(Nfsstat4::NFS4ERR_GRACE.into());
         }

@@ -346,6 +346,25 @@ fn a_restart_notifies_lock_holders_who_reclaim_during_grace() {
     reclaim.reclaim = true;
     let r: Nlm4Res = nlm(&mut a, NLM4_LOCK, &reclaim);
     assert_eq!(r.stat.stat, Nlm4Stats::nlm4_granted);
+    // NFSv4 meanwhile (no NFSv4 client to wait for): a new open goes through, as with
+    // knfsd's lockd, while a new NFSv4 lock waits for the NLM hosts as theirs do
+    let mut v4 = V4::session(fx.server.port, 1, "opener-in-nlm-grace");
+    let dir = v4.path_fh(&fx.export);
+    let (vfh, open) = v4.open_ok(
+        &dir,
+        "kept",
+        "o",
+        OPEN4_SHARE_ACCESS_BOTH,
+        OPEN4_SHARE_DENY_NONE,
+        OpenHow::NoCreate,
+    );
+    let locker = new_lock_owner(0, &open, 0, v4.clientid, b"l");
+    let r = v4.call(
+        Ops::new()
+            .putfh(&vfh)
+            .lock(NfsLockType4::WriteLt, 100, 1, &locker),
+    );
+    assert_eq!(r.status, Nfsstat4::NFS4ERR_GRACE, "{}", r.summary());
     // After the grace period (one lease) new locks go through, and the reclaimed one holds.
     let mut got = Nlm4Stats::nlm4_denied_grace_period;
     for _ in 0..80 {

@@ -236,6 +236,13 @@ impl State {
         self.locks.grace().running()
     }
 
+    /// Whether new opens must wait: NFSv4's own grace period runs. NLM hosts reclaiming hold
+    /// back new locks ([`State::in_grace`]) but not opens, whose share reservations no byte-range
+    /// lock conflicts with (knfsd: lockd's grace does not block opens).
+    pub fn opens_in_grace(&mut self) -> bool {
+        self.in_grace() && self.locks.grace().running_for(Participant::Nfs4)
+    }
+
     /// Whether `client` may reclaim now: grace runs and it held state before the restart.
     pub fn may_reclaim(&mut self, client: ClientId) -> Result<(), Nfsstat4> {
         if !self.in_grace() {
