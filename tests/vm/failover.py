@@ -136,16 +136,18 @@ def write_file(path, mib, progress, conn):
         conn.send(f"{e.strerror} ({e.errno})")
 
 
-def case_write(a, killer, kills, write_dir=None, read_dirs=None):
-    """Writes write_dir/big (default: on the v4.2 mount) while heads are killed, and reads it
-    back through each of read_dirs (default: both mounts)."""
+def case_write(a, killer, kills, write_dir=None, read_dirs=None, mib=None):
+    """Writes `mib` MiB (default --write-mib) to write_dir/big (default: on the v4.2 mount)
+    while heads are killed, and reads it back through each of read_dirs (default: both
+    mounts)."""
     write_dir = write_dir or a.v4
     read_dirs = read_dirs or (a.v4, a.v3)
+    mib = mib or a.write_mib
     path = os.path.join(write_dir, "big")
     parent, child = mp.Pipe()
     progress = mp.Value("q", 0)
-    p = mp.Process(target=write_file, args=(path, a.write_mib, progress, child))
-    killer.start(progress, points(a.write_mib, kills))
+    p = mp.Process(target=write_file, args=(path, mib, progress, child))
+    killer.start(progress, points(mib, kills))
     p.start()
     ok = parent.poll(1800)
     if not ok:
@@ -156,10 +158,10 @@ def case_write(a, killer, kills, write_dir=None, read_dirs=None):
     p.join(10)
     killer.join()
     expect(not killer.errors, "; ".join(killer.errors))
-    expect(r == "ok", f"writing {a.write_mib} MiB with fsync: {r}")
+    expect(r == "ok", f"writing {mib} MiB with fsync: {r}")
     drop_caches()
     want = hashlib.sha256()
-    for i in range(a.write_mib):
+    for i in range(mib):
         want.update(block(i))
     for d in read_dirs:
         got = hashlib.sha256()
@@ -171,19 +173,20 @@ def case_write(a, killer, kills, write_dir=None, read_dirs=None):
                     break
                 got.update(b)
                 size += len(b)
-        expect(size == a.write_mib * MIB, f"{d}/big has {size} bytes, not {a.write_mib * MIB}")
+        expect(size == mib * MIB, f"{d}/big has {size} bytes, not {mib * MIB}")
         expect(got.digest() == want.digest(), f"{d}/big does not read back as written")
     return path, want.digest()
 
 
 def case_pnfs(a, killer, kills):
-    path, want = case_write(a, killer, kills, a.pnfs, (a.pnfs,))
+    mib = a.pnfs_mib or a.write_mib
+    path, want = case_write(a, killer, kills, a.pnfs, (a.pnfs,), mib)
     # each data server has a copy: a file of the whole size whose bytes are the written ones
     for ds in a.pnfs_ds:
         copies = []
         for name in os.listdir(ds):
             p = os.path.join(ds, name)
-            if os.path.isfile(p) and os.path.getsize(p) == a.write_mib * MIB:
+            if os.path.isfile(p) and os.path.getsize(p) == mib * MIB:
                 with open(p, "rb") as f:
                     copies.append(hashlib.sha256(f.read()).digest() == want)
         expect(any(copies), f"data server {ds} holds no full copy of the file ({len(copies)} "
@@ -259,6 +262,8 @@ def main():
     ap.add_argument("--write-mib", type=int, default=64)
     ap.add_argument("--increments", type=int, default=2000)
     ap.add_argument("--pnfs", help="a directory on a v4.2 mount of the heads' pNFS export")
+    ap.add_argument("--pnfs-mib", type=int, default=0,
+                    help="MiB written in the pnfs step (default --write-mib)")
     ap.add_argument("--pnfs-ds", action="append", default=[],
                     help="a data server's exported directory (repeat)")
     a = ap.parse_args()

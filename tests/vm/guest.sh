@@ -737,6 +737,7 @@ FAILOVER_INCREMENTS=${FAILOVER_INCREMENTS:-1000}
 # mirrored on two rnfsd data servers at 10.95.0.4 and .5 on the bridge), written during kills
 # too (failover.py's pnfs step); FAILOVER_PNFS=0 leaves it out
 FAILOVER_PNFS=${FAILOVER_PNFS:-1}
+FAILOVER_PNFS_MIB=${FAILOVER_PNFS_MIB:-$FAILOVER_MIB} # two tmpfs copies of it: mind the guest's 2 GiB
 failover_case() { # server vers transport
 	case ",$CASES," in *,failover,*) ;; *) return 0 ;; esac
 	if [ "$1" != rnfsd ]; then
@@ -795,7 +796,7 @@ failover_case() { # server vers transport
 			pnfs_py+=(--pnfs-ds /srv/ha-ds$i)
 		done
 		pnfs_args="$pnfs_args --pnfs-mirrors 2"
-		pnfs_py+=(--pnfs /mnt/ha-pnfs)
+		pnfs_py+=(--pnfs /mnt/ha-pnfs --pnfs-mib "$FAILOVER_PNFS_MIB")
 		for _ in $(seq 300); do
 			[ "$(cat /run/ha/ds1.log /run/ha/ds2.log | grep -c 'rnfsd ready:')" = 2 ] && break
 			sleep 0.1
