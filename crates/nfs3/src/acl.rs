@@ -274,6 +274,15 @@ impl Program for NfsAcl {
         })
     }
 
+    /// GETACL and SETACL begin with the handle of the object.
+    fn admission(&self, _vers: u32, p: u32, args: &Decoder) -> Option<u64> {
+        if p == ACLPROC3_NULL {
+            return None;
+        }
+        let fh = args.clone().opaque(nfs3wire::NFS3_FHSIZE as usize).ok()?;
+        self.vfs.export_slot_of(&fh).map(|s| s as u64)
+    }
+
     fn call(&self, ctx: &CallContext, mut args: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
         match ctx.proc_ {
             ACLPROC3_NULL => {}

@@ -765,6 +765,15 @@ impl Program for Nfs3 {
         )
     }
 
+    /// Every procedure but NULL begins with the handle of the object it works on.
+    fn admission(&self, _vers: u32, p: u32, args: &Decoder) -> Option<u64> {
+        if p == NFSPROC3_NULL {
+            return None;
+        }
+        let fh = args.clone().opaque(NFS3_FHSIZE as usize).ok()?;
+        self.vfs.export_slot_of(&fh).map(|s| s as u64)
+    }
+
     fn call(&self, ctx: &CallContext, args: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
         let done = self.serve(ctx, args, r)?;
         // a try that gave up is run again, and counted then

@@ -717,6 +717,26 @@ impl Nfs4 {
 }
 
 /// The minor version of COMPOUND arguments (after the tag), None when they are malformed.
+/// The handle of a COMPOUND's first PUTFH when it comes first or after SEQUENCE (as nearly
+/// every COMPOUND has it), for admission: None for any other.
+fn compound_first_fh(args: &Decoder) -> Option<Bytes> {
+    let mut d = args.clone();
+    d.opaque(1024).ok()?;
+    d.u32().ok()?;
+    let n = d.u32().ok()?;
+    for _ in 0..n.min(2) {
+        match nfs4wire::NfsOpnum4(d.u32().ok()?) {
+            // sessionid, sequenceid, slotid, highest_slotid, cachethis
+            nfs4wire::NfsOpnum4::OP_SEQUENCE => drop(d.opaque_fixed(32).ok()?),
+            nfs4wire::NfsOpnum4::OP_PUTFH => {
+                return d.opaque(nfs4wire::NFS4_FHSIZE as usize).ok();
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
 fn compound_minor(args: &Decoder) -> Option<u32> {
     let mut d = args.clone();
     d.opaque(1024).ok()?;
@@ -764,6 +784,12 @@ impl Program for Nfs4 {
     /// no DRC for NFSv4.
     fn skips_drc(&self, _vers: u32, p: u32, args: &Decoder) -> bool {
         p != 1 || compound_minor(args).is_some_and(|m| m >= 1)
+    }
+
+    /// A COMPOUND waits behind the calls of the export of its first PUTFH.
+    fn admission(&self, _vers: u32, p: u32, args: &Decoder) -> Option<u64> {
+        let fh = (p == 1).then(|| compound_first_fh(args))??;
+        self.vfs.export_slot_of(&fh).map(|s| s as u64)
     }
 
     fn proc_name(&self, _vers: u32, p: u32) -> Option<&'static str> {
@@ -822,6 +848,48 @@ mod tests {
         assert_eq!(compound_minor(&args(&[b'x'; 1025], 1)), None);
         assert_eq!(
             compound_minor(&Decoder::new(Bytes::from_static(&[0, 0]))),
+            None
+        );
+    }
+
+    /// A COMPOUND of `ops` (opnum and its encoded arguments), for admission's peek.
+    fn compound(ops: &[(u32, &[u8])]) -> Decoder {
+        let mut e = Encoder::new();
+        e.opaque(b"tag");
+        e.u32(1);
+        e.u32(ops.len() as u32);
+        for (op, a) in ops {
+            e.u32(*op);
+            e.opaque_fixed(a);
+        }
+        Decoder::new(e.finish().to_bytes())
+    }
+
+    #[test]
+    fn admission_finds_the_first_putfh_alone_or_after_sequence() {
+        let mut fh = Encoder::new();
+        fh.opaque(b"handle-bytes");
+        let fh = fh.finish().to_bytes();
+        let sequence = [0u8; 32];
+        let (seq, put, root) = (53, 22, 24);
+        let want = Some(Bytes::from_static(b"handle-bytes"));
+        assert_eq!(compound_first_fh(&compound(&[(put, &fh)])), want);
+        assert_eq!(
+            compound_first_fh(&compound(&[(seq, &sequence), (put, &fh)])),
+            want
+        );
+        // PUTROOTFH first, or PUTFH only third: no kind (not held back)
+        assert_eq!(compound_first_fh(&compound(&[(root, b"")])), None);
+        assert_eq!(
+            compound_first_fh(&compound(&[(seq, &sequence), (root, b""), (put, &fh)])),
+            None
+        );
+        // cut short, or a handle past NFS4_FHSIZE
+        assert_eq!(compound_first_fh(&compound(&[(seq, &sequence[..8])])), None);
+        let mut big = Encoder::new();
+        big.opaque(&[1u8; 129]);
+        assert_eq!(
+            compound_first_fh(&compound(&[(put, &big.finish().to_bytes())])),
             None
         );
     }

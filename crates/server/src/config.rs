@@ -79,6 +79,11 @@ pub struct Args {
     /// ran 1.64x faster with 16 than with 512 on 2 CPUs (docs/benchmarks.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
+    /// Threads the calls to one export may hold at once (`--threads` less an eighth, at least
+    /// one left: a file system that stalls leaves the others threads); more wait for one of
+    /// them to finish, holding none. Default: that.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub export_threads: Option<u32>,
     /// Reply bytes queued per connection for a client that reads slowly.
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     pub max_queued_reply_bytes: usize,

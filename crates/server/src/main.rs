@@ -70,6 +70,16 @@ fn call_threads(args: &Args) -> usize {
     args.threads.map_or(8 * cpus, |n| n as usize)
 }
 
+/// Threads the calls to one export may hold at once (`--export-threads`, else `--threads`
+/// less an eighth, at least one left for the other exports).
+fn export_threads(args: &Args) -> usize {
+    let threads = call_threads(args);
+    args.export_threads
+        .map_or(threads - (threads / 8).max(1).min(threads - 1), |n| {
+            n as usize
+        })
+}
+
 /// The runtime RPC-over-RDMA connections run on: its threads never take a caller's identity
 /// (the verbs and CM devices refuse writes from a thread whose credentials changed), while
 /// those of the main runtime may, to run calls without a hand-off (vfs::cred). Built once,
@@ -234,6 +244,7 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let metrics = Arc::new(RpcMetrics::default());
     let mut disp = Dispatcher::new(args.drc_entries, metrics.clone());
+    disp.set_admission(export_threads(&args));
     let gss = gss_acceptor(&args, &vfs, &metrics)?;
     if let Some(g) = &gss {
         disp.set_gss(g.clone());
@@ -420,6 +431,8 @@ async fn run(args: Args) -> Result<(), String> {
         max_record = tcp_cfg.max_record,
         max_in_flight = tcp_cfg.max_in_flight,
         max_total_in_flight = tcp_cfg.max_total_in_flight,
+        threads = call_threads(&args),
+        export_threads = export_threads(&args),
         max_queued_reply_bytes = tcp_cfg.max_queued_reply_bytes,
         record_timeout_s = args.record_timeout,
         write_timeout_s = args.write_timeout,

@@ -182,3 +182,63 @@ fn size_changes_allocations_and_copies_report_the_storage_error() {
     )
     .ok("COPY after the fault");
 }
+
+/// A device that stalls holds at most its export's share of the call threads
+/// (`--export-threads`, by default `--threads` less an eighth): while every call to the stalled
+/// export waits for it, another export's calls are answered at once; the stalled ones all
+/// complete, none refused, once the device answers.
+#[test]
+fn a_stalled_export_leaves_threads_to_the_other_exports() {
+    let faults = FaultLayer::build();
+    let tmp = tempfile::tempdir().unwrap();
+    let slow = mkdir_mode(&tmp.path().join("slow"), 0o777);
+    let fast = mkdir_mode(&tmp.path().join("fast"), 0o777);
+    let server = Server::start(ServerConfig {
+        state_dir: tmp.path().join("state"),
+        exports: vec![slow.clone(), fast.clone()],
+        args: vec!["--threads".into(), "4".into()],
+        env: faults.env(),
+        ..Default::default()
+    });
+    assert!(
+        server.log_text().contains("threads=4 export_threads=3"),
+        "{}",
+        server.log_text()
+    );
+    let mut c = RpcClient::connect(server.port);
+    let (sroot, froot) = (c.mnt_ok(&slow), c.mnt_ok(&fast));
+    let sf = c.create_ok(&sroot, "f", 0o644);
+    let ff = c.create_ok(&froot, "f", 0o644);
+    let data = Bytes::from(vec![5u8; 4096]);
+
+    // every write to the slow export's files waits 2 s for its device
+    faults.stall("pwrite", 2000, "/slow/");
+    let mut s = RpcClient::connect(server.port);
+    let n = 8u64;
+    for i in 0..n {
+        let args = write_args(&sf, i * 4096, data.clone(), StableHow::FileSync);
+        s.send_call(NFS3_PROGRAM, NFS_V3, NFSPROC3_WRITE, &args);
+    }
+    // (they reach the server, three take their export's threads, the rest wait)
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let t0 = std::time::Instant::now();
+    c.write(&ff, 0, data.clone(), StableHow::FileSync)
+        .expect_ok("WRITE to the other export");
+    let took = t0.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(1000),
+        "the other export's WRITE waited {took:?} behind the stalled one"
+    );
+    s.set_read_timeout(std::time::Duration::from_secs(30));
+    for _ in 0..n {
+        match s.recv_reply().1 {
+            RpcReply::Success(b) => match decode_all::<Write3res>(b) {
+                Write3res::Ok(ok) => assert_eq!(ok.count, 4096),
+                other => panic!("a stalled WRITE: {other:?}"),
+            },
+            other => panic!("a stalled WRITE: {other:?}"),
+        }
+    }
+    faults.clear();
+    assert_eq!(std::fs::metadata(slow.join("f")).unwrap().len(), n * 4096);
+}

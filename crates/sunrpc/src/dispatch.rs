@@ -210,6 +210,13 @@ pub trait Program: Send + Sync + 'static {
     fn skips_drc(&self, _vers: u32, _proc_: u32, _args: &Decoder) -> bool {
         true
     }
+    /// The kind of call this is for admission (the export its file handle is on): calls of
+    /// one kind run on at most the dispatcher's share of the threads, the rest wait for one of
+    /// them to finish without holding a thread (see [`crate::admission`]). `args`: the call's
+    /// arguments, not yet decoded. None: not held back (the default).
+    fn admission(&self, _vers: u32, _proc_: u32, _args: &Decoder) -> Option<u64> {
+        None
+    }
     /// Executes a call whose accepted SUCCESS header is already in `reply`; appends the result.
     fn call(&self, ctx: &CallContext, args: Decoder, reply: &mut Encoder) -> Result<(), ProcError>;
     /// Like [`Program::call`], on a thread that must not block (the one reading the
@@ -314,6 +321,8 @@ pub struct Dispatcher {
     running: Running,
     /// The RPCSEC_GSS acceptor; `None`: RPCSEC_GSS calls are refused as an unknown flavor.
     gss: Option<Arc<GssServer>>,
+    /// Permits by kind of call ([`Program::admission`]); `None`: no call is held back.
+    admission: Option<crate::admission::Admission>,
 }
 
 impl Dispatcher {
@@ -327,7 +336,31 @@ impl Dispatcher {
             metrics,
             running,
             gss: None,
+            admission: None,
         }
+    }
+
+    /// Runs at most `permits` calls of one kind at once ([`Program::admission`]): with fewer
+    /// than the transport's threads, a kind whose calls all block (a stalled file system)
+    /// leaves threads to the others.
+    pub fn set_admission(&mut self, permits: usize) {
+        self.admission = Some(crate::admission::Admission::new(permits));
+    }
+
+    /// The permits call `msg` must take one of before it runs on a thread that may block;
+    /// None when it is not held back (no admission, a call its program gives no kind, an
+    /// RPCSEC_GSS call, whose arguments are not read before it is authenticated).
+    pub fn admission_for(&self, msg: &Bytes) -> Option<Arc<tokio::sync::Semaphore>> {
+        let adm = self.admission.as_ref()?;
+        let (hdr, args) = msg::decode_call(msg.clone()).ok()?;
+        if hdr.gss.is_some() {
+            return None;
+        }
+        let key = self
+            .find(hdr.prog, hdr.vers)?
+            .prog
+            .admission(hdr.vers, hdr.proc_, &args)?;
+        adm.permits_of(key)
     }
 
     /// Answers calls only while `holds` says so (a head of a cluster while it holds its

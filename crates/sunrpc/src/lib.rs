@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod bufpool;
 pub mod callback;
 pub mod channel;

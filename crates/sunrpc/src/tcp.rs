@@ -659,14 +659,26 @@ async fn serve_connection(
         }
         let out = out.clone();
         // The call runs on a blocking thread, which also writes its reply (or queues it, and
-        // the in-flight permit with it: the call counts until its reply is written).
-        tokio::task::spawn_blocking(move || {
-            let reply = disp.dispatch_from(rec, origin);
-            drop(global);
-            if let Some(reply) = reply {
-                out.send(reply, Some(permit));
+        // the in-flight permit with it: the call counts until its reply is written); first it
+        // takes a permit of its kind (crate::admission), waiting for one as a task.
+        let kind = disp.admission_for(&rec);
+        let run = move |admitted: Option<tokio::sync::OwnedSemaphorePermit>| {
+            tokio::task::spawn_blocking(move || {
+                let reply = disp.dispatch_from(rec, origin);
+                drop(admitted);
+                drop(global);
+                if let Some(reply) = reply {
+                    out.send(reply, Some(permit));
+                }
+            });
+        };
+        match kind.map(|k| k.clone().try_acquire_owned().map_err(|_| k)) {
+            None => run(None),
+            Some(Ok(p)) => run(Some(p)),
+            Some(Err(k)) => {
+                tokio::spawn(async move { run(k.acquire_owned().await.ok()) });
             }
-        });
+        }
     };
     flush(&out, &mut ready, &mut ready_bytes);
     // every call finishes (its reply written or dropped) before the writer is told to close

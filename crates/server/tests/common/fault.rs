@@ -2,7 +2,8 @@
 //! compiler, whose `pwritev2` (rnfsd's writes), `fdatasync`, `fsync`, `truncate64` and
 //! `ftruncate64` (size changes, as "ftruncate"), `fallocate64` (ALLOCATE) and
 //! `copy_file_range` (COPY, by its destination) fail with an errno the test chooses, for files
-//! whose path contains a text it chooses, while its control file says so. Storage faults are
+//! whose path contains a text it chooses, or stall for a time it chooses before they go on,
+//! while its control file says so. Storage faults are
 //! otherwise out of reach on loopback (no device-mapper in a container); the calls are the
 //! ones rnfsd makes through the C library.
 
@@ -37,7 +38,10 @@ static int fault_path(const char *op, const char *path) {
     /* rnfsd names files through /proc/self/fd: the real path is what the test chose by */
     char real[4096];
     if (!realpath(path, real)) return 0;
-    return strstr(real, part) ? err : 0;
+    if (!strstr(real, part)) return 0;
+    /* a negative errno: the device stalls that many milliseconds, then the call goes on */
+    if (err < 0) { usleep((useconds_t)(-err) * 1000); return 0; }
+    return err;
 }
 
 static int fault(const char *op, int fd) {
@@ -150,8 +154,14 @@ impl FaultLayer {
         ]
     }
 
-    /// From now on `op` ("pwrite", "fdatasync", "fsync", "ftruncate", "fallocate", "copy") fails with `errno` on files whose
-    /// path contains `part` (no spaces).
+    /// From now on `op` waits `ms` milliseconds (a device that stalls) before it goes on, on
+    /// files whose path contains `part`.
+    pub fn stall(&self, op: &str, ms: u32, part: &str) {
+        self.set(op, -(ms as i32), part);
+    }
+
+    /// From now on `op` ("pwrite", "fdatasync", "fsync", "ftruncate", "fallocate", "copy")
+    /// fails with `errno` on files whose path contains `part` (no spaces).
     pub fn set(&self, op: &str, errno: i32, part: &str) {
         let tmp = self.control.with_extension("new");
         std::fs::write(&tmp, format!("{op} {errno} {part}\n")).unwrap();

@@ -152,6 +152,14 @@ impl Vfs {
         }
     }
 
+    /// The slot of the export handle `fh` names, read from the handle without checking it
+    /// (which calls a call waits behind, before it runs: `sunrpc::admission`); None for a
+    /// handle of no export. A forged handle only names another export, or none.
+    pub fn export_slot_of(&self, fh: &[u8]) -> Option<usize> {
+        let id = u32::from_be_bytes(fh.get(2..6)?.try_into().ok()?);
+        self.table().slot_of(id).ok()
+    }
+
     /// Checks a handle's integrity and export without opening it (a removed file's handle
     /// passes: it is STALE only when used).
     pub fn check_handle(&self, fh: &[u8]) -> VfsResult<()> {
