@@ -168,10 +168,18 @@ impl State {
 
     /// Empty state for a new server instance.
     pub fn new() -> Self {
-        let boot = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs() as u32;
+        // One number per instance, so that ids of any other instance are seen as stale: a
+        // random one, since two heads of one identity (or a quick restart) may start within
+        // the same second (the clock in seconds is what knfsd takes); nonzero.
+        let mut b = [0u8; 4];
+        let boot = match getrandom::fill(&mut b) {
+            Ok(()) => u32::from_be_bytes(b),
+            Err(_) => SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .subsec_nanos(),
+        }
+        .max(1);
         Self {
             boot,
             next_id: 1,
@@ -262,7 +270,8 @@ impl State {
         self.in_grace();
     }
 
-    /// A new client id (boot time in the high half, so old ids are recognisably stale).
+    /// A new client id (the instance number in the high half, so old ids are recognisably
+    /// stale).
     pub fn new_client_id(&mut self) -> u64 {
         self.next_id += 1;
         (self.boot as u64) << 32 | (self.next_id & 0xffff_ffff)

@@ -60,6 +60,21 @@ fn another_protocols_grace_holds_nfs4_locks_not_opens() {
     assert!(!st.in_grace());
 }
 
+/// Two instances started within one second (a quick restart, two heads of one identity) see
+/// each other's ids as stale.
+#[test]
+fn each_instance_has_its_own_number() {
+    let (a, b) = (State::new(), State::new());
+    assert_ne!(a.boot, b.boot);
+    let mut a = a;
+    let sid = Stateid {
+        seqid: 1,
+        other: a.new_other(),
+    };
+    assert!(!a.of_earlier_instance(&sid));
+    assert!(b.of_earlier_instance(&sid));
+}
+
 #[test]
 fn stateid_seqid_rules() {
     let mut st = State::new();
