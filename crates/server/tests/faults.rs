@@ -198,6 +198,7 @@ fn a_stalled_export_leaves_threads_to_the_other_exports() {
         exports: vec![slow.clone(), fast.clone()],
         args: vec!["--threads".into(), "4".into()],
         env: faults.env(),
+        metrics: true,
         ..Default::default()
     });
     assert!(
@@ -241,4 +242,8 @@ fn a_stalled_export_leaves_threads_to_the_other_exports() {
     }
     faults.clear();
     assert_eq!(std::fs::metadata(slow.join("f")).unwrap().len(), n * 4096);
+    // the ones that waited without a thread are counted
+    let m = http_get(server.metrics.unwrap(), "/metrics");
+    let waited = metric(&m, "rnfs_rpc_events_total{kind=\"export_wait\"}").unwrap_or(0);
+    assert!(waited >= n - 3, "{waited} calls waited for their export");
 }

@@ -47,7 +47,7 @@ pub const OTHER_CLIENT: &str = "other";
 
 /// The kinds of `rnfs_rpc_events_total` the dispatcher and the TCP transport count, exposed
 /// from the start (at 0) so that a rate over them has a series before the first event.
-pub const EVENT_KINDS: [&str; 14] = [
+pub const EVENT_KINDS: [&str; 15] = [
     "prog_unavail",
     "prog_mismatch",
     "proc_unavail",
@@ -62,6 +62,7 @@ pub const EVENT_KINDS: [&str; 14] = [
     "tcp_record_timeout",
     "tcp_bad_record",
     "backchannel_reply",
+    "export_wait",
 ];
 
 /// The HTTP content type of [`RpcMetrics::render`]'s text.

@@ -661,7 +661,13 @@ async fn serve_connection(
         // The call runs on a blocking thread, which also writes its reply (or queues it, and
         // the in-flight permit with it: the call counts until its reply is written); first it
         // takes a permit of its kind (crate::admission), waiting for one as a task.
-        let kind = disp.admission_for(&rec);
+        let admitted = match disp.admission_for(&rec) {
+            None => Ok(None),
+            Some(k) => k.clone().try_acquire_owned().map(Some).map_err(|_| k),
+        };
+        if admitted.is_err() {
+            disp.metrics().count_error("export_wait");
+        }
         let run = move |admitted: Option<tokio::sync::OwnedSemaphorePermit>| {
             tokio::task::spawn_blocking(move || {
                 let reply = disp.dispatch_from(rec, origin);
@@ -672,10 +678,9 @@ async fn serve_connection(
                 }
             });
         };
-        match kind.map(|k| k.clone().try_acquire_owned().map_err(|_| k)) {
-            None => run(None),
-            Some(Ok(p)) => run(Some(p)),
-            Some(Err(k)) => {
+        match admitted {
+            Ok(p) => run(p),
+            Err(k) => {
                 tokio::spawn(async move { run(k.acquire_owned().await.ok()) });
             }
         }
