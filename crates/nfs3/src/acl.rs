@@ -279,8 +279,7 @@ impl Program for NfsAcl {
         if p == ACLPROC3_NULL {
             return None;
         }
-        let fh = args.clone().opaque(nfs3wire::NFS3_FHSIZE as usize).ok()?;
-        self.vfs.export_slot_of(&fh).map(|s| s as u64)
+        crate::convert::export_of_args(&self.vfs, args)
     }
 
     fn call(&self, ctx: &CallContext, mut args: Decoder, r: &mut Encoder) -> Result<(), ProcError> {

@@ -172,6 +172,13 @@ pub fn guard(g: &Sattrguard3) -> Option<vfs::Time> {
     })
 }
 
+/// The export (its slot, as an admission key: `sunrpc::Program::admission`) of the handle that
+/// NFSv3 and NFSACL arguments begin with; None when they do not begin with one of an export.
+pub(crate) fn export_of_args(vfs: &vfs::Vfs, args: &xdr::Decoder) -> Option<u64> {
+    let fh = args.clone().opaque(nfs3wire::NFS3_FHSIZE as usize).ok()?;
+    vfs.export_slot_of(&fh).map(|s| s as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

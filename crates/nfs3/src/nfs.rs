@@ -770,8 +770,7 @@ impl Program for Nfs3 {
         if p == NFSPROC3_NULL {
             return None;
         }
-        let fh = args.clone().opaque(NFS3_FHSIZE as usize).ok()?;
-        self.vfs.export_slot_of(&fh).map(|s| s as u64)
+        crate::convert::export_of_args(&self.vfs, args)
     }
 
     fn call(&self, ctx: &CallContext, args: Decoder, r: &mut Encoder) -> Result<(), ProcError> {

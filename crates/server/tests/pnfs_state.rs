@@ -177,6 +177,25 @@ fn a_truncate_recalls_layouts_and_fences_a_holder_that_keeps_one() {
 
 /// LAYOUTCOMMIT after a truncation does not grow the file back (the size is bounded by the
 /// copies), and one that follows an explicit time change without new data leaves the time.
+/// PUTFH and a LAYOUTCOMMIT (no reclaim, no time) of what was written up to `last` under
+/// layout `sid`.
+fn layoutcommit(fh: &[u8], sid: &Stateid4, last: u64) -> Ops {
+    Ops::new()
+        .putfh(fh)
+        .op(A::OpLayoutcommit(Layoutcommit4args {
+            loca_offset: 0,
+            loca_length: u64::MAX,
+            loca_reclaim: false,
+            loca_stateid: sid.clone(),
+            loca_last_write_offset: Newoffset4::True(last),
+            loca_time_modify: Newtime4::False,
+            loca_layoutupdate: Layoutupdate4 {
+                lou_type: Layouttype4::LAYOUT4_FLEX_FILES,
+                lou_body: Bytes::new(),
+            },
+        }))
+}
+
 #[test]
 fn layoutcommit_is_bounded_by_the_copies_and_keeps_set_times() {
     let cl = Cluster::new("rw,insecure,pnfs", 1, &[]);
@@ -190,27 +209,12 @@ fn layoutcommit_is_bounded_by_the_copies_and_keeps_set_times() {
         nfs3wire::Nfsstat3::NFS3_OK
     );
     let commit = |c: &mut V4, last: u64| {
-        c.call(
-            Ops::new()
-                .putfh(&fh)
-                .op(A::OpLayoutcommit(Layoutcommit4args {
-                    loca_offset: 0,
-                    loca_length: u64::MAX,
-                    loca_reclaim: false,
-                    loca_stateid: lg.logr_stateid.clone(),
-                    loca_last_write_offset: Newoffset4::True(last),
-                    loca_time_modify: Newtime4::False,
-                    loca_layoutupdate: Layoutupdate4 {
-                        lou_type: Layouttype4::LAYOUT4_FLEX_FILES,
-                        lou_body: Bytes::new(),
-                    },
-                })),
-        )
-        .ok("LAYOUTCOMMIT")
-        .get(Op::OP_LAYOUTCOMMIT)
-        .layoutcommit()
-        .locr_newsize
-        .clone()
+        c.call(layoutcommit(&fh, &lg.logr_stateid, last))
+            .ok("LAYOUTCOMMIT")
+            .get(Op::OP_LAYOUTCOMMIT)
+            .layoutcommit()
+            .locr_newsize
+            .clone()
     };
     assert_eq!(commit(&mut c, 299_999), Newsize4::True(300_000));
     let local = cl.mds.export.join("t");
@@ -262,24 +266,7 @@ fn a_layoutcommit_resent_after_a_restart_commits_the_old_layouts_writes() {
         nfs3wire::Nfsstat3::NFS3_OK
     );
     cl.mds.server.restart();
-    let commit = |c: &mut V4| {
-        c.call(
-            Ops::new()
-                .putfh(&fh)
-                .op(A::OpLayoutcommit(Layoutcommit4args {
-                    loca_offset: 0,
-                    loca_length: u64::MAX,
-                    loca_reclaim: false,
-                    loca_stateid: lg.logr_stateid.clone(),
-                    loca_last_write_offset: Newoffset4::True(199_999),
-                    loca_time_modify: Newtime4::False,
-                    loca_layoutupdate: Layoutupdate4 {
-                        lou_type: Layouttype4::LAYOUT4_FLEX_FILES,
-                        lou_body: Bytes::new(),
-                    },
-                })),
-        )
-    };
+    let commit = |c: &mut V4| c.call(layoutcommit(&fh, &lg.logr_stateid, 199_999));
     // another client, no open of the file: nothing to commit
     let mut other = V4::connect(cl.mds.server.port, 2, "bystander");
     other.establish_with(8, false);
