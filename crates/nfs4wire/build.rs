@@ -60,9 +60,11 @@ fn main() {
         // rather than boxed one by one.
         .vec_list("entry4")
         .bound("entry4", 1 << 16)
-        // READ and READ_PLUS data go out as a payload (bytes or file pages) without a copy.
+        // READ and READ_PLUS data go out as a payload (bytes or file pages) without a copy;
+        // READ_PLUS data is not DDP-eligible (RFC 8267 4.2.1 names only READ's): over RDMA it
+        // travels in the body (inline or the Reply chunk), never in a Write chunk.
         .payload("READ4resok.data")
-        .payload("data4.d_data")
+        .body_payload("data4.d_data")
         // WRITE data, which a client sends, stays a segment of its own: not copied into the
         // encoder's buffer.
         .bulk("WRITE4args.data")

@@ -412,7 +412,7 @@ async fn plan_call(
                 position += b.len();
                 plan.inline.push(b.clone());
             }
-            Segment::Pages(_) => {
+            Segment::Pages(_) | Segment::BodyPages(_) => {
                 return Err(RpcError::Io("calls are encoded from memory only".into()));
             }
             Segment::Bulk(b) => {

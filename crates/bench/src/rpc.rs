@@ -297,7 +297,7 @@ impl RpcConn {
                         bufs.push(Bytes::from_static(&[0u8; 3][..pad]));
                     }
                 }
-                Segment::Pages(_) => {
+                Segment::Pages(_) | Segment::BodyPages(_) => {
                     return Err(RpcError::Io("calls are encoded from memory only".into()))
                 }
             }

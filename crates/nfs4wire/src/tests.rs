@@ -275,6 +275,33 @@ fn read_data_is_encoded_as_a_separate_payload_segment() {
     assert_eq!(decode::<Read4res>(reply.to_bytes()), Ok(r));
 }
 
+/// READ_PLUS data is not DDP-eligible (RFC 8267): it must never be a segment an RPC-over-RDMA
+/// transport would pair with a Write chunk, though a long one is still not copied.
+#[test]
+fn read_plus_data_is_part_of_the_body_not_a_bulk_segment() {
+    let data = Bytes::from(vec![9u8; 8193]);
+    let r = ReadPlusRes4 {
+        rpr_eof: false,
+        rpr_contents: vec![ReadPlusContent::Nfs4ContentData(Data4 {
+            d_offset: 4096,
+            d_data: xdr::Payload::Bytes(data.clone()),
+        })],
+    };
+    let mut e = Encoder::new();
+    r.encode(&mut e);
+    let reply = e.finish();
+    assert!(reply
+        .segments
+        .iter()
+        .all(|s| matches!(s, xdr::Segment::Inline(_) | xdr::Segment::BodyPages(_))));
+    assert!(reply
+        .segments
+        .iter()
+        .any(|s| s.bytes().is_some_and(|b| b.as_ptr() == data.as_ptr())));
+    assert_eq!(reply.wire_len() % 4, 0);
+    assert_eq!(decode::<ReadPlusRes4>(reply.to_bytes()), Ok(r));
+}
+
 #[test]
 fn write_data_is_encoded_as_a_separate_bulk_segment() {
     let data = Bytes::from(vec![5u8; 4097]);

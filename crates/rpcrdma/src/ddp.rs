@@ -8,9 +8,11 @@
 //! READLINK4resok linkdata. Nothing else; in particular no part of an NFSv4.2 READ_PLUS reply
 //! is DDP-eligible (its data comes back through the Reply chunk, which is what the Linux client
 //! provisions for it). The program layer states eligibility by encoding exactly those results
-//! with [`xdr::Encoder::opaque_bulk`]: this planner treats every [`Segment::Bulk`] as one
-//! DDP-eligible item and every [`Segment::Inline`] as ordinary bytes. Over RDMA, a READ_PLUS
-//! encoder must therefore not mark its data as bulk.
+//! with [`xdr::Encoder::opaque_bulk`] or [`xdr::Encoder::opaque_payload`]: this planner treats
+//! every [`Segment::Bulk`] and [`Segment::Pages`] as one DDP-eligible item and every
+//! [`Segment::Inline`] and [`Segment::BodyPages`] as ordinary bytes. READ_PLUS data is encoded
+//! with [`xdr::Encoder::opaque_body_payload`] (nfs4wire's build script), so it never takes a
+//! Write chunk meant for a READ of the same COMPOUND.
 //!
 //! # Decision, in order
 //!
@@ -221,6 +223,12 @@ pub fn plan_reply(
         let b = match seg {
             Segment::Inline(b) => {
                 push_padded(&mut reduced, b, false);
+                continue;
+            }
+            // not DDP-eligible: with the message's other bytes (read into memory, as below)
+            Segment::BodyPages(p) => {
+                let b = p.to_bytes().map_err(|e| PlanError::Pages(e.to_string()))?;
+                push_padded(&mut reduced, &b, true);
                 continue;
             }
             Segment::Bulk(b) => b.clone(),

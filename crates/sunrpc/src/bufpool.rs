@@ -14,8 +14,8 @@
 //! bytes past the source modulo 4096 (3.5 against 52-57 GB/s). Page-cache pages and the socket
 //! buffers of a record written in one go start on page boundaries, so a buffer that started 16
 //! bytes into a page (where glibc puts a large block) made a READ reply's data land 12 bytes
-//! past its source: rnfs-bench's system time for writing 512 MiB and reading it 4 times was
-//! 0.74-0.91 s, 0.29-0.40 s with page-aligned buffers (docs/benchmarks.md, session 10).
+//! past its source: rnfs-bench's sequential read went from 1,779-2,047 to 2,776-3,082 MB/s with
+//! page-aligned buffers (85ca279; docs/benchmarks.md, "Copies 1-15 bytes past a page").
 
 use std::sync::Arc;
 

@@ -94,7 +94,9 @@ impl Conn {
         for s in &msg.segments {
             match s {
                 xdr::Segment::Inline(b) | xdr::Segment::Bulk(b) => w.write_all(b)?,
-                xdr::Segment::Pages(p) => w.write_all(&p.to_bytes()?)?,
+                xdr::Segment::Pages(p) | xdr::Segment::BodyPages(p) => {
+                    w.write_all(&p.to_bytes()?)?
+                }
             }
             w.write_all(&[0u8; 3][..s.padding()])?;
         }

@@ -121,8 +121,8 @@ fn record_parts<'a>(
         for s in &r.segments {
             match s {
                 Segment::Inline(b) | Segment::Bulk(b) => push(b, &mut out, &mut offset),
-                Segment::Pages(p) if offset >= p.len() => offset -= p.len(),
-                Segment::Pages(p) => {
+                Segment::Pages(p) | Segment::BodyPages(p) if offset >= p.len() => offset -= p.len(),
+                Segment::Pages(p) | Segment::BodyPages(p) => {
                     out.pages
                         .push((out.mem.len(), p.as_ref(), p.len() - offset));
                     offset = 0;

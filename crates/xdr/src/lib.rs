@@ -7,7 +7,9 @@
 //!
 //! Encoding builds a [`Reply`]: a list of segments where bulk payloads (READ data) stay separate
 //! buffers. TCP sends the segments with one vectored write; RPC-over-RDMA places a
-//! [`Segment::Bulk`] directly into the client's Write chunk (RFC 8166, RFC 8267).
+//! [`Segment::Bulk`] or [`Segment::Pages`] (a DDP-eligible item) directly into the client's
+//! Write chunk (RFC 8166, RFC 8267); [`Segment::BodyPages`] are file pages that stay in the
+//! message body.
 
 #![forbid(unsafe_code)]
 
@@ -56,6 +58,18 @@ pub type Result<T> = std::result::Result<T, XdrError>;
 #[inline]
 pub const fn pad4(len: usize) -> usize {
     (len + 3) & !3
+}
+
+/// `b` followed by its XDR padding (copied only when it needs padding).
+fn padded(b: Bytes) -> Bytes {
+    let pad = pad4(b.len()) - b.len();
+    if pad == 0 {
+        return b;
+    }
+    let mut out = BytesMut::with_capacity(b.len() + pad);
+    out.put_slice(&b);
+    out.put_bytes(0, pad);
+    out.freeze()
 }
 
 /// A cursor over a received message; opaque items are returned as slices of it.
@@ -243,6 +257,10 @@ pub enum Segment {
     Bulk(Bytes),
     /// A bulk opaque payload held as file pages (see [`Pages`]), padded like [`Segment::Bulk`].
     Pages(Arc<dyn Pages>),
+    /// File pages of an opaque that is not DDP-eligible (RFC 8267), padded like
+    /// [`Segment::Bulk`]: a stream transport sends them like [`Segment::Pages`], RPC-over-RDMA
+    /// with the message's other bytes (inline or in the Reply chunk), never in a Write chunk.
+    BodyPages(Arc<dyn Pages>),
 }
 
 impl PartialEq for Segment {
@@ -251,7 +269,8 @@ impl PartialEq for Segment {
             (Segment::Inline(a), Segment::Inline(b)) | (Segment::Bulk(a), Segment::Bulk(b)) => {
                 a == b
             }
-            (Segment::Pages(a), Segment::Pages(b)) => Arc::ptr_eq(a, b),
+            (Segment::Pages(a), Segment::Pages(b))
+            | (Segment::BodyPages(a), Segment::BodyPages(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -265,7 +284,7 @@ impl Segment {
     pub fn bytes(&self) -> Option<&Bytes> {
         match self {
             Segment::Inline(b) | Segment::Bulk(b) => Some(b),
-            Segment::Pages(_) => None,
+            Segment::Pages(_) | Segment::BodyPages(_) => None,
         }
     }
 
@@ -274,7 +293,7 @@ impl Segment {
         match self {
             Segment::Inline(b) => b.len(),
             Segment::Bulk(b) => pad4(b.len()),
-            Segment::Pages(p) => pad4(p.len()),
+            Segment::Pages(p) | Segment::BodyPages(p) => pad4(p.len()),
         }
     }
 
@@ -283,7 +302,7 @@ impl Segment {
         match self {
             Segment::Inline(_) => 0,
             Segment::Bulk(b) => pad4(b.len()) - b.len(),
-            Segment::Pages(p) => pad4(p.len()) - p.len(),
+            Segment::Pages(p) | Segment::BodyPages(p) => pad4(p.len()) - p.len(),
         }
     }
 }
@@ -313,6 +332,7 @@ impl Reply {
                     Segment::Inline(b) => Segment::Inline(b.clone()),
                     Segment::Bulk(b) => Segment::Bulk(Bytes::copy_from_slice(b)),
                     Segment::Pages(p) => Segment::Bulk(p.to_bytes()?),
+                    Segment::BodyPages(p) => Segment::Inline(padded(p.to_bytes()?)),
                 })
             })
             .collect::<io::Result<_>>()?;
@@ -327,7 +347,7 @@ impl Reply {
         for s in &self.segments {
             match s {
                 Segment::Inline(b) | Segment::Bulk(b) => out.put_slice(b),
-                Segment::Pages(p) => match p.to_bytes() {
+                Segment::Pages(p) | Segment::BodyPages(p) => match p.to_bytes() {
                     Ok(b) if b.len() == p.len() => out.put_slice(&b),
                     _ => out.put_bytes(0, p.len()),
                 },
@@ -451,6 +471,28 @@ impl Encoder {
         }
     }
 
+    /// Appends variable-length opaque data that is not DDP-eligible (RFC 8267) and may be
+    /// large or file pages (READ_PLUS data): bytes stay a segment of their own without a copy
+    /// (short ones are copied), pages become [`Segment::BodyPages`]; both are part of the
+    /// message body on every transport.
+    pub fn opaque_body_payload(&mut self, data: Payload) {
+        match data {
+            Payload::Bytes(b) if b.len() <= APPEND_COPY_MAX => self.opaque(&b),
+            Payload::Bytes(b) => {
+                self.u32(b.len() as u32);
+                let pad = pad4(b.len()) - b.len();
+                self.flush_inline();
+                self.segments.push(Segment::Inline(b));
+                self.put(&[0; 3][..pad]);
+            }
+            Payload::Pages(p) => {
+                self.u32(p.len() as u32);
+                self.flush_inline();
+                self.segments.push(Segment::BodyPages(p));
+            }
+        }
+    }
+
     /// Appends an optional item.
     pub fn optional<T>(&mut self, v: Option<&T>, f: impl FnOnce(&mut Self, &T)) {
         match v {
@@ -524,7 +566,7 @@ impl Encoder {
                 match last {
                     Segment::Inline(b) => b.truncate(len - start),
                     // not at a length this encoder had: keep the whole payload
-                    Segment::Bulk(_) | Segment::Pages(_) => {
+                    Segment::Bulk(_) | Segment::Pages(_) | Segment::BodyPages(_) => {
                         debug_assert!(false, "truncate inside a bulk segment");
                     }
                 }
@@ -793,6 +835,69 @@ mod tests {
             &r.to_bytes()[..],
             &[0, 0, 0, 7, 0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o', 0, 0, 0, 0, 0, 0, 9]
         );
+    }
+
+    /// Pages held in memory, for the body-payload tests.
+    #[derive(Debug)]
+    struct MemPages(Bytes);
+
+    impl Pages for MemPages {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn splice_to(
+            &self,
+            _to: std::os::fd::BorrowedFd<'_>,
+            _max: usize,
+            _more: bool,
+        ) -> io::Result<usize> {
+            Err(io::Error::from(io::ErrorKind::Unsupported))
+        }
+        fn to_bytes(&self) -> io::Result<Bytes> {
+            Ok(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn a_body_payload_is_never_a_ddp_item_and_reads_like_an_opaque() {
+        let long = Bytes::from(vec![7u8; APPEND_COPY_MAX + 3]);
+        let pages: Arc<dyn Pages> = Arc::new(MemPages(Bytes::from_static(b"pages")));
+        for (data, kept) in [
+            (Payload::Bytes(Bytes::from_static(b"short")), false),
+            (Payload::Bytes(long.clone()), true),
+            (Payload::Pages(pages.clone()), true),
+        ] {
+            let plain = match &data {
+                Payload::Bytes(b) => b.clone(),
+                Payload::Pages(p) => p.to_bytes().unwrap(),
+            };
+            let mut e = Encoder::new();
+            e.u32(1);
+            e.opaque_body_payload(data);
+            e.u32(2);
+            let r = e.finish();
+            // no Bulk or Pages segment: an RDMA transport pairs only those with Write chunks
+            assert!(r
+                .segments
+                .iter()
+                .all(|s| matches!(s, Segment::Inline(_) | Segment::BodyPages(_))));
+            // a long payload or pages stay a segment of their own (no copy)
+            assert_eq!(r.segments.len() > 1, kept);
+            let mut want = Encoder::new();
+            want.u32(1);
+            want.opaque(&plain);
+            want.u32(2);
+            let want = want.finish().to_bytes();
+            assert_eq!(r.to_bytes(), want);
+            assert_eq!(r.wire_len(), want.len());
+            // a kept copy stays out of Write chunks too, padding included
+            let d = r.detached().unwrap();
+            assert!(d.segments.iter().all(|s| matches!(s, Segment::Inline(_))));
+            assert_eq!(d.to_bytes(), want);
+        }
+        let mut e = Encoder::new();
+        e.opaque_body_payload(Payload::Pages(pages.clone()));
+        assert_eq!(e.finish().segments[1], Segment::BodyPages(pages));
     }
 
     proptest! {

@@ -143,6 +143,7 @@ impl Generator {
                 max_depth: 64,
                 bounds: BTreeMap::new(),
                 payload: BTreeSet::new(),
+                body_payload: BTreeSet::new(),
                 bulk: BTreeSet::new(),
                 inline_max: 64,
                 proptest: false,
@@ -197,6 +198,16 @@ impl Generator {
     /// READ results.
     pub fn payload(mut self, field: &str) -> Self {
         self.cfg.payload.insert(field.to_string());
+        self
+    }
+
+    /// Like [`Generator::payload`], but the field is not DDP-eligible (RFC 8267: an NFSv4.2
+    /// READ_PLUS result's data): encoded with `Encoder::opaque_body_payload`, so that an
+    /// RPC-over-RDMA transport never places it in a Write chunk, while a stream transport
+    /// still sends its file pages without a copy.
+    pub fn body_payload(mut self, field: &str) -> Self {
+        self.cfg.payload.insert(field.to_string());
+        self.cfg.body_payload.insert(field.to_string());
         self
     }
 

@@ -482,3 +482,76 @@ fn the_largest_batches_the_limits_allow_fit_the_smallest_send_queue() {
     assert!(r > n, "the call chunk is read in pieces: {r} reads");
     assert!(r <= MIN_SEND_DEPTH as usize, "{r} > {MIN_SEND_DEPTH}");
 }
+
+/// A COMPOUND whose READ_PLUS result (data that is not DDP-eligible, RFC 8267) comes before a
+/// READ result: the call's one Write chunk is the READ's, and READ_PLUS data, bytes or file
+/// pages, travels in the body (here the Reply chunk).
+#[test]
+fn read_plus_data_never_takes_the_write_chunk_of_a_read() {
+    #[derive(Debug)]
+    struct Mem(Bytes);
+    impl xdr::Pages for Mem {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn splice_to(
+            &self,
+            _: std::os::fd::BorrowedFd<'_>,
+            _: usize,
+            _: bool,
+        ) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::Unsupported.into())
+        }
+        fn to_bytes(&self) -> std::io::Result<Bytes> {
+            Ok(self.0.clone())
+        }
+    }
+    let plus = payload(3001);
+    let read = payload(4000);
+    for as_pages in [false, true] {
+        let mut e = Encoder::new();
+        for w in [XID, 1, 0, 0, 0, 0] {
+            e.u32(w);
+        }
+        e.u32(1); // the READ_PLUS result's words before its data
+        e.opaque_body_payload(if as_pages {
+            xdr::Payload::Pages(std::sync::Arc::new(Mem(plus.clone())))
+        } else {
+            xdr::Payload::Bytes(plus.clone())
+        });
+        e.u32(2); // the READ result's words before its data
+        e.opaque_bulk(read.clone());
+        let r = e.finish();
+        let c = call(
+            XID,
+            Proc::Msg,
+            vec![],
+            vec![WriteChunk(vec![seg(1, 4000, 0)])],
+            Some(WriteChunk(vec![seg(2, 8192, 0x10000)])),
+        );
+        let plan = plan_reply(&c, 1, &r, 1024).unwrap();
+        assert_eq!(plan.header.proc_, Proc::NoMsg);
+        assert_eq!(plan.write_chunk_bytes, vec![4000]);
+        assert_eq!(
+            concat(
+                plan.writes
+                    .iter()
+                    .filter(|w| w.remote.handle == 1)
+                    .flat_map(|w| &w.data)
+            ),
+            read.to_vec()
+        );
+        // the body, READ_PLUS data and its padding included, went to the Reply chunk
+        let body = concat(
+            plan.writes
+                .iter()
+                .filter(|w| w.remote.handle == 2)
+                .flat_map(|w| &w.data),
+        );
+        let mut want = r.to_bytes().to_vec();
+        let read_at = want.len() - 4000;
+        want.truncate(read_at);
+        assert_eq!(body, want, "pages: {as_pages}");
+        assert_eq!(plan.reply_chunk_bytes, Some(want.len() as u64));
+    }
+}

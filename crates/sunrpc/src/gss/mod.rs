@@ -509,7 +509,7 @@ impl crate::metrics::MetricsSource for GssServer {
 fn readable(r: Reply) -> Reply {
     if r.segments
         .iter()
-        .all(|s| !matches!(s, xdr::Segment::Pages(_)))
+        .all(|s| !matches!(s, xdr::Segment::Pages(_) | xdr::Segment::BodyPages(_)))
     {
         return r;
     }

@@ -57,7 +57,9 @@ impl Gen<'_> {
     /// Statements encoding field `f` of `owner`, which the expression `x` refers to.
     pub(super) fn enc_field(&self, owner: &str, f: &Field, x: &str) -> String {
         let key = format!("{owner}.{}", f.name);
-        if self.cfg.payload.contains(&key) {
+        if self.cfg.body_payload.contains(&key) {
+            format!("e.opaque_body_payload({x}.clone());")
+        } else if self.cfg.payload.contains(&key) {
             format!("e.opaque_payload({x}.clone());")
         } else if self.cfg.bulk.contains(&key) {
             format!("e.opaque_bulk({x}.clone());")

@@ -33,6 +33,9 @@ pub struct Config {
     pub bounds: BTreeMap<String, usize>,
     /// `type.field` opaque fields that become `xdr::Payload`.
     pub payload: BTreeSet<String>,
+    /// The payload fields that are not DDP-eligible (RFC 8267): encoded with
+    /// `Encoder::opaque_body_payload`, part of the message body on every transport.
+    pub body_payload: BTreeSet<String>,
     /// `type.field` opaque fields encoded with `Encoder::opaque_bulk`.
     pub bulk: BTreeSet<String>,
     /// Fixed-length opaque data up to this many bytes is `[u8; N]`, longer is `Bytes`.
