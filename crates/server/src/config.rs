@@ -76,7 +76,8 @@ pub struct Args {
     pub max_total_in_flight: usize,
     /// Threads that run calls (file-system work); more calls wait for a free one. Default:
     /// 8 per CPU. More threads than that mostly wake and switch: loopback 4 KiB random reads
-    /// ran 1.64x faster with 16 than with 512 on 2 CPUs (docs/benchmarks.md).
+    /// ran 1.52x faster with 16 than with 512 on 2 CPUs (bench/ab at ffb9823,
+    /// docs/benchmarks.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
     /// Threads the calls to one export may hold at once (`--threads` less an eighth, at least
