@@ -215,7 +215,7 @@ def case_counter(a, killer, kills):
     with open(v3, "wb") as f:
         f.write(b"0".ljust(32, b"\0"))
         os.fsync(f.fileno())
-    paths = [v3, v3, v4, v4]
+    paths = [{"v3": v3, "v4": v4}[m] for m in a.counter_mounts.split(",")]
     each = a.increments // len(paths)
     progress = mp.Value("q", 0)
     procs = []
@@ -261,6 +261,8 @@ def main():
     ap.add_argument("--kills", type=int, default=3, help="failovers in each of write, counter")
     ap.add_argument("--write-mib", type=int, default=64)
     ap.add_argument("--increments", type=int, default=2000)
+    ap.add_argument("--counter-mounts", default="v3,v3,v4,v4",
+                    help="the mount each counting process works through (v3 or v4)")
     ap.add_argument("--pnfs", help="a directory on a v4.2 mount of the heads' pNFS export")
     ap.add_argument("--pnfs-mib", type=int, default=0,
                     help="MiB written in the pnfs step (default --write-mib)")

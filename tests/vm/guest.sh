@@ -738,14 +738,21 @@ FAILOVER_INCREMENTS=${FAILOVER_INCREMENTS:-1000}
 # too (failover.py's pnfs step); FAILOVER_PNFS=0 leaves it out
 FAILOVER_PNFS=${FAILOVER_PNFS:-1}
 FAILOVER_PNFS_MIB=${FAILOVER_PNFS_MIB:-$FAILOVER_MIB} # two tmpfs copies of it: mind the guest's 2 GiB
+# knfsd's reference figure (FAILOVER_KNFSD=1; not in --quick): the same client work and kills
+# against knfsd failed over by hand (failover_knfsd below)
+FAILOVER_KNFSD=${FAILOVER_KNFSD:-1}
 failover_case() { # server vers transport
 	case ",$CASES," in *,failover,*) ;; *) return 0 ;; esac
-	if [ "$1" != rnfsd ]; then
-		result "$1" "$2" "$3" failover SKIP 0 "failover: rnfsd's heads (knfsd has no identity to hand over)"
-		return 0
-	fi
 	if [ "$2" != 4.2 ] || [ "$3" != tcp ]; then
 		result "$1" "$2" "$3" failover SKIP 0 "failover: run with the vers=4.2 tcp combination"
+		return 0
+	fi
+	if [ "$1" = knfsd ]; then
+		if [ "$FAILOVER_KNFSD" = 1 ]; then
+			failover_knfsd
+		else
+			result knfsd 4.2 tcp failover SKIP 0 "failover: knfsd's reference (moved by hand) runs with FAILOVER_KNFSD=1"
+		fi
 		return 0
 	fi
 	local cli=10.95.0.1 svc=10.95.0.100 t0 out rc why h i etcd_urls="" cluster=""
@@ -860,7 +867,8 @@ failover_case() { # server vers transport
 			[ "${PNFS_DEBUG:-0}" = 1 ] && echo 0x3000 >/proc/sys/sunrpc/nfs_debug
 			out=$(timeout -k 10 2400 python3 "$REPO/tests/vm/failover.py" --v3 /mnt/ha3 --v4 /mnt/ha4 \
 				--failover-cmd /run/ha-failover --kills "$FAILOVER_KILLS" --write-mib "$FAILOVER_MIB" \
-				--increments "$FAILOVER_INCREMENTS" "${pnfs_py[@]}" 2>&1)
+				--increments "$FAILOVER_INCREMENTS" --counter-mounts "${FAILOVER_COUNTER_MOUNTS:-v3,v3,v4,v4}" \
+				"${pnfs_py[@]}" 2>&1)
 			rc=$?
 			echo 0 >/proc/sys/sunrpc/nfs_debug
 			echo "$out" | sed "s/^/failover| /"
@@ -891,6 +899,135 @@ failover_case() { # server vers transport
 	fi
 	umount /srv/ha
 	ip netns del ha-a; ip netns del ha-b; ip link del brha
+}
+
+# The reference for the failover case: knfsd has no heads to hand an identity between, so what
+# a knfsd site's cluster manager does (pacemaker's nfsserver agent) is done by a script on this
+# one kernel. The machine serving 10.95.0.100 dies: its address goes and knfsd's threads stop
+# (every open, lock and delegation in its memory is lost); the other machine takes the state
+# directory (nfsdcltrack's NFSv4 client records, statd's list of NLM clients: each machine's
+# copy is bind-mounted on /var/lib/nfs when it serves), starts rpc.statd and knfsd on it, brings
+# the address up (gratuitous ARP) and runs sm-notify. knfsd tracks clients for reclaim only in
+# the initial network namespace, so here the client is the one in a namespace of its own
+# (ha-c, 10.95.0.10, on the bridge brha with the service address), with its own rpcbind and
+# rpc.statd for NLM (a tmpfs /run in its mount namespace keeps their files apart) and a host
+# name of its own (its NLM requests carry it; sm-notify finds it by it in /etc/hosts). Lease, grace
+# and lockd's grace are 15 s, as rnfsd's heads have them. No pNFS step (knfsd is no flexfiles
+# metadata server over other data servers).
+failover_knfsd() {
+	local cli=10.95.0.10 svc=10.95.0.100 t0 out rc why d
+	local ha=/tmp/ha-knfsd # not /run: the client's namespace mounts a /run of its own
+	t0=$(now)
+	kfail() { result knfsd 4.2 tcp failover FAIL "$(elapsed "$t0")" "$1"; }
+	modprobe bridge 2>/dev/null
+	ip link add brha type bridge && ip link set brha up && ip addr add $svc/24 dev brha &&
+		ip netns add ha-c && ip link add ha-c0 type veth peer name ha-c1 &&
+		ip link set ha-c0 master brha && ip link set ha-c0 up && ip link set ha-c1 netns ha-c &&
+		ip -n ha-c addr add $cli/24 dev ha-c1 && ip -n ha-c link set ha-c1 up &&
+		ip -n ha-c link set lo up || { kfail "network setup failed"; return; }
+	mkdir -p /srv/knfsd/ha $ha /mnt/ha3 /mnt/ha4 && mount -t tmpfs -o mode=0777 tmpfs /srv/knfsd/ha
+	# NFSv4 clients see /srv/knfsd as their root (fsid=0), the export as /ha
+	exportfs -i -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 10.95.0.0/24:/srv/knfsd &&
+		exportfs -i -o rw,no_root_squash,insecure,no_subtree_check,fsid=95 10.95.0.0/24:/srv/knfsd/ha ||
+		{ kfail "exportfs failed"; return; }
+	# machine a's state directory, on /var/lib/nfs while a serves; lease and grace are set
+	# while no nfsd thread runs
+	rpc.nfsd 0
+	pkill -x rpc.statd
+	for d in nfsdcltrack sm sm.bak; do
+		mkdir -p /var/lib/nfs/$d $ha/a/$d
+		cp -a /var/lib/nfs/$d/. $ha/a/$d/
+		mount --bind $ha/a/$d /var/lib/nfs/$d
+	done
+	echo a >$ha/active
+	echo 15 >/proc/fs/nfsd/nfsv4leasetime && echo 15 >/proc/fs/nfsd/nfsv4gracetime &&
+		sysctl -qw fs.nfs.nlm_grace_period=15 && rpc.statd --no-notify && rpc.nfsd 8 ||
+		{ kfail "knfsd did not restart with a 15 s lease"; return; }
+	/run/knfsd-reclaimed
+	cat >$ha/takeover <<-EOF
+		#!/bin/bash
+		# in the initial namespaces: the active machine dies, the other takes its state over
+		from=\$(cat $ha/active); to=\$([ "\$from" = a ] && echo b || echo a)
+		t0=\$(date +%s.%N)
+		ip addr del $svc/24 dev brha
+		rpc.nfsd 0
+		kill \$(cat /run/rpc.statd.pid) # this namespace's: the client's statd runs too
+		sleep 0.2
+		for d in nfsdcltrack sm sm.bak; do
+			umount /var/lib/nfs/\$d
+			rm -rf $ha/\$to/\$d && mkdir -p $ha/\$to && cp -a $ha/\$from/\$d $ha/\$to/\$d
+			mount --bind $ha/\$to/\$d /var/lib/nfs/\$d
+		done
+		echo \$to >$ha/active
+		rpc.statd --no-notify && rpc.nfsd 8 || { echo "knfsd did not start on \$to"; exit 1; }
+		ip addr add $svc/24 dev brha
+		arping -q -U -c 1 -I brha $svc >/dev/null 2>&1
+		sm-notify -f -v $svc # named as the clients know the server (pacemaker's nfsnotify does so)
+		t1=\$(date +%s.%N)
+		echo "machine \$from down, knfsd on \$to ready after \$(awk -v a=\$t0 -v b=\$t1 'BEGIN { printf "%.2f", b - a }') s"
+	EOF
+	# the client's side, run in ha-c: its kill command enters this script's namespaces
+	cat >$ha/failover <<-EOF
+		#!/bin/bash
+		exec nsenter --target 1 --net --mount $ha/takeover
+	EOF
+	cat >$ha/client <<-EOF
+		#!/bin/bash
+		mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -p /run/rpcbind $ha/client-sm/sm $ha/client-sm/sm.bak || exit 1
+		hostname rnfs-ha-client # the name its NLM requests carry: the server notifies it by it
+		echo "rnfs-ha-client-\$\$" >/sys/fs/nfs/net/nfs_client/identifier
+		rpcbind -w || { echo "client rpcbind failed"; exit 1; }
+		rpc.statd --no-notify -P $ha/client-sm || { echo "client rpc.statd failed"; exit 1; }
+		statd=\$(cat /run/rpc.statd.pid)
+		rc=0
+		# the first locking NFSv3 mount in a new namespace fails at times with ENOENT (the
+		# client's lockd starting there); the next one works
+		for i in 1 2 3; do
+			timeout 120 mount -t nfs -o vers=3,proto=tcp $svc:/srv/knfsd/ha /mnt/ha3 && break
+			sleep 1
+		done
+		if mountpoint -q /mnt/ha3 &&
+			timeout 120 mount -t nfs -o vers=4.2,proto=tcp $svc:/ha /mnt/ha4; then
+			timeout -k 10 3000 python3 "$REPO/tests/vm/failover.py" --v3 /mnt/ha3 --v4 /mnt/ha4 \\
+				--failover-cmd $ha/failover --kills "$FAILOVER_KILLS" --write-mib "$FAILOVER_MIB" \\
+				--increments "$FAILOVER_INCREMENTS" --counter-mounts "${FAILOVER_COUNTER_MOUNTS:-v3,v3,v4,v4}" 2>&1
+			rc=\$?
+		else
+			echo "mounting $svc failed: exports \$(showmount -e $svc 2>&1 | tr '\n' ' ')"
+			rc=1
+		fi
+		for m in /mnt/ha4 /mnt/ha3; do
+			mountpoint -q \$m && { timeout 60 umount \$m || umount -l \$m; }
+		done
+		kill \$statd
+		exit \$rc
+	EOF
+	chmod 755 $ha/takeover $ha/failover $ha/client
+	say "failover: knfsd at $svc (lease and grace 15 s), the client in namespace ha-c at $cli; exports $(exportfs -v | tr '\n' ' ')"
+	grep -q rnfs-ha-client /etc/hosts || echo "$cli rnfs-ha-client" >>/etc/hosts
+	out=$(ip netns exec ha-c unshare --uts $ha/client 2>&1)
+	rc=$?
+	echo "$out" | sed "s/^/failover knfsd| /"
+	why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
+	if [ "$rc" = 0 ]; then
+		result knfsd 4.2 tcp failover PASS "$(elapsed "$t0")" "$(echo "$out" | grep -o 'FAILOVER.*' | head -1)"
+	else
+		kfail "${why:-$(echo "$out" | tail -1)}"
+	fi
+	# knfsd as the other cases have it: lease and grace 10 s, the usual state directory
+	ip netns pids ha-c 2>/dev/null | xargs -r kill 2>/dev/null
+	rpc.nfsd 0
+	pkill -x rpc.statd
+	for d in nfsdcltrack sm sm.bak; do umount /var/lib/nfs/$d; done
+	exportfs -u 10.95.0.0/24:/srv/knfsd/ha
+	exportfs -u 10.95.0.0/24:/srv/knfsd
+	umount /srv/knfsd/ha
+	echo 10 >/proc/fs/nfsd/nfsv4leasetime
+	echo 10 >/proc/fs/nfsd/nfsv4gracetime
+	sysctl -qw fs.nfs.nlm_grace_period=10
+	rpc.statd --no-notify || say "rpc.statd did not restart"
+	/run/knfsd-restart >/dev/null && /run/knfsd-reclaimed || say "knfsd did not restart after the failover case"
+	ip netns del ha-c; ip link del brha
 }
 
 # ---------------------------------------------------------------------------------------------
