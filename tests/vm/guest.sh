@@ -644,8 +644,9 @@ pnfs_case() { # server vers transport
 	done
 	mkdir -p /srv/mds /run/mds-state && mount -t tmpfs -o mode=0777 tmpfs /srv/mds
 	echo "/srv/mds 10.98.0.0/24(rw,no_root_squash,insecure,fsid=0,pnfs)" >/run/mds.exports
+	# the first MDS also serves NLM and a port mapper in the namespace: the v3 view locks
 	setsid ip netns exec $ns env $RNFSD_ENV "$RNFSD" --exports /run/mds.exports \
-		--listen 0.0.0.0:2049 --no-portmap --no-nlm --no-rdma --state-dir /run/mds-state \
+		--listen 0.0.0.0:2049 --no-rdma --state-dir /run/mds-state \
 		--admin-socket /run/mds.sock --metrics $mds:9464 --lease-time 15 \
 		--pnfs-ds ds1=${dsa[1]}:2050:/srv/ds1 --pnfs-ds $ds2_spec \
 		--pnfs-ds ds3=$cli:2049:/srv/knfsd >/run/mds.log 2>&1 </dev/null &
@@ -668,7 +669,7 @@ pnfs_case() { # server vers transport
 	mkdir -p $mnt $mnt-mirrors $mnt-v3
 	if ! out=$(timeout 180 mount -t nfs -o vers=4.2,proto=tcp $mds:/ $mnt 2>&1) ||
 		! out=$(timeout 180 mount -t nfs -o vers=4.2,proto=tcp,port=2050 $mds:/ $mnt-mirrors 2>&1) ||
-		! out=$(timeout 180 mount -t nfs -o vers=3,proto=tcp,port=2049,mountport=2049,nolock \
+		! out=$(timeout 180 mount -t nfs -o vers=3,proto=tcp,port=2049,mountport=2049 \
 			$mds:/srv/mds $mnt-v3 2>&1); then
 		pnfs_fail "mount failed: $(echo "$out" | tr '\n' ' ')"
 		dump "mds.log" /run/mds.log 30

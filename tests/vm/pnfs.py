@@ -30,6 +30,7 @@ Prints one "sub=NAME status=PASS|FAIL time=SECS reason=TEXT" line per case; exit
 any failed.
 """
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -241,7 +242,14 @@ def main():
             os.fsync(fd)
             r0 = metric(a.mds_metrics, "rnfs_pnfs_recalls_total")
             t0 = time.monotonic()
-            os.truncate(os.path.join(a.v3_mnt, "trunc"), 1000)
+            # under an NLM lock on the MDS (the v3 view is a locking mount, as users have)
+            v3fd = os.open(os.path.join(a.v3_mnt, "trunc"), os.O_RDWR)
+            try:
+                fcntl.lockf(v3fd, fcntl.LOCK_EX)
+                os.ftruncate(v3fd, 1000)
+                fcntl.lockf(v3fd, fcntl.LOCK_UN)
+            finally:
+                os.close(v3fd)
             took = time.monotonic() - t0
             r1 = metric(a.mds_metrics, "rnfs_pnfs_recalls_total")
             print(f"# the NFSv3 truncation took {took:.1f} s; recalls {r0:.0f} -> {r1:.0f}",

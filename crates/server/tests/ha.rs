@@ -498,6 +498,74 @@ fn a_clean_stop_hands_the_identity_over_at_once() {
     assert!(matches!(c.null(), RpcReply::Success(_)));
 }
 
+/// Active/active: three identities, each with its own export, served by three machines with no
+/// idle standby (m1 serves `aa-1`; m2 serves `aa-2` and stands by for `aa-1`; m3 serves
+/// `aa-3`). When m1 dies its identity moves to m2, whose grace period holds back new state on
+/// `aa-1`'s export only: the other identities' clients open new files meanwhile, and `aa-1`'s
+/// client reclaims on m2.
+#[test]
+fn an_identity_moves_to_a_machine_serving_another_and_only_its_clients_wait() {
+    let etcd = cluster();
+    let url = etcd.url();
+    let start =
+        |id: &str| Fixture::with_args(&["--cluster", &url, "--node-id", id, "--identity-ttl", "3"]);
+    let mut m1 = start("aa-1");
+    let m2 = start("aa-2");
+    let m3 = start("aa-3");
+    let both = OPEN4_SHARE_ACCESS_BOTH;
+    let none = OPEN4_SHARE_DENY_NONE;
+    let create = || OpenHow::Unchecked(Sattr::mode(0o644));
+    let mut on1 = V4::session(m1.server.port, 1, "aa-client-1");
+    let dir1 = on1.path_fh(&m1.export);
+    let (fh1, open1) = on1.open_ok(&dir1, "kept", "o", both, none, create());
+    on1.write_all(&fh1, &open1, 0, b"identity aa-1");
+    let mut on2 = V4::session(m2.server.port, 1, "aa-client-2");
+    let dir2 = on2.path_fh(&m2.export);
+    let mut on3 = V4::session(m3.server.port, 1, "aa-client-3");
+    let dir3 = on3.path_fh(&m3.export);
+    // m2's standby for aa-1: waits while m1 holds it
+    let standby_dir = tempfile::tempdir().unwrap();
+    let taker = standby(&m1, standby_dir.path());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(!taker.is_finished(), "aa-1 served twice");
+    let killed = std::time::Instant::now();
+    m1.server.crash();
+    let (new1, ready) = taker.join().unwrap();
+    eprintln!(
+        "aa-1 served on m2 {:?} after m1 died",
+        ready.duration_since(killed)
+    );
+    // aa-1 is in its grace period: a new client's new file waits ...
+    let mut fresh = V4::session(new1.port, 1, "aa-client-new");
+    let r = fresh.open(&dir1, "new", "o", both, none, create());
+    assert_eq!(
+        r.status,
+        Nfsstat4::NFS4ERR_GRACE,
+        "a new OPEN on aa-1 in its grace"
+    );
+    // ... while the other identities' clients go on making new state
+    for (c, dir, name) in [(&mut on2, &dir2, "during-2"), (&mut on3, &dir3, "during-3")] {
+        let (fh, sid) = c.open_ok(dir, name, "o", both, none, create());
+        c.write_all(&fh, &sid, 0, name.as_bytes());
+    }
+    // aa-1's client reclaims its open on m2 and its file is there
+    let mut back = V4::connect(new1.port, 1, "aa-client-1");
+    back.establish_with(8, false);
+    let sid = back
+        .reclaim_open(&fh1, b"o", both, none)
+        .ok("OPEN CLAIM_PREVIOUS on aa-1's new head")
+        .open_stateid();
+    let r = back
+        .call(Ops::new().putfh(&fh1).read(&sid, 0, 64))
+        .ok("READ on aa-1's new head");
+    assert_eq!(
+        &payload(&r.get(NfsOpnum4::OP_READ).read().data)[..],
+        b"identity aa-1"
+    );
+    assert!(matches!(m2.server.client().null(), RpcReply::Success(_)));
+    assert!(matches!(m3.server.client().null(), RpcReply::Success(_)));
+}
+
 /// Moves this thread, and the processes it starts from now on, into a network namespace of
 /// its own (the test's devices and addresses vanish with it).
 #[allow(unsafe_code)]
