@@ -357,6 +357,15 @@ impl Nfs4 {
         self
     }
 
+    /// Waits until the client record removals asked for so far are made (they are made by a
+    /// thread of their own, outside the state lock): a clean stop leaves no record of a
+    /// client that is gone, which would hold the next instance's grace period open.
+    pub fn settle_records(&self) {
+        if let Some(db) = &self.records {
+            db.settle();
+        }
+    }
+
     /// Makes this a pNFS metadata server with the data servers of `mds` (the backend must
     /// send the data of placed files there too: [`Vfs::set_remote_data`]).
     pub fn with_pnfs(mut self, mds: Arc<pnfs::Mds>) -> Self {

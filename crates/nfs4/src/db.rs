@@ -6,9 +6,18 @@
 //! store (`store::Store`): the embedded database in the state directory, or the etcd cluster
 //! the heads share. A record is written before the confirmation is answered and removed when
 //! the client's state is destroyed.
+//!
+//! Removals are asked for under the state lock (a client expires, grace ends) and made by a
+//! thread of their own: a store write there (an etcd round trip, a slow disk) would hold up
+//! every call that needs the state. Record writes are serialized, and an insert cancels a
+//! removal of its owner still queued, so a client that confirms again is never forgotten by
+//! an older removal.
 
+use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
+
+use bytes::Bytes;
 
 use store::{Embedded, Store, StoreError, Table};
 
@@ -23,6 +32,25 @@ const LEGACY: redb::TableDefinition<&[u8], u32> = redb::TableDefinition::new("cl
 #[derive(Clone)]
 pub struct ClientDb {
     store: Arc<dyn Store>,
+    removals: Arc<Removals>,
+}
+
+/// Removals waiting for the removal thread, and the lock that serializes record writes.
+#[derive(Default)]
+struct Removals {
+    /// Owners whose records are to go; `busy`: the thread is removing one.
+    queue: Mutex<Queue>,
+    /// Signalled when an owner is queued and when the queue empties.
+    changed: Condvar,
+    /// Held across each store write of a record (insert or removal), never with the state lock.
+    writes: Mutex<()>,
+}
+
+#[derive(Default)]
+struct Queue {
+    owners: HashSet<Bytes>,
+    busy: bool,
+    thread: bool,
 }
 
 impl std::fmt::Debug for ClientDb {
@@ -44,7 +72,10 @@ impl ClientDb {
 
     /// The records in `store`.
     pub fn on(store: Arc<dyn Store>) -> Self {
-        Self { store }
+        Self {
+            store,
+            removals: Arc::default(),
+        }
     }
 
     /// Client owners recorded by earlier server instances, with their minor versions. A
@@ -69,15 +100,93 @@ impl ClientDb {
             .collect())
     }
 
-    /// Records a confirmed client (durable when this returns).
+    /// Records a confirmed client (durable when this returns); a removal of its owner still
+    /// queued is dropped.
     pub fn insert(&self, owner: &[u8], minor: u32) -> Result<(), DbError> {
+        let _w = lock(&self.removals.writes);
+        lock(&self.removals.queue).owners.remove(owner);
         self.store.put(CLIENTS, owner, &minor.to_be_bytes())
     }
 
-    /// Forgets a client.
-    pub fn remove(&self, owner: &[u8]) -> Result<(), DbError> {
-        self.store.delete(CLIENTS, owner)
+    /// Forgets a client: queues the removal of its record (no store write on this thread,
+    /// which may hold the state lock).
+    pub fn remove_later(&self, owner: &Bytes) {
+        let mut q = lock(&self.removals.queue);
+        q.owners.insert(owner.clone());
+        if !q.thread {
+            // the thread holds the store weakly: it ends once the records are dropped
+            let (store, r) = (Arc::downgrade(&self.store), self.removals.clone());
+            let spawned = std::thread::Builder::new()
+                .name("nfs4-records".into())
+                .spawn(move || remove_queued(store, r));
+            match spawned {
+                Ok(_) => q.thread = true,
+                // tried again at the next removal; meanwhile the record stays (its client
+                // may try to reclaim after a restart, and is refused then)
+                Err(e) => tracing::warn!(error = %e, "client record removal thread not started"),
+            }
+        }
+        self.removals.changed.notify_all();
     }
+
+    /// Waits until every queued removal is made.
+    pub fn settle(&self) {
+        let mut q = lock(&self.removals.queue);
+        while (!q.owners.is_empty() && q.thread) || q.busy {
+            q = self
+                .removals
+                .changed
+                .wait(q)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// The removal thread: takes queued owners one at a time and removes their records from
+/// `store`, until the store is dropped.
+fn remove_queued(store: std::sync::Weak<dyn Store>, r: Arc<Removals>) {
+    loop {
+        // idle without the write lock: inserts go on meanwhile
+        {
+            let mut q = lock(&r.queue);
+            q.busy = false;
+            r.changed.notify_all();
+            while q.owners.is_empty() {
+                if store.strong_count() == 0 {
+                    q.thread = false;
+                    return;
+                }
+                q = r
+                    .changed
+                    .wait_timeout(q, std::time::Duration::from_secs(1))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        }
+        let Some(store) = store.upgrade() else {
+            lock(&r.queue).thread = false;
+            return;
+        };
+        let _w = lock(&r.writes);
+        let owner = {
+            let mut q = lock(&r.queue);
+            // an insert may have taken it back meanwhile
+            let Some(o) = q.owners.iter().next().cloned() else {
+                continue;
+            };
+            q.owners.remove(&o);
+            q.busy = true;
+            o
+        };
+        if let Err(e) = store.delete(CLIENTS, &owner) {
+            tracing::warn!(error = %e, "client record removal failed");
+        }
+    }
+}
+
+/// Locks `m`, a lock no holder panics under (a poisoned one is still consistent).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Moves the rows of the legacy table into the store's table, in one transaction.
@@ -127,10 +236,76 @@ mod tests {
             let db = ClientDb::open(&p).unwrap();
             db.insert(b"a", 1).unwrap();
             db.insert(b"b", 0).unwrap();
-            db.remove(b"a").unwrap();
+            db.remove_later(&Bytes::from_static(b"a"));
+            db.settle();
         }
         let db = ClientDb::open(&p).unwrap();
         assert_eq!(db.load().unwrap(), vec![(b"b".to_vec(), 0)]);
+    }
+
+    /// A store whose deletes take `delay`, counting them.
+    #[derive(Debug)]
+    struct SlowDeletes {
+        inner: Embedded,
+        delay: std::time::Duration,
+        deletes: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Store for SlowDeletes {
+        fn load(&self, t: Table) -> Result<store::Rows, StoreError> {
+            self.inner.load(t)
+        }
+        fn put(&self, t: Table, k: &[u8], v: &[u8]) -> Result<(), StoreError> {
+            self.inner.put(t, k, v)
+        }
+        fn delete(&self, t: Table, k: &[u8]) -> Result<(), StoreError> {
+            std::thread::sleep(self.delay);
+            self.deletes
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.delete(t, k)
+        }
+        fn update(
+            &self,
+            t: Table,
+            k: &[u8],
+            f: &dyn Fn(Option<&[u8]>) -> Vec<u8>,
+        ) -> Result<Vec<u8>, StoreError> {
+            self.inner.update(t, k, f)
+        }
+        fn describe(&self) -> String {
+            "slow deletes".into()
+        }
+    }
+
+    #[test]
+    fn removals_wait_for_no_store_write_and_never_undo_a_later_insert() {
+        let d = tempfile::tempdir().unwrap();
+        let slow = Arc::new(SlowDeletes {
+            inner: Embedded::open(&d.path().join("s.redb")).unwrap(),
+            delay: std::time::Duration::from_millis(300),
+            deletes: Default::default(),
+        });
+        let db = ClientDb::on(slow.clone());
+        for o in [&b"gone"[..], b"back", b"kept"] {
+            db.insert(o, 1).unwrap();
+        }
+        // asking costs no store write (the state lock is held meanwhile)
+        let t = std::time::Instant::now();
+        db.remove_later(&Bytes::from_static(b"gone"));
+        db.remove_later(&Bytes::from_static(b"back"));
+        assert!(t.elapsed() < std::time::Duration::from_millis(100));
+        // "back" confirms again before its removal is made, or while "gone"'s is made
+        db.insert(b"back", 2).unwrap();
+        db.settle();
+        assert_eq!(
+            db.load().unwrap(),
+            vec![(b"back".to_vec(), 2), (b"kept".to_vec(), 1)]
+        );
+        assert!(slow.deletes.load(std::sync::atomic::Ordering::SeqCst) <= 2);
+        // a removal asked for after the insert is made
+        db.remove_later(&Bytes::from_static(b"back"));
+        db.settle();
+        assert_eq!(db.load().unwrap(), vec![(b"kept".to_vec(), 1)]);
     }
 
     #[test]

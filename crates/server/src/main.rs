@@ -407,7 +407,7 @@ async fn run(args: Args) -> Result<(), String> {
     let control = Arc::new(control::Control {
         args: args.clone(),
         vfs: vfs.clone(),
-        v4,
+        v4: v4.clone(),
         mount,
         nlm: lock_programs.as_ref().map(|(svc, _, _)| svc.clone()),
         metrics: metrics.clone(),
@@ -705,6 +705,16 @@ async fn run(args: Args) -> Result<(), String> {
     };
     notify::stopping();
     stop(&dispatchers, &vfs).await;
+    // client records of clients that went before the stop go too (bounded: a cluster that
+    // does not answer leaves them, which only lengthens the next instance's grace period)
+    let records = v4.clone();
+    let settled = tokio::task::spawn_blocking(move || records.settle_records());
+    if tokio::time::timeout(std::time::Duration::from_secs(5), settled)
+        .await
+        .is_err()
+    {
+        tracing::warn!("client record removals not made in 5 s; stopping without them");
+    }
     tasks.abort_all();
     if let Some((fence, moves, _)) = identity {
         // hand the identity over now (a standby claims it at once), the address first

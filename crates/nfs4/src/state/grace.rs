@@ -87,12 +87,11 @@ impl Grace {
         self.done.insert(owner.clone());
     }
 
-    /// Removes `owner`'s record from disk (it holds nothing to reclaim any more).
+    /// Removes `owner`'s record from the store (it holds nothing to reclaim any more): queued,
+    /// made by the records' own thread, not under the state lock this runs under.
     pub fn forget(&self, owner: &Bytes) {
         if let Some(db) = &self.db {
-            if let Err(e) = db.remove(owner) {
-                tracing::warn!(error = %e, "client record removal failed");
-            }
+            db.remove_later(owner);
         }
     }
 }
