@@ -54,4 +54,11 @@ pub enum Cmd {
     /// Show this head's identity (--cluster) and every identity of the cluster: which head
     /// holds it, its fencing token, the seconds left on its lease.
     Cluster,
+    /// Forget an identity's exports in the cluster's export registry, so that another identity
+    /// may export those trees (moving a tree between identities). Refused while a head holds
+    /// the identity: stop its heads first.
+    ClusterRelease {
+        /// The identity, as --node-id names it.
+        id: String,
+    },
 }

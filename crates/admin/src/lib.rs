@@ -48,6 +48,12 @@ pub enum Request {
     },
     /// This head's identity and every identity of its cluster (`--cluster`).
     Cluster,
+    /// Forget an identity's exports in the cluster's export registry, so that another
+    /// identity may export those trees; refused while a head holds the identity.
+    ClusterRelease {
+        /// The identity (`--node-id`).
+        id: String,
+    },
 }
 
 /// rnfsd's answer.
@@ -117,6 +123,13 @@ pub enum Response {
         grace: bool,
         /// Every identity with a claim or records in the cluster.
         identities: Vec<IdentityInfo>,
+    },
+    /// Answer to [`Request::ClusterRelease`]: the registry as it is now.
+    Released {
+        /// The identity whose exports were forgotten.
+        id: String,
+        /// Every export still registered, as (identity, path).
+        exports: Vec<(String, String)>,
     },
     /// The request failed; nothing changed.
     Error {

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Cmd::Status => Request::Status,
         Cmd::PnfsDrain { ds } => Request::PnfsDrain { ds },
         Cmd::Cluster => Request::Cluster,
+        Cmd::ClusterRelease { id } => Request::ClusterRelease { id },
     };
     match call(&args.socket, &req, Duration::from_secs(args.timeout)) {
         Ok(resp) => {

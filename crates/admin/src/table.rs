@@ -220,6 +220,15 @@ pub fn render(resp: &Response) -> String {
             out.push_str(&columns(&["COUNTER", "VALUE"], &rows));
             out
         }
+        Response::Released { id, exports } => {
+            let mut out = format!("identity {id}'s exports forgotten; registered now:\n");
+            let rows: Vec<Vec<String>> = exports
+                .iter()
+                .map(|(i, p)| vec![i.clone(), p.clone()])
+                .collect();
+            out.push_str(&columns(&["IDENTITY", "EXPORT"], &rows));
+            out
+        }
         Response::Draining { draining } => {
             let mut out = String::from("pNFS data servers being taken out of service:\n");
             for (ds, copies) in draining {

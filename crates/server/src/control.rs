@@ -148,6 +148,50 @@ impl Control {
             Request::Status => self.status(),
             Request::PnfsDrain { ds } => self.pnfs_drain(&ds),
             Request::Cluster => self.cluster(),
+            Request::ClusterRelease { id } => self.cluster_release(&id),
+        }
+    }
+
+    /// Forgets identity `id`'s exports in the cluster's registry (`store::exports::release`)
+    /// when no head holds it: a tree moves to another identity only after its heads stopped.
+    fn cluster_release(&self, id: &str) -> Response {
+        let Some(c) = &self.cluster else {
+            return Response::Error {
+                message: "this rnfsd is not in a cluster (no --cluster)".into(),
+            };
+        };
+        let fail = |message: String| Response::Error { message };
+        let root = c.cfg.prefix.rsplit_once('/').map_or("/rnfs/id", |(r, _)| r);
+        match store::identity::list(&c.cfg, root) {
+            Ok(ids) => {
+                if let Some(h) = ids
+                    .iter()
+                    .find(|i| i.id == id)
+                    .and_then(|i| i.holder.as_ref())
+                {
+                    return fail(format!(
+                        "identity {id} is held by {h}: stop its heads first"
+                    ));
+                }
+            }
+            Err(e) => return fail(format!("cannot read the cluster: {e}")),
+        }
+        if let Err(e) = store::exports::release(&c.cfg, id) {
+            return fail(format!("cannot change the export registry: {e}"));
+        }
+        tracing::info!(
+            identity = id,
+            "its exports forgotten in the cluster's registry"
+        );
+        match store::exports::list(&c.cfg) {
+            Ok(rows) => Response::Released {
+                id: id.to_string(),
+                exports: rows
+                    .into_iter()
+                    .map(|(i, p)| (i, p.display().to_string()))
+                    .collect(),
+            },
+            Err(e) => fail(format!("cannot read the export registry: {e}")),
         }
     }
 

@@ -784,4 +784,37 @@ fn another_identity_may_not_export_a_tree_an_identity_serves() {
     c.create_ok(&root, "beside", 0o644);
     let (mut c, root) = fx.connect();
     c.create_ok(&root, "first", 0o644);
+    // moving tree-a's tree to tree-c (rnfsctl cluster-release): refused while a head holds
+    // tree-a, done once its heads stopped
+    let release = || {
+        b.server.admin(admin::Request::ClusterRelease {
+            id: "tree-a".into(),
+        })
+    };
+    match release() {
+        admin::Response::Error { message } => assert!(message.contains("held by"), "{message}"),
+        other => panic!("released a held identity's exports: {other:?}"),
+    }
+    let mut fx = fx;
+    assert!(fx.server.stop().success());
+    match release() {
+        admin::Response::Released { id, exports } => {
+            assert_eq!(id, "tree-a");
+            assert!(exports.iter().all(|(i, _)| i != "tree-a"), "{exports:?}");
+            assert!(exports.iter().any(|(i, _)| i == "tree-b"), "{exports:?}");
+        }
+        other => panic!("cluster-release: {other:?}"),
+    }
+    let state = tempfile::tempdir().unwrap();
+    let c3 = Server::start(ServerConfig {
+        state_dir: state.path().to_owned(),
+        exports: vec![sub.clone()],
+        args: ["--cluster", &url, "--node-id", "tree-c"]
+            .map(String::from)
+            .to_vec(),
+        ..Default::default()
+    });
+    let mut c = c3.client();
+    assert!(matches!(c.null(), RpcReply::Success(_)));
+    assert!(!c3.log_text().contains("cannot serve these exports"));
 }
