@@ -782,9 +782,11 @@ impl Program for Nfs3 {
         Ok(())
     }
 
-    /// NULL, GETATTR, ACCESS, LOOKUP and READs up to [`vfs::nowait::READ_MAX`]: what they
-    /// need is often in memory (a cached descriptor or dentry, the page cache); the backend
-    /// gives up where it would wait ([`vfs::nowait`]).
+    /// NULL, GETATTR, ACCESS, LOOKUP and READs up to [`vfs::nowait::READ_MAX`], or of any size
+    /// when no other call of the connection waits behind this one
+    /// ([`sunrpc::CallContext::alone`]): what they need is often in memory (a cached
+    /// descriptor or dentry, the page cache); the backend gives up where it would wait
+    /// ([`vfs::nowait`]).
     fn call_nonblocking(
         &self,
         ctx: &CallContext,
@@ -795,7 +797,7 @@ impl Program for Nfs3 {
             NFSPROC3_NULL | NFSPROC3_GETATTR | NFSPROC3_ACCESS | NFSPROC3_LOOKUP => {}
             NFSPROC3_READ => {
                 let a = Read3args::decode(&mut args.clone()).ok()?;
-                if a.count > vfs::nowait::READ_MAX {
+                if a.count > vfs::nowait::READ_MAX && !ctx.alone {
                     return None;
                 }
             }

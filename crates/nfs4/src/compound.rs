@@ -710,7 +710,7 @@ impl Nfs4 {
         let Some(def) = def else {
             return Err(Nfsstat4::NFS4ERR_OP_ILLEGAL.into());
         };
-        if vfs::nowait::active() && !def.may_try(d) {
+        if vfs::nowait::active() && !def.may_try(d, ctx.rpc.alone) {
             return Err(vfs::nowait::give_up().into());
         }
         let keeps_node = def.changes_nothing();

@@ -60,7 +60,9 @@ pub mod flag {
     /// ([`vfs::nowait`]).
     pub const TRY: u8 = 4;
     /// As [`TRY`] when its count (after a stateid and an offset) is at most
-    /// [`vfs::nowait::READ_MAX`]: a larger READ is cheaper handed to a worker.
+    /// [`vfs::nowait::READ_MAX`], or the call is alone on its connection
+    /// ([`sunrpc::CallContext::alone`]): a larger READ with calls behind it is better handed to
+    /// a worker.
     pub const TRY_SMALL_READ: u8 = 8;
     /// Puts a file handle (PUTFH, PUTPUBFH, PUTROOTFH, RESTOREFH): it answers WRONGSEC for the
     /// export's security when the next operation uses the handle as it is (RFC 8881 section
@@ -90,8 +92,8 @@ pub struct OpDef {
 
 impl OpDef {
     /// Whether a COMPOUND tried without blocking may run this operation, whose arguments are
-    /// next in `d`.
-    pub fn may_try(&self, d: &Decoder) -> bool {
+    /// next in `d`; `alone`: no other call of the connection waits behind it.
+    pub fn may_try(&self, d: &Decoder, alone: bool) -> bool {
         if self.flags & flag::TRY != 0 {
             return true;
         }
@@ -103,7 +105,7 @@ impl OpDef {
         a.opaque_fixed(16)
             .and_then(|_| a.u64())
             .and_then(|_| a.u32())
-            .is_ok_and(|count| count <= vfs::nowait::READ_MAX)
+            .is_ok_and(|count| alone || count <= vfs::nowait::READ_MAX)
     }
 
     /// Whether this operation changes nothing and reads no file data, so it may use the
@@ -708,12 +710,16 @@ mod tests {
             e.u32(count);
             Decoder::new(e.finish().to_bytes())
         };
-        assert!(read.may_try(&args(vfs::nowait::READ_MAX)));
-        assert!(!read.may_try(&args(vfs::nowait::READ_MAX + 1)));
-        assert!(!read.may_try(&Decoder::new(bytes::Bytes::from_static(&[0; 8]))));
+        assert!(read.may_try(&args(vfs::nowait::READ_MAX), false));
+        assert!(!read.may_try(&args(vfs::nowait::READ_MAX + 1), false));
+        // alone on its connection, a READ of any size is tried
+        assert!(read.may_try(&args(1 << 20), true));
+        assert!(!read.may_try(&Decoder::new(bytes::Bytes::from_static(&[0; 8])), true));
         assert!(def(NfsOpnum4::OP_GETATTR)
             .expect("GETATTR")
-            .may_try(&args(0)));
-        assert!(!def(NfsOpnum4::OP_WRITE).expect("WRITE").may_try(&args(0)));
+            .may_try(&args(0), false));
+        assert!(!def(NfsOpnum4::OP_WRITE)
+            .expect("WRITE")
+            .may_try(&args(0), true));
     }
 }

@@ -206,6 +206,7 @@ mod tests {
             back: None,
             bulk: None,
             pages: false,
+            alone: false,
         }
     }
 

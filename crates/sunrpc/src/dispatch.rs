@@ -113,6 +113,11 @@ pub struct CallContext {
     pub bulk: Option<std::sync::Arc<dyn BulkAlloc>>,
     /// The transport sends file pages to this caller without copying (see [`Origin::pages`]).
     pub pages: bool,
+    /// Tried on the thread that reads the connection with no other call of it received
+    /// behind this one ([`Dispatcher::dispatch_nonblocking`]): work that takes a while without
+    /// blocking (a large READ from the page cache) holds up nobody there, and a hand-off to a
+    /// worker would cost more than it saves.
+    pub alone: bool,
 }
 
 impl CallContext {
@@ -633,7 +638,13 @@ impl Dispatcher {
     /// Runs the call on this thread when its program can complete it without blocking (see
     /// [`Program::call_nonblocking`]): `Some` with what [`Dispatcher::dispatch_from`] would
     /// have returned, `None` when it must be dispatched there, on a thread that may block.
-    pub fn dispatch_nonblocking(&self, msg: &Bytes, origin: &Origin) -> Option<Option<Reply>> {
+    /// `alone`: no other call of the connection is waiting behind this one ([`CallContext::alone`]).
+    pub fn dispatch_nonblocking(
+        &self,
+        msg: &Bytes,
+        origin: &Origin,
+        alone: bool,
+    ) -> Option<Option<Reply>> {
         let Some(_running) = self.running.enter() else {
             return Some(None);
         };
@@ -679,6 +690,7 @@ impl Dispatcher {
             // a reply signed or encrypted whole has no payload apart
             bulk: origin.bulk.clone().filter(|_| !sealed_whole),
             pages: origin.pages && !sealed_whole,
+            alone,
         };
         if let Some((server, _, seal)) = gss {
             let mut body = Encoder::with_capacity(512);
@@ -822,6 +834,7 @@ fn call_context(hdr: CallHeader, origin: Origin, gss: Option<Arc<GssCaller>>) ->
         back: origin.back,
         bulk: origin.bulk,
         pages: origin.pages,
+        alone: false,
     }
 }
 

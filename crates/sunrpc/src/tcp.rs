@@ -645,8 +645,11 @@ async fn serve_connection(
             client: Some(client.clone()),
         };
         // A call that needs nothing but memory (a cached file's attributes, data in the page
-        // cache) runs here: handing it to a thread costs as much as the call.
-        if let Some(reply) = disp.dispatch_nonblocking(&rec, &origin) {
+        // cache) runs here: handing it to a thread costs as much as the call. With nothing of
+        // the connection received behind it, a longer one does too (a large READ): it holds
+        // up no other call of the connection.
+        let alone = buf.is_empty();
+        if let Some(reply) = disp.dispatch_nonblocking(&rec, &origin, alone) {
             drop(global);
             if let Some(reply) = reply {
                 ready_bytes += reply.wire_len();

@@ -18,10 +18,11 @@ use std::cell::Cell;
 
 use crate::error::VfsError;
 
-/// Largest READ worth trying without blocking: a larger one takes long enough that handing it
-/// to a thread costs little, and run on the reader it would hold up the connection's next
-/// calls (1 MiB READs there took loopback sequential reads from 3.0 to 2.5 GB/s, 4 in flight
-/// on one connection).
+/// Largest READ worth trying without blocking while other calls of its connection wait behind
+/// it: a larger one there would hold them up (1 MiB READs tried on the reader whatever waited
+/// took loopback sequential reads from 3.0 to 2.5 GB/s, 4 in flight on one connection). A READ
+/// with nothing received behind it is tried whatever its size (`sunrpc::CallContext::alone`):
+/// the hand-off to a worker is then pure cost.
 pub const READ_MAX: u32 = 64 * 1024;
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -451,7 +451,10 @@ impl Conn {
             .filter(|call| call.reads.is_empty())
             .and_then(|call| {
                 let origin = self.origin(&call);
-                let reply = self.srv.disp.dispatch_nonblocking(&call.inline, &origin)?;
+                let reply = self
+                    .srv
+                    .disp
+                    .dispatch_nonblocking(&call.inline, &origin, false)?;
                 Some((call, reply))
             });
         match tried {

@@ -121,7 +121,7 @@ async fn a_stopped_dispatcher_drops_new_calls_and_waits_for_running_ones() {
         client: None,
     };
     assert!(matches!(
-        d.dispatch_nonblocking(&call(400_000, 3, 0, &[]), &origin),
+        d.dispatch_nonblocking(&call(400_000, 3, 0, &[]), &origin, false),
         Some(None)
     ));
     assert_eq!(p.calls.load(Ordering::SeqCst), 1);
@@ -199,25 +199,25 @@ fn only_idempotent_calls_that_need_not_wait_run_without_a_thread() {
     };
     let null = call(400_000, 3, 0, &[]);
     let reply = d
-        .dispatch_nonblocking(&null, &origin)
+        .dispatch_nonblocking(&null, &origin, false)
         .expect("NULL runs here");
     assert_eq!(reply.map(words), run(&d, null));
     assert_eq!(p.calls.load(Ordering::SeqCst), 2);
     // would wait: left to dispatch_from
     assert!(d
-        .dispatch_nonblocking(&call(400_000, 3, 2, &[]), &origin)
+        .dispatch_nonblocking(&call(400_000, 3, 2, &[]), &origin, false)
         .is_none());
     // not harmless to repeat (the DRC's): not run here, and the DRC is untouched
     let echo = call(400_000, 3, 1, &[41]);
-    assert!(d.dispatch_nonblocking(&echo, &origin).is_none());
+    assert!(d.dispatch_nonblocking(&echo, &origin, false).is_none());
     assert_eq!(p.calls.load(Ordering::SeqCst), 2);
     assert_eq!(run(&d, echo).unwrap(), [9, 1, 0, 0, 0, 0, 42]);
     // what it cannot decode or route is dispatch_from's to answer
     assert!(d
-        .dispatch_nonblocking(&Bytes::from_static(&[1, 2]), &origin)
+        .dispatch_nonblocking(&Bytes::from_static(&[1, 2]), &origin, false)
         .is_none());
     assert!(d
-        .dispatch_nonblocking(&call(400_001, 3, 0, &[]), &origin)
+        .dispatch_nonblocking(&call(400_001, 3, 0, &[]), &origin, false)
         .is_none());
 }
 
@@ -257,6 +257,7 @@ fn ctx_with(bulk: Option<Arc<dyn BulkAlloc>>) -> CallContext {
         back: None,
         bulk,
         pages: false,
+        alone: false,
     }
 }
 
@@ -291,7 +292,7 @@ fn each_call_counts_for_its_client() {
     let null = call(400_000, 3, 0, &[]);
     let echo = call(400_000, 3, 1, &[41]);
     // here, on a thread, and without the connection's handle (looked up by address)
-    assert!(d.dispatch_nonblocking(&null, &origin).is_some());
+    assert!(d.dispatch_nonblocking(&null, &origin, false).is_some());
     assert!(d.dispatch_from(echo.clone(), origin.clone()).is_some());
     assert!(run(&d, call(400_000, 3, 2, &[])).is_some());
     assert_eq!(kept.calls(), 3);
