@@ -354,12 +354,29 @@ impl Dispatcher {
 
     /// The permits call `msg` must take one of before it runs on a thread that may block;
     /// None when it is not held back (no admission, a call its program gives no kind, an
-    /// RPCSEC_GSS call, whose arguments are not read before it is authenticated).
+    /// RPCSEC_GSS call under privacy, whose arguments are encrypted). The arguments are only
+    /// peeked at, before the call is authenticated: a forged call can at worst wait for the
+    /// permits of an export it names, as it could with AUTH_SYS.
     pub fn admission_for(&self, msg: &Bytes) -> Option<Arc<tokio::sync::Semaphore>> {
         let adm = self.admission.as_ref()?;
-        let (hdr, args) = msg::decode_call(msg.clone()).ok()?;
-        if hdr.gss.is_some() {
-            return None;
+        let (hdr, mut args) = msg::decode_call(msg.clone()).ok()?;
+        if let Some(g) = &hdr.gss {
+            use crate::gss::wire::{GssProc, GssService};
+            if g.cred.proc_ != GssProc::Data {
+                return None;
+            }
+            match g.cred.service {
+                // the arguments in the clear
+                GssService::None => {}
+                // rpc_gss_integ_data: the sequence number and the arguments in the clear,
+                // then their checksum
+                GssService::Integrity => {
+                    let mut body = Decoder::new(args.opaque(args.remaining()).ok()?);
+                    body.u32().ok()?;
+                    args = body;
+                }
+                GssService::Privacy => return None,
+            }
         }
         let key = self
             .find(hdr.prog, hdr.vers)?

@@ -331,3 +331,101 @@ fn a_payload_fills_transport_memory_when_offered() {
     assert!(ctx.fill(10, &mut |_| panic!("no allocator")).is_none());
     assert!(!ctx.takes_pages());
 }
+
+/// A program whose calls are held back by the first word of their arguments (an export).
+struct Kinds;
+impl Program for Kinds {
+    fn program(&self) -> u32 {
+        400_100
+    }
+    fn versions(&self) -> (u32, u32) {
+        (1, 1)
+    }
+    fn proc_name(&self, _v: u32, _p: u32) -> Option<&'static str> {
+        Some("op")
+    }
+    fn admission(&self, _v: u32, _p: u32, args: &Decoder) -> Option<u64> {
+        args.clone().u32().ok().map(u64::from)
+    }
+    fn call(&self, _: &CallContext, _: Decoder, _: &mut Encoder) -> Result<(), ProcError> {
+        Ok(())
+    }
+}
+
+/// A call under RPCSEC_GSS with `service`: the credential, a verifier that is never checked
+/// here, and `export` as its first argument (for integrity, inside rpc_gss_integ_data).
+fn gss_call(
+    service: crate::gss::wire::GssService,
+    proc_: crate::gss::wire::GssProc,
+    export: u32,
+) -> Bytes {
+    use crate::gss::wire::{GssCred, GssService, RPCSEC_GSS};
+    let mut e = Encoder::new();
+    for w in [7, 0, 2, 400_100, 1, 1] {
+        e.u32(w);
+    }
+    let mut cred = Encoder::new();
+    GssCred {
+        proc_,
+        seq: 3,
+        service,
+        handle: Bytes::from_static(b"ctx"),
+    }
+    .encode(&mut cred);
+    e.u32(RPCSEC_GSS);
+    e.opaque(&cred.finish().to_bytes());
+    e.u32(RPCSEC_GSS);
+    e.opaque(b"a MIC");
+    match service {
+        GssService::None => e.u32(export),
+        GssService::Integrity => {
+            let mut body = Encoder::new();
+            body.u32(3);
+            body.u32(export);
+            e.opaque(&body.finish().to_bytes());
+            e.opaque(b"checksum");
+        }
+        GssService::Privacy => e.opaque(b"sealed arguments"),
+    }
+    e.finish().to_bytes()
+}
+
+#[test]
+fn kerberos_calls_take_their_exports_permits_unless_their_arguments_are_sealed() {
+    use crate::gss::wire::{GssProc, GssService};
+    let mut d = Dispatcher::new(16, Arc::new(RpcMetrics::default()));
+    d.register(Arc::new(Kinds));
+    d.set_admission(2);
+    let mut e = Encoder::new();
+    let cred = Credential::Sys(AuthSys {
+        stamp: 0,
+        machine: Bytes::new(),
+        uid: 1,
+        gid: 1,
+        gids: vec![],
+    });
+    msg::encode_call(&mut e, 9, 400_100, 1, 1, &cred);
+    e.u32(5);
+    let sys5 = d
+        .admission_for(&e.finish().to_bytes())
+        .expect("AUTH_SYS: export 5's permits");
+    for service in [GssService::None, GssService::Integrity] {
+        let p = d
+            .admission_for(&gss_call(service, GssProc::Data, 5))
+            .expect("krb5 and krb5i: the export is read");
+        assert!(
+            Arc::ptr_eq(&p, &sys5),
+            "{service:?}: not export 5's permits"
+        );
+        let other = d
+            .admission_for(&gss_call(service, GssProc::Data, 6))
+            .unwrap();
+        assert!(!Arc::ptr_eq(&other, &sys5));
+    }
+    assert!(d
+        .admission_for(&gss_call(GssService::Privacy, GssProc::Data, 5))
+        .is_none());
+    assert!(d
+        .admission_for(&gss_call(GssService::Integrity, GssProc::Init, 5))
+        .is_none());
+}
