@@ -149,6 +149,10 @@ pub struct IdentityInfo {
     pub revision: i64,
     /// Seconds left on the claim's lease; -1 when there is none.
     pub lease_ttl_secs: i64,
+    /// Whether its grace period runs, as its holder last published it, and since when (Unix
+    /// seconds); None when never published.
+    #[serde(default)]
+    pub grace: Option<(bool, u64)>,
 }
 
 /// One export.

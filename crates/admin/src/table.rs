@@ -269,11 +269,16 @@ pub fn render(resp: &Response) -> String {
                         } else {
                             format!("{} s", i.lease_ttl_secs)
                         },
+                        match i.grace {
+                            None => "-".into(),
+                            Some((true, since)) => format!("yes, since {since}"),
+                            Some((false, _)) => "no".into(),
+                        },
                     ]
                 })
                 .collect();
             out.push_str(&columns(
-                &["IDENTITY", "HELD BY", "REVISION", "LEASE LEFT"],
+                &["IDENTITY", "HELD BY", "REVISION", "LEASE LEFT", "GRACE"],
                 &rows,
             ));
             out

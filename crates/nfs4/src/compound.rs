@@ -397,6 +397,12 @@ impl Nfs4 {
         self
     }
 
+    /// Whether the grace period runs (NFSv4's part, ended here once its time is up or every
+    /// client reclaimed, or NLM hosts reclaiming).
+    pub fn grace_running(&self) -> bool {
+        self.state.lock().in_grace()
+    }
+
     /// The byte-range lock table, which the NLM service (NFSv3 locks) shares.
     pub fn lock_manager(&self) -> Arc<locks::LockManager> {
         self.state.lock().lock_manager().clone()

@@ -352,10 +352,15 @@ impl Control {
                 revision: c.fence.revision(),
                 serving: c.fence.holds(),
                 service_address: c.takeover.address.as_ref().map(|a| a.to_string()),
-                grace: self.v4.lock_manager().grace().running(),
+                grace: self.v4.grace_running(),
                 identities: ids
                     .into_iter()
                     .map(|i| admin::IdentityInfo {
+                        // what an earlier claim published says nothing of this one
+                        grace: i
+                            .grace
+                            .filter(|g| g.revision == i.revision && i.holder.is_some())
+                            .map(|g| (g.running, g.since_unix)),
                         id: i.id,
                         holder: i.holder,
                         revision: i.revision,

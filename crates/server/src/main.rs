@@ -339,6 +339,13 @@ async fn run(args: Args) -> Result<(), String> {
         v4 = v4.with_callback_initiators(Arc::new(initiators));
     }
     let v4 = Arc::new(v4);
+    if let Some((fence, _, _)) = &identity {
+        // every head's `rnfsctl cluster` shows this identity's grace period
+        let v = Arc::downgrade(&v4);
+        fence.publish_grace(Arc::new(move || {
+            v.upgrade().is_some_and(|v| v.grace_running())
+        }));
+    }
     if let Some(mds) = &mds {
         let holders: Arc<dyn pnfs::mds::LayoutHolders> = v4.clone();
         mds.set_layout_holders(Arc::downgrade(&holders));

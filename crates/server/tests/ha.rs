@@ -564,6 +564,49 @@ fn an_identity_moves_to_a_machine_serving_another_and_only_its_clients_wait() {
     );
     assert!(matches!(m2.server.client().null(), RpcReply::Success(_)));
     assert!(matches!(m3.server.client().null(), RpcReply::Success(_)));
+    // every head sees each identity's grace period, as its holder published it in etcd
+    let graces = |on: &Server| match on.admin(admin::Request::Cluster) {
+        admin::Response::Cluster { identities, .. } => identities
+            .into_iter()
+            .map(|i| (i.id, i.grace.map(|(running, _)| running)))
+            .collect::<std::collections::BTreeMap<_, _>>(),
+        other => panic!("rnfsctl cluster: {other:?}"),
+    };
+    let wait_for = |on: &Server, want: [(&str, Option<bool>); 3]| {
+        let want: std::collections::BTreeMap<String, Option<bool>> =
+            want.iter().map(|(i, g)| (i.to_string(), *g)).collect();
+        let t = std::time::Instant::now();
+        loop {
+            let got = graces(on);
+            if got == want {
+                return;
+            }
+            assert!(
+                t.elapsed().as_secs() < 10,
+                "grace as published: {got:?}, want {want:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    wait_for(
+        &m3.server,
+        [
+            ("aa-1", Some(true)),
+            ("aa-2", Some(false)),
+            ("aa-3", Some(false)),
+        ],
+    );
+    // aa-1's one client done reclaiming: its grace ends, and every head sees it
+    back.call(Ops::new().reclaim_complete(false))
+        .ok("RECLAIM_COMPLETE");
+    wait_for(
+        &m2.server,
+        [
+            ("aa-1", Some(false)),
+            ("aa-2", Some(false)),
+            ("aa-3", Some(false)),
+        ],
+    );
 }
 
 /// Moves this thread, and the processes it starts from now on, into a network namespace of

@@ -31,6 +31,60 @@ pub struct Fence {
     waited: Duration,
     /// Asks the identity thread to give the claim up; it answers on the channel it is given.
     release: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<std::sync::mpsc::Sender<()>>>>,
+    /// Whether this head's grace period runs, which the identity thread publishes.
+    grace: GraceSlot,
+}
+
+/// Where a [`Fence`] finds its [`GraceSource`], once the head has one.
+#[derive(Default)]
+struct GraceSlot(std::sync::Mutex<Option<GraceSource>>);
+
+impl std::fmt::Debug for GraceSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GraceSlot")
+    }
+}
+
+/// Says whether a head's grace period runs (its NFSv4 and NLM reclaims).
+pub type GraceSource = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// An identity's grace period as its holder last published it (`PREFIX/grace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraceView {
+    /// Whether it runs.
+    pub running: bool,
+    /// Since when (Unix time, seconds) it runs or has not run.
+    pub since_unix: u64,
+    /// The fencing token of the claim under which it was published.
+    pub revision: i64,
+}
+
+impl GraceView {
+    fn encode(&self) -> String {
+        format!(
+            "{} {} {}",
+            u8::from(self.running),
+            self.since_unix,
+            self.revision
+        )
+    }
+
+    fn decode(v: &[u8]) -> Option<Self> {
+        let s = std::str::from_utf8(v).ok()?;
+        let mut w = s.split(' ');
+        let running = match w.next()? {
+            "1" => true,
+            "0" => false,
+            _ => return None,
+        };
+        let since_unix = w.next()?.parse().ok()?;
+        let revision = w.next()?.parse().ok()?;
+        w.next().is_none().then_some(GraceView {
+            running,
+            since_unix,
+            revision,
+        })
+    }
 }
 
 impl Fence {
@@ -62,6 +116,19 @@ impl Fence {
         });
         self.revoke();
         released
+    }
+
+    /// Publishes whether this head's grace period runs, as `source` says, in the cluster
+    /// (`PREFIX/grace`, written only under this claim: a transaction compares the claim's
+    /// revision), for every head's `rnfsctl cluster`.
+    pub fn publish_grace(&self, source: GraceSource) {
+        if let Ok(mut g) = self.grace.0.lock() {
+            *g = Some(source);
+        }
+    }
+
+    fn grace_source(&self) -> Option<GraceSource> {
+        self.grace.0.lock().ok().and_then(|g| g.clone())
     }
 
     fn extend_from(&self, sent: Instant, ttl: Duration) {
@@ -185,6 +252,7 @@ fn hold(
         revision,
         waited: granted.duration_since(start),
         release: std::sync::Mutex::new(Some(release_tx)),
+        grace: GraceSlot::default(),
     });
     fence.extend_from(granted, ttl);
     tracing::info!(identity = %cfg.prefix, revision, lease, "identity claimed");
@@ -256,6 +324,53 @@ fn hold(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     };
+    // the grace period's state, published when it changes (checked every third of the lease)
+    let publish = {
+        let (fence, cfg, key, opts) = (fence.clone(), cfg.clone(), key.clone(), opts.clone());
+        let grace_key = format!("{}/grace", cfg.prefix);
+        async move {
+            let mut published: Option<bool> = None;
+            let mut c: Option<Client> = None;
+            loop {
+                tokio::time::sleep(period.min(Duration::from_secs(1))).await;
+                let Some(running) = fence.grace_source().map(|f| f()) else {
+                    continue;
+                };
+                if published == Some(running) {
+                    continue;
+                }
+                if c.is_none() {
+                    c = Client::connect(&cfg.endpoints, Some(opts.clone()))
+                        .await
+                        .ok();
+                }
+                let Some(client) = c.as_mut() else { continue };
+                let view = GraceView {
+                    running,
+                    since_unix: std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs()),
+                    revision,
+                };
+                let txn = Txn::new()
+                    .when([Compare::create_revision(
+                        key.clone(),
+                        CompareOp::Equal,
+                        revision,
+                    )])
+                    .and_then([TxnOp::put(grace_key.clone(), view.encode(), None)]);
+                match client.txn(txn).await {
+                    Ok(r) if r.succeeded() => published = Some(running),
+                    // the claim is not ours any more: the fence stops this head anyway
+                    Ok(_) => return,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "grace state not published yet");
+                        c = None;
+                    }
+                }
+            }
+        }
+    };
     let asked = async {
         match release_rx.await {
             Ok(ack) => ack,
@@ -266,6 +381,7 @@ fn hold(
     let why = rt.block_on(async {
         tokio::select! {
             why = keep => Some(why),
+            _ = publish => std::future::pending().await,
             ack = asked => {
                 // a clean stop: delete the claim (its lease, and the owner key with it)
                 let revoked = async {
@@ -302,6 +418,8 @@ pub struct IdentityView {
     pub revision: i64,
     /// Seconds left on the claim's lease (-1 when etcd no longer knows it).
     pub lease_ttl_secs: i64,
+    /// Its grace period as a holder last published it (None: never published).
+    pub grace: Option<GraceView>,
 }
 
 /// Every identity with records or a claim under `root` (the prefix identities' keys share,
@@ -353,6 +471,13 @@ async fn list_in(cfg: &EtcdConfig, root: &str) -> Result<Vec<IdentityView>, Stor
     ids.dedup();
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
+        let grace = c
+            .get(format!("{from}{id}/grace"), None)
+            .await
+            .map_err(unavailable)?
+            .kvs()
+            .first()
+            .and_then(|kv| GraceView::decode(kv.value()));
         let got = c
             .get(format!("{from}{id}/owner"), None)
             .await
@@ -371,6 +496,7 @@ async fn list_in(cfg: &EtcdConfig, root: &str) -> Result<Vec<IdentityView>, Stor
                     holder: Some(String::from_utf8_lossy(kv.value()).into_owned()),
                     revision: kv.create_revision(),
                     lease_ttl_secs: ttl,
+                    grace,
                 }
             }
             None => IdentityView {
@@ -378,6 +504,7 @@ async fn list_in(cfg: &EtcdConfig, root: &str) -> Result<Vec<IdentityView>, Stor
                 holder: None,
                 revision: 0,
                 lease_ttl_secs: -1,
+                grace,
             },
         };
         out.push(view);
@@ -549,9 +676,36 @@ mod tests {
                 id: "idle-one".into(),
                 holder: None,
                 revision: 0,
-                lease_ttl_secs: -1
+                lease_ttl_secs: -1,
+                grace: None,
             }
         );
+        // the holder publishes its grace period under its claim
+        assert_eq!(got[0].grace, None);
+        a.publish_grace(Arc::new(|| true));
+        let t = Instant::now();
+        let grace = loop {
+            if let Some(g) = list(&held, "/rnfs/id").unwrap()[0].grace {
+                break g;
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "never published");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(grace.running);
+        assert_eq!(grace.revision, a.revision());
+    }
+
+    #[test]
+    fn a_grace_record_reads_back_and_damaged_ones_are_none() {
+        let g = GraceView {
+            running: true,
+            since_unix: 1_700_000_000,
+            revision: 42,
+        };
+        assert_eq!(GraceView::decode(g.encode().as_bytes()), Some(g));
+        for bad in [&b""[..], b"2 1 1", b"1 x 1", b"1 1", b"1 1 1 1", b"\xff"] {
+            assert_eq!(GraceView::decode(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
