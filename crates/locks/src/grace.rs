@@ -2,7 +2,7 @@
 //! (and NFSv4 opens) wait, so that no one takes what a client held before the restart.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -18,18 +18,42 @@ pub enum Participant {
 /// The grace period every protocol sees: running while any participant's part runs.
 #[derive(Debug, Default)]
 pub struct GracePeriod {
-    parts: Mutex<Vec<(Participant, Instant)>>,
+    parts: Mutex<Parts>,
     /// Whether any part may run: every OPEN and LOCK asks, nearly always after the grace
     /// period, without the mutex.
     any: AtomicBool,
+}
+
+/// The parts running, and how long the grace period runs or ran.
+#[derive(Debug, Default)]
+struct Parts {
+    list: Vec<(Participant, Instant)>,
+    /// When the running grace period began.
+    began: Option<Instant>,
+    /// How long the last one that ended ran.
+    last: Option<Duration>,
+}
+
+impl Parts {
+    /// Drops the parts `gone` says are over; notes the end when none is left.
+    fn drop_where(&mut self, gone: impl Fn(&(Participant, Instant)) -> bool) -> bool {
+        self.list.retain(|p| !gone(p));
+        if self.list.is_empty() {
+            if let Some(b) = self.began.take() {
+                self.last = Some(b.elapsed());
+            }
+        }
+        !self.list.is_empty()
+    }
 }
 
 impl GracePeriod {
     /// `who` needs a grace period until `until` (a later call moves its end).
     pub fn begin(&self, who: Participant, until: Instant) {
         let mut p = self.parts.lock();
-        p.retain(|(w, _)| *w != who);
-        p.push((who, until));
+        p.list.retain(|(w, _)| *w != who);
+        p.list.push((who, until));
+        p.began.get_or_insert_with(Instant::now);
         self.any.store(true, Ordering::Release);
     }
 
@@ -39,8 +63,8 @@ impl GracePeriod {
             return;
         }
         let mut p = self.parts.lock();
-        p.retain(|(w, _)| *w != who);
-        self.any.store(!p.is_empty(), Ordering::Release);
+        let any = p.drop_where(|(w, _)| *w == who);
+        self.any.store(any, Ordering::Release);
     }
 
     /// Whether any participant's part runs now.
@@ -50,9 +74,9 @@ impl GracePeriod {
         }
         let now = Instant::now();
         let mut p = self.parts.lock();
-        p.retain(|(_, until)| now < *until);
-        self.any.store(!p.is_empty(), Ordering::Release);
-        !p.is_empty()
+        let any = p.drop_where(|(_, until)| now >= *until);
+        self.any.store(any, Ordering::Release);
+        any
     }
 
     /// Whether `who`'s own part runs now (its clients may reclaim).
@@ -60,7 +84,43 @@ impl GracePeriod {
         let now = Instant::now();
         self.parts
             .lock()
+            .list
             .iter()
             .any(|(w, until)| *w == who && now < *until)
+    }
+
+    /// How long the last grace period that ended ran (from its first part's start to its
+    /// last part's end), for the metrics; None before one ended.
+    pub fn last_duration(&self) -> Option<Duration> {
+        self.running();
+        self.parts.lock().last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_grace_periods_length_is_kept_once_every_part_ended() {
+        let g = GracePeriod::default();
+        assert_eq!(g.last_duration(), None);
+        let far = Instant::now() + Duration::from_secs(60);
+        g.begin(Participant::Nfs4, far);
+        g.begin(Participant::Nlm, Instant::now() + Duration::from_millis(30));
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(g.running(), "NFSv4's part still runs");
+        assert_eq!(g.last_duration(), None);
+        g.end(Participant::Nfs4);
+        assert!(!g.running());
+        let d = g.last_duration().expect("ended");
+        assert!(
+            d >= Duration::from_millis(50) && d < Duration::from_secs(5),
+            "{d:?}"
+        );
+        // the next one is measured afresh
+        g.begin(Participant::Nlm, far);
+        g.end(Participant::Nlm);
+        assert!(g.last_duration().expect("ended") < Duration::from_millis(50));
     }
 }

@@ -50,6 +50,9 @@ pub struct ClusterState {
     pub store: Arc<store::Etcd>,
     /// The lock table (whose grace period NFSv4 and NLM share).
     pub locks: Arc<locks::LockManager>,
+    /// How many times the identity has been claimed, this head's claim included (0: not
+    /// counted, the cluster did not answer).
+    pub claims: u64,
 }
 
 /// The cluster's families (docs/metrics.md): this head's claim, its grace, its store's calls.
@@ -72,9 +75,22 @@ impl sunrpc::metrics::MetricsSource for ClusterState {
             self.fence.waited().as_millis() as u64,
         )?;
         out.gauge(
+            "rnfs_cluster_claims",
+            "How many times this identity has been claimed, this head's claim included: its first start, then one per failover or restart, whichever head made it (counted in etcd).",
+            self.claims,
+        )?;
+        out.gauge(
             "rnfs_grace",
             "1 while the grace period runs (NFSv4 or NLM reclaims only), else 0.",
             u64::from(self.locks.grace().running()),
+        )?;
+        out.gauge(
+            "rnfs_grace_last_milliseconds",
+            "How long the last grace period that ended ran on this head (0 before one ended).",
+            self.locks
+                .grace()
+                .last_duration()
+                .map_or(0, |d| d.as_millis() as u64),
         )?;
         let st = self.store.stats();
         out.counter(

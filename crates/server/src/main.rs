@@ -252,6 +252,7 @@ async fn run(args: Args) -> Result<(), String> {
     }
     // the state other heads must find (--cluster), or none: each program's own in --state-dir
     let mut etcd_store: Option<Arc<store::Etcd>> = None;
+    let mut identity_claims = 0u64;
     let mut identity: Option<(
         Arc<store::identity::Fence>,
         Arc<takeover::Takeover>,
@@ -294,6 +295,23 @@ async fn run(args: Args) -> Result<(), String> {
             let etcd = Arc::new(store::Etcd::new(cfg).map_err(|e| e.to_string())?);
             // writes carry the claim's revision: none lands once another head holds the identity
             etcd.fence_writes(fence.revision());
+            // the identity's claims, counted in the cluster: its first start, then one per
+            // failover or restart, whichever head made it
+            let claims =
+                store::Store::update(&*etcd, store::Table::new("cluster"), b"claims", &|old| {
+                    let n = old
+                        .and_then(|v| <[u8; 8]>::try_from(v).ok())
+                        .map_or(0, u64::from_be_bytes);
+                    (n + 1).to_be_bytes().to_vec()
+                });
+            match claims {
+                Ok(v) => {
+                    let n = <[u8; 8]>::try_from(v.as_slice()).map_or(0, u64::from_be_bytes);
+                    identity_claims = n;
+                    tracing::info!(identity = %id, claims = n, "claim counted");
+                }
+                Err(e) => tracing::warn!(error = %e, "the identity's claims could not be counted"),
+            }
             etcd_store = Some(etcd.clone());
             let etcd: Arc<dyn store::Store> = etcd;
             tracing::info!(store = %etcd.describe(), "NFSv4 clients, NLM hosts and the pNFS map recorded in the cluster");
@@ -405,6 +423,7 @@ async fn run(args: Args) -> Result<(), String> {
                 takeover: moves.clone(),
                 store: store.clone(),
                 locks: v4.lock_manager(),
+                claims: identity_claims,
             });
             metrics.add_source(c.clone());
             Some(c)

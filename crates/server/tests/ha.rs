@@ -564,6 +564,21 @@ fn an_identity_moves_to_a_machine_serving_another_and_only_its_clients_wait() {
     );
     assert!(matches!(m2.server.client().null(), RpcReply::Success(_)));
     assert!(matches!(m3.server.client().null(), RpcReply::Success(_)));
+    // the cluster counted aa-1's claims: m1's, then m2's takeover; the others' once
+    for (id, want) in [("aa-1", 2u64), ("aa-2", 1), ("aa-3", 1)] {
+        let s = Etcd::new(EtcdConfig {
+            endpoints: etcd.endpoints(),
+            prefix: format!("/rnfs/id/{id}"),
+            timeout: std::time::Duration::from_secs(5),
+        })
+        .unwrap();
+        let rows = s.load(Table::new("cluster")).unwrap();
+        assert_eq!(
+            rows,
+            vec![(b"claims".to_vec(), want.to_be_bytes().to_vec())],
+            "{id}"
+        );
+    }
     // every head sees each identity's grace period, as its holder published it in etcd
     let graces = |on: &Server| match on.admin(admin::Request::Cluster) {
         admin::Response::Cluster { identities, .. } => identities
