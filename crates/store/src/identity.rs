@@ -361,8 +361,10 @@ fn hold(
                     .and_then([TxnOp::put(grace_key.clone(), view.encode(), None)]);
                 match client.txn(txn).await {
                     Ok(r) if r.succeeded() => published = Some(running),
-                    // the claim is not ours any more: the fence stops this head anyway
-                    Ok(_) => return,
+                    // the claim is not ours any more: nothing more to publish (the keep-alive
+                    // finds the lease gone and stops this head); never ends, so that the
+                    // select below goes on driving the keep-alive
+                    Ok(_) => std::future::pending::<()>().await,
                     Err(e) => {
                         tracing::debug!(error = %e, "grace state not published yet");
                         c = None;
@@ -381,7 +383,8 @@ fn hold(
     let why = rt.block_on(async {
         tokio::select! {
             why = keep => Some(why),
-            _ = publish => std::future::pending().await,
+            // never ends (see above)
+            _ = publish => None,
             ack = asked => {
                 // a clean stop: delete the claim (its lease, and the owner key with it)
                 let revoked = async {
