@@ -739,6 +739,14 @@ FAILOVER_INCREMENTS=${FAILOVER_INCREMENTS:-1000}
 # too (failover.py's pnfs step); FAILOVER_PNFS=0 leaves it out
 FAILOVER_PNFS=${FAILOVER_PNFS:-1}
 FAILOVER_PNFS_MIB=${FAILOVER_PNFS_MIB:-$FAILOVER_MIB} # two tmpfs copies of it: mind the guest's 2 GiB
+# ha_machine NAME ADDR: a machine of the failover case, network namespace ha-NAME on a veth
+# pair whose other end is a port of the bridge brha, with ADDR/24
+ha_machine() {
+	ip netns add ha-$1 && ip link add ha-${1}0 type veth peer name ha-${1}1 &&
+		ip link set ha-${1}0 master brha && ip link set ha-${1}0 up &&
+		ip link set ha-${1}1 netns ha-$1 && ip -n ha-$1 addr add $2/24 dev ha-${1}1 &&
+		ip -n ha-$1 link set ha-${1}1 up && ip -n ha-$1 link set lo up
+}
 # knfsd's reference figure (FAILOVER_KNFSD=1; not in --quick): the same client work and kills
 # against knfsd failed over by hand (failover_knfsd below)
 FAILOVER_KNFSD=${FAILOVER_KNFSD:-1}
@@ -765,11 +773,7 @@ failover_case() { # server vers transport
 	ip link add brha type bridge && ip link set brha up && ip addr add $cli/24 dev brha ||
 		{ failover_fail "bridge setup failed"; return; }
 	for h in a b; do
-		ip netns add ha-$h && ip link add ha-${h}0 type veth peer name ha-${h}1 &&
-			ip link set ha-${h}0 master brha && ip link set ha-${h}0 up &&
-			ip link set ha-${h}1 netns ha-$h &&
-			ip netns exec ha-$h ip addr add 10.95.0.$([ $h = a ] && echo 2 || echo 3)/24 dev ha-${h}1 &&
-			ip netns exec ha-$h ip link set ha-${h}1 up && ip netns exec ha-$h ip link set lo up ||
+		ha_machine $h 10.95.0.$([ $h = a ] && echo 2 || echo 3) ||
 			{ failover_fail "network namespace ha-$h setup failed"; return; }
 	done
 	mkdir -p /run/ha
@@ -922,10 +926,7 @@ failover_knfsd() {
 	kfail() { result knfsd 4.2 tcp failover FAIL "$(elapsed "$t0")" "$1"; }
 	modprobe bridge 2>/dev/null
 	ip link add brha type bridge && ip link set brha up && ip addr add $svc/24 dev brha &&
-		ip netns add ha-c && ip link add ha-c0 type veth peer name ha-c1 &&
-		ip link set ha-c0 master brha && ip link set ha-c0 up && ip link set ha-c1 netns ha-c &&
-		ip -n ha-c addr add $cli/24 dev ha-c1 && ip -n ha-c link set ha-c1 up &&
-		ip -n ha-c link set lo up || { kfail "network setup failed"; return; }
+		ha_machine c $cli || { kfail "network setup failed"; return; }
 	mkdir -p /srv/knfsd/ha $ha /mnt/ha3 /mnt/ha4 && mount -t tmpfs -o mode=0777 tmpfs /srv/knfsd/ha
 	# NFSv4 clients see /srv/knfsd as their root (fsid=0), the export as /ha
 	exportfs -i -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 10.95.0.0/24:/srv/knfsd &&

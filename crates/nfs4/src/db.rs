@@ -15,9 +15,10 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
 
 use store::{Embedded, Store, StoreError, Table};
 
@@ -103,15 +104,15 @@ impl ClientDb {
     /// Records a confirmed client (durable when this returns); a removal of its owner still
     /// queued is dropped.
     pub fn insert(&self, owner: &[u8], minor: u32) -> Result<(), DbError> {
-        let _w = lock(&self.removals.writes);
-        lock(&self.removals.queue).owners.remove(owner);
+        let _w = self.removals.writes.lock();
+        self.removals.queue.lock().owners.remove(owner);
         self.store.put(CLIENTS, owner, &minor.to_be_bytes())
     }
 
     /// Forgets a client: queues the removal of its record (no store write on this thread,
     /// which may hold the state lock).
     pub fn remove_later(&self, owner: &Bytes) {
-        let mut q = lock(&self.removals.queue);
+        let mut q = self.removals.queue.lock();
         q.owners.insert(owner.clone());
         if !q.thread {
             // the thread holds the store weakly: it ends once the records are dropped
@@ -131,13 +132,9 @@ impl ClientDb {
 
     /// Waits until every queued removal is made.
     pub fn settle(&self) {
-        let mut q = lock(&self.removals.queue);
+        let mut q = self.removals.queue.lock();
         while (!q.owners.is_empty() && q.thread) || q.busy {
-            q = self
-                .removals
-                .changed
-                .wait(q)
-                .unwrap_or_else(|p| p.into_inner());
+            self.removals.changed.wait(&mut q);
         }
     }
 }
@@ -148,7 +145,7 @@ fn remove_queued(store: std::sync::Weak<dyn Store>, r: Arc<Removals>) {
     loop {
         // idle without the write lock: inserts go on meanwhile
         {
-            let mut q = lock(&r.queue);
+            let mut q = r.queue.lock();
             q.busy = false;
             r.changed.notify_all();
             while q.owners.is_empty() {
@@ -156,20 +153,17 @@ fn remove_queued(store: std::sync::Weak<dyn Store>, r: Arc<Removals>) {
                     q.thread = false;
                     return;
                 }
-                q = r
-                    .changed
-                    .wait_timeout(q, std::time::Duration::from_secs(1))
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+                r.changed
+                    .wait_for(&mut q, std::time::Duration::from_secs(1));
             }
         }
         let Some(store) = store.upgrade() else {
-            lock(&r.queue).thread = false;
+            r.queue.lock().thread = false;
             return;
         };
-        let _w = lock(&r.writes);
+        let _w = r.writes.lock();
         let owner = {
-            let mut q = lock(&r.queue);
+            let mut q = r.queue.lock();
             // an insert may have taken it back meanwhile
             let Some(o) = q.owners.iter().next().cloned() else {
                 continue;
@@ -182,11 +176,6 @@ fn remove_queued(store: std::sync::Weak<dyn Store>, r: Arc<Removals>) {
             tracing::warn!(error = %e, "client record removal failed");
         }
     }
-}
-
-/// Locks `m`, a lock no holder panics under (a poisoned one is still consistent).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Moves the rows of the legacy table into the store's table, in one transaction.

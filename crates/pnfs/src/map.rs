@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::RwLock;
-use store::{Embedded, Store, StoreError, Table};
+use store::{u64_of, Embedded, Store, StoreError, Table};
 use xdr::{Decoder, Encoder};
 
 /// file handle on the MDS -> encoded [`Mapping`]
@@ -142,10 +142,6 @@ fn count_copies(counts: &mut HashMap<String, usize>, m: &Mapping, add: bool) {
         let n = counts.entry(x.ds.clone()).or_default();
         *n = if add { *n + 1 } else { n.saturating_sub(1) };
     }
-}
-
-fn u64_of(v: &[u8]) -> Option<u64> {
-    <[u8; 8]>::try_from(v).ok().map(u64::from_be_bytes)
 }
 
 impl FileMap {

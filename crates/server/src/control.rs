@@ -372,11 +372,7 @@ impl Control {
                 identities: ids
                     .into_iter()
                     .map(|i| admin::IdentityInfo {
-                        // what an earlier claim published says nothing of this one
-                        grace: i
-                            .grace
-                            .filter(|g| g.revision == i.revision && i.holder.is_some())
-                            .map(|g| (g.running, g.since_unix)),
+                        grace: i.grace.map(|g| (g.running, g.since_unix)),
                         id: i.id,
                         holder: i.holder,
                         revision: i.revision,

@@ -297,16 +297,8 @@ async fn run(args: Args) -> Result<(), String> {
             etcd.fence_writes(fence.revision());
             // the identity's claims, counted in the cluster: its first start, then one per
             // failover or restart, whichever head made it
-            let claims =
-                store::Store::update(&*etcd, store::Table::new("cluster"), b"claims", &|old| {
-                    let n = old
-                        .and_then(|v| <[u8; 8]>::try_from(v).ok())
-                        .map_or(0, u64::from_be_bytes);
-                    (n + 1).to_be_bytes().to_vec()
-                });
-            match claims {
-                Ok(v) => {
-                    let n = <[u8; 8]>::try_from(v.as_slice()).map_or(0, u64::from_be_bytes);
+            match store::identity::count_claim(&*etcd) {
+                Ok(n) => {
                     identity_claims = n;
                     tracing::info!(identity = %id, claims = n, "claim counted");
                 }

@@ -315,10 +315,10 @@ fn nlm_hosts_in_etcd_are_notified_by_the_head_that_takes_over() {
         nlmwire::Nlm4Stats::nlm4_granted,
         "the host reclaimed, yet its new lock waits for the grace period (lease 15 s)"
     );
-    assert!(fx
-        .server
-        .log_text()
-        .contains("NLM grace period over: every host that held locks reclaimed them"));
+    assert!(fx.server.logs_within(
+        "NLM grace period over: every host that held locks reclaimed them",
+        std::time::Duration::from_secs(5)
+    ));
 }
 
 /// Another head for the identity of `fx`'s server: the same exports and arguments, on

@@ -324,7 +324,8 @@ fn hold(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     };
-    // the grace period's state, published when it changes (checked every third of the lease)
+    // the grace period's state, published when it changes (looked at every second, or every
+    // third of a shorter lease)
     let publish = {
         let (fence, cfg, key, opts) = (fence.clone(), cfg.clone(), key.clone(), opts.clone());
         let grace_key = format!("{}/grace", cfg.prefix);
@@ -421,8 +422,21 @@ pub struct IdentityView {
     pub revision: i64,
     /// Seconds left on the claim's lease (-1 when etcd no longer knows it).
     pub lease_ttl_secs: i64,
-    /// Its grace period as a holder last published it (None: never published).
+    /// Its grace period as its holder published it under the current claim (None: unheld,
+    /// or nothing published under this claim: an earlier claim's record says nothing of it).
     pub grace: Option<GraceView>,
+}
+
+/// Counts a claim of the identity whose records `store` holds (its row `cluster/claims`:
+/// the first start, then one per failover or restart, whichever head made it) and returns the
+/// count, this claim included.
+pub fn count_claim(store: &dyn crate::Store) -> Result<u64, StoreError> {
+    let got = store.update(crate::Table::new("cluster"), b"claims", &|old| {
+        (old.and_then(crate::u64_of).unwrap_or(0) + 1)
+            .to_be_bytes()
+            .to_vec()
+    })?;
+    crate::u64_of(&got).ok_or_else(|| StoreError::Engine("malformed claim count".into()))
 }
 
 /// Every identity with records or a claim under `root` (the prefix identities' keys share,
@@ -499,7 +513,7 @@ async fn list_in(cfg: &EtcdConfig, root: &str) -> Result<Vec<IdentityView>, Stor
                     holder: Some(String::from_utf8_lossy(kv.value()).into_owned()),
                     revision: kv.create_revision(),
                     lease_ttl_secs: ttl,
-                    grace,
+                    grace: grace.filter(|g| g.revision == kv.create_revision()),
                 }
             }
             None => IdentityView {
@@ -507,7 +521,7 @@ async fn list_in(cfg: &EtcdConfig, root: &str) -> Result<Vec<IdentityView>, Stor
                 holder: None,
                 revision: 0,
                 lease_ttl_secs: -1,
-                grace,
+                grace: None,
             },
         };
         out.push(view);

@@ -54,6 +54,11 @@ pub enum StoreError {
 /// Rows of a table.
 pub type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// A counter or id kept as a row's value: eight big-endian bytes (None: any other length).
+pub fn u64_of(v: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(v).ok().map(u64::from_be_bytes)
+}
+
 /// Durable tables of records; shared by every thread of a server.
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Every row of `table`, in key order.

@@ -237,6 +237,21 @@ impl Server {
         self.log.lock().unwrap().join("\n")
     }
 
+    /// Whether `text` shows in the log within `wait`: a line the server wrote before its last
+    /// reply may still be on its way through the pipe the log is read from.
+    pub fn logs_within(&self, text: &str, wait: std::time::Duration) -> bool {
+        let t = std::time::Instant::now();
+        loop {
+            if self.log_text().contains(text) {
+                return true;
+            }
+            if t.elapsed() >= wait {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         match &mut self.child {
