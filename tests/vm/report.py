@@ -10,6 +10,11 @@ import argparse
 import re
 import sys
 
+# how much of the console the report repeats for each of the first failures
+EVIDENCE_FAILURES = 3
+EVIDENCE_BEFORE = 15
+EVIDENCE_AFTER = 60
+
 RESULT = re.compile(r"RESULT server=(\S+) vers=(\S+) transport=(\S+) case=(\S+) "
                     r"status=(PASS|FAIL|SKIP) time=(\S+) reason=(.*)$")
 
@@ -29,9 +34,12 @@ def main():
 
     res = {}
     order = {"server": [], "transport": [], "vers": [], "case": []}
+    lines = []
+    failed_at = []  # console line numbers of FAIL results, for the evidence section
     with open(a.console, "rb") as f:
         for raw in f:
             line = raw.decode("utf-8", "replace").replace("\r", "").rstrip("\n")
+            lines.append(line)
             i = line.find("RESULT server=")
             if i < 0:
                 continue
@@ -39,6 +47,8 @@ def main():
             if not m:
                 continue
             s, v, t, c, st, tm, why = m.groups()
+            if st == "FAIL":
+                failed_at.append(len(lines) - 1)
             res[(s, v, t, c)] = (st, float(tm) if re.fullmatch(r"[0-9.]+", tm) else 0.0, why)
             for k, x in (("server", s), ("transport", t), ("vers", v), ("case", c)):
                 if x not in order[k]:
@@ -114,6 +124,17 @@ def main():
             for (combo, why), cs in group.items():
                 which = "all cases" if len(cs) == len(cases) else ",".join(cs)
                 p(f"  {combo} {which}: {why}")
+    # CI keeps only the tail of what a run prints: the logs a failing case dumped around its
+    # RESULT line (tests/vm/guest.sh `dump`, `dmesg_tail`) are repeated here, last
+    for n in failed_at[:EVIDENCE_FAILURES]:
+        p("")
+        first, last = max(0, n - EVIDENCE_BEFORE), min(len(lines), n + EVIDENCE_AFTER + 1)
+        p(f"evidence: console lines {first + 1}-{last} around: "
+          f"{lines[n][lines[n].find('RESULT '):]}")
+        for line in lines[first:last]:
+            p(f"  {line[:300]}")
+    if len(failed_at) > EVIDENCE_FAILURES:
+        p(f"(evidence of {len(failed_at) - EVIDENCE_FAILURES} more failures in the console log)")
     if a.elapsed:
         p(f"guest ran {a.elapsed}s; console log {a.console}")
     p(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
