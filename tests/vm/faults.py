@@ -282,34 +282,39 @@ def case_eio(a, dev):
         rewrite(d, "after-eio", f"eio-after-{label}")
 
 
-def server_extents(path):
-    """Whether the server's file system has the file's data on the device yet: ext4 allocates
-    blocks at writeback (delayed allocation), and filefrag shows extents not yet written as
-    delalloc."""
+def server_state(path, size):
+    """Whether the server has the file's data, and what its extents say of it (filefrag:
+    delalloc, not written back yet; unwritten, allocated but its writing not completed)."""
+    st = os.stat(path)
+    if st.st_size != size:
+        return False, f"{st.st_size} bytes long, not {size}: the client has not sent the data"
     r = subprocess.run(["filefrag", "-v", path], capture_output=True, text=True)
-    if r.returncode != 0:
-        return f"unknown (filefrag: {r.stderr.strip()})"
-    if "delalloc" in r.stdout:
-        return "in its page cache only (delalloc extents)"
-    return "on the device (allocated extents)"
+    flags = sorted({f for line in r.stdout.splitlines()[3:] for f in
+                    (line.split()[-1].split(",") if line.strip() and line.split()[0].rstrip(":").isdigit() else [])
+                    if f in ("delalloc", "unwritten", "unknown_loc")})
+    return True, f"{size} bytes long, extents {','.join(flags) or 'written'}"
 
 
 def case_commit(a, dev):
     for label, d in (("v3", a.v3), ("v4.2", a.v4)):
         path = os.path.join(d, "commit")
         data = pattern(f"commit-{label}", 4 * MIB)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        # the new name and inode on the disk first: the fault below is the data's alone
+        # a new file (no O_TRUNC: ext4 writes out at close a file truncated to 0 and written
+        # again, auto_da_alloc); its name and inode on the disk first: the fault below is the
+        # data's alone
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         subprocess.run(["sync", "-f", a.server_dir], check=False)
-        os.write(fd, data)
         # the device fails first, so that nothing can have written the data before: then
         # WRITE UNSTABLE, no COMMIT (the data in the server's page cache only), and the
         # server's writeback of it, which fails
         dev.failing_writes()
         try:
+            os.write(fd, data)
             write_out(fd)
-            print(f"commit {label}: after the UNSTABLE writes, the server's file is "
-                  f"{server_extents(os.path.join(a.server_dir, 'commit'))}", flush=True)
+            have, where = server_state(os.path.join(a.server_dir, "commit"), len(data))
+            print(f"commit {label}: after the UNSTABLE writes, the server's file is {where}",
+                  flush=True)
+            expect(have, f"{label}: the UNSTABLE writes did not reach the server: {where}")
             r = subprocess.run(["sync", "-f", a.server_dir], capture_output=True, text=True)
             print(f"commit {label}: the server's syncfs: "
                   f"{r.stderr.strip() or 'no error'}", flush=True)

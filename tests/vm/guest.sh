@@ -456,7 +456,7 @@ acl_case() { # server vers transport: the acl row, on the combination's mount at
 # ---------------------------------------------------------------------------------------------
 # The "nlm" case: NFSv3 locks through the kernel client's lockd (tests/vm/locks.py), with a v3
 # and a v4.2 mount of one export. It runs apart from the combination's mount.
-WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/,krb5,/,/; s/,acl,/,/; s/,failover,/,/; s/,faults,/,/; s/^,//; s/,$//')
+WL_CASES=$(echo ",$CASES," | sed 's/,nlm,/,/; s/,pnfs,/,/; s/,krb5,/,/; s/,acl,/,/; s/,failover,/,/; s/,faults,/,/; s/,soak,/,/; s/^,//; s/,$//')
 NLM_RC=1
 NLM_INCREMENTS=${NLM_INCREMENTS:-2000}
 nlm_result() { # server status time reason-file-or-text
@@ -1033,6 +1033,130 @@ failover_knfsd() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# soak (only when named: tests/vm/run --cases soak; docs/faults.md): rnfsd for SOAK_MINUTES under
+# tests/vm/soak.py's mixed clients (fsx, a locked counter over v3 and v4.2, directory churn,
+# sequential writes read back, pNFS writes through a data server), killed and restarted every
+# SOAK_RESTART_EVERY seconds on its state directory, its device (ext4 on device-mapper, as in
+# the faults case) stalled for 10 s every SOAK_FAULT_EVERY seconds; its RSS and descriptors
+# sampled, the curve saved (soak.csv, soak.svg) and its warnings and errors counted.
+SOAK_MINUTES=${SOAK_MINUTES:-60}
+SOAK_RESTART_EVERY=${SOAK_RESTART_EVERY:-300}
+SOAK_FAULT_EVERY=${SOAK_FAULT_EVERY:-300}
+soak_case() { # server vers transport
+	case ",$CASES," in *,soak,*) ;; *) return 0 ;; esac
+	if [ "$1" != rnfsd ] || [ "$2" != 4.2 ] || [ "$3" != tcp ]; then
+		result "$1" "$2" "$3" soak SKIP 0 "soak: rnfsd, with the vers=4.2 tcp combination"
+		return 0
+	fi
+	local t0 dm=rnfs-soak img=/tmp/soak.img loop="" sectors=$((256 * 2048)) log=/run/rnfsd-soak.log
+	local dir=/srv/soak pdir=/srv/soak-pnfs ds=/srv/soak-ds state out rc why="" pypid ds_pid=""
+	t0=$(now)
+	soak_fail() { result rnfsd 4.2 tcp soak FAIL "$(elapsed "$t0")" "$1"; }
+	export DM_DISABLE_UDEV=1
+	modprobe dm-mod && modprobe loop || { soak_fail "device-mapper modules missing"; return; }
+	start_statd || { soak_fail "rpc.statd did not start"; return; }
+	rnfsd_ns || { soak_fail "network namespace setup failed"; return; }
+	mkdir -p $dir $pdir $ds /mnt/soak3 /mnt/soak4 /mnt/soak-pnfs
+	truncate -s $((sectors / 2048))M $img
+	if ! loop=$(losetup -f --show $img) || ! dmsetup create $dm --table "0 $sectors linear $loop 0" ||
+		! mkfs.ext4 -q -F -b 4096 /dev/mapper/$dm || ! mount /dev/mapper/$dm $dir; then
+		soak_fail "device-mapper set-up failed"
+	else
+		chmod 0777 $dir
+		mount -t tmpfs -o mode=0777 tmpfs $pdir && mount -t tmpfs -o mode=0777 tmpfs $ds
+		printf '%s\n' "$dir $SUBNET(rw,no_root_squash,insecure,no_subtree_check)" \
+			"$pdir $SUBNET(rw,no_root_squash,insecure,no_subtree_check,pnfs)" >/run/soak.exports
+		echo "$ds $SUBNET(rw,no_root_squash,sync)" >/run/soak-ds.exports
+		state=$(mktemp -d /run/rnfsd-soak-state.XXXX)
+		mkdir -p /run/soak-ds-state
+		setsid ip netns exec $RNFSD_NS env $RNFSD_ENV "$RNFSD" --exports /run/soak-ds.exports \
+			--listen 0.0.0.0:2050 --no-portmap --no-nlm --no-rdma --state-dir /run/soak-ds-state \
+			--admin-socket /run/soak-ds.sock >/run/rnfsd-soak-ds.log 2>&1 </dev/null &
+		ds_pid=$!
+		cat >/run/soak-launch <<-EOF
+			#!/bin/bash
+			exec ip netns exec $RNFSD_NS env $RNFSD_ENV "$RNFSD" --exports /run/soak.exports \\
+				--state-dir $state --listen 0.0.0.0:2049 --no-rdma --lease-time 15 \\
+				--admin-socket /run/rnfsd-soak.sock --pnfs-ds ds1=$PEER_ADDR:2050:$ds \\
+				$RNFSD_ARGS >>$log 2>&1
+		EOF
+		cat >/run/soak-restart <<-EOF
+			#!/bin/bash
+			# SIGKILL, and the same state directory again; waits until it serves
+			pid=\$(cat /run/soak.pid)
+			kill -9 "\$pid"
+			for _ in \$(seq 300); do
+				[ -e /proc/\$pid ] && [ "\$(awk '{print \$3}' /proc/\$pid/stat 2>/dev/null)" != Z ] || break
+				sleep 0.1
+			done
+			n=\$(grep -c "rnfsd ready:" $log)
+			setsid /run/soak-launch </dev/null &
+			echo \$! >/run/soak.pid
+			for _ in \$(seq 600); do
+				[ "\$(grep -c "rnfsd ready:" $log)" -gt "\$n" ] && { echo "rnfsd killed and restarted (pid \$(cat /run/soak.pid))"; exit 0; }
+				sleep 0.1
+			done
+			echo "rnfsd did not get ready after the restart"; exit 1
+		EOF
+		cat >/run/soak-stall <<-EOF
+			#!/bin/bash
+			dmsetup suspend --noflush --nolockfs $dm || exit 1
+			sleep 10
+			dmsetup resume $dm && echo "device stalled for 10 s"
+		EOF
+		chmod 755 /run/soak-launch /run/soak-restart /run/soak-stall
+		: >$log
+		setsid /run/soak-launch </dev/null &
+		echo $! >/run/soak.pid
+		for _ in $(seq 300); do grep -q "rnfsd ready:" $log && break; sleep 0.2; done
+		if ! grep -q "rnfsd ready:" $log; then
+			soak_fail "rnfsd did not get ready"
+			dump "rnfsd-soak.log" $log 20
+		elif ! { timeout 120 mount -t nfs -o vers=3,proto=tcp "$PEER_ADDR:$dir" /mnt/soak3 &&
+			timeout 120 mount -t nfs -o vers=4.2,proto=tcp "$PEER_ADDR:$dir" /mnt/soak4 &&
+			timeout 120 mount -t nfs -o vers=4.2,proto=tcp "$PEER_ADDR:$pdir" /mnt/soak-pnfs; }; then
+			soak_fail "mounting the soak exports failed"
+		else
+			say "soak: $(grep -o 'rnfsd ready:.*' $log | head -1); $SOAK_MINUTES min, restart every ${SOAK_RESTART_EVERY}s, stall every ${SOAK_FAULT_EVERY}s"
+			timeout -k 10 $((SOAK_MINUTES * 60 + 1200)) python3 -u "$REPO/tests/vm/soak.py" \
+				--v3 /mnt/soak3 --v4 /mnt/soak4 --pnfs /mnt/soak-pnfs --minutes "$SOAK_MINUTES" \
+				--restart-cmd /run/soak-restart --restart-every "$SOAK_RESTART_EVERY" \
+				--stall-cmd /run/soak-stall --fault-every "$SOAK_FAULT_EVERY" --pid-file /run/soak.pid \
+				--csv /tmp/soak.csv --svg /tmp/soak.svg >/tmp/soak.out 2>&1 &
+			pypid=$!
+			tail -n +1 -f /tmp/soak.out --pid=$pypid | sed -u "s/^/soak| /"
+			wait $pypid
+			rc=$?
+			out=$(cat /tmp/soak.out)
+			# what the server logged above INFO, each message once with its count
+			grep -E "^[^ ]+ +(WARN|ERROR) " $log | sed -E 's/^[^ ]+ +//; s/[0-9]+/N/g' | sort | uniq -c |
+				sort -rn | head -n 30 | sed "s/^/soak log| /"
+			why=$(echo "$out" | grep "status=FAIL" | sed 's/.*sub=\([^ ]*\).*reason=/\1: /' | tr '\n' ';')
+			if [ "$rc" = 0 ]; then
+				result rnfsd 4.2 tcp soak PASS "$(elapsed "$t0")" "$(echo "$out" | grep -o 'SOAK.*' | head -1)"
+			else
+				soak_fail "${why:-soak.py exited $rc}"
+				dmesg_tail 20
+				dump "rnfsd-soak.log" $log 30
+			fi
+		fi
+		for m in /mnt/soak-pnfs /mnt/soak4 /mnt/soak3; do
+			mountpoint -q $m && { timeout 60 umount $m || umount -l $m; }
+		done
+		kill "$(cat /run/soak.pid)" 2>/dev/null
+		[ -n "$ds_pid" ] && kill $ds_pid 2>/dev/null
+		sleep 2
+		save $log /run/rnfsd-soak-ds.log /tmp/soak.csv /tmp/soak.svg /tmp/soak.out
+		umount $pdir $ds
+	fi
+	dmsetup resume $dm 2>/dev/null
+	mountpoint -q $dir && { umount $dir || umount -l $dir; }
+	dmsetup remove --retry $dm 2>/dev/null
+	[ -n "$loop" ] && losetup -d "$loop"
+	rm -f $img
+}
+
+# ---------------------------------------------------------------------------------------------
 # faults: the export on a small ext4 over a device-mapper device (loop device under it) whose
 # table tests/vm/faults.py changes: ENOSPC, writes failing (dm-flakey error_writes), the
 # server's writeback failing between an UNSTABLE write and its COMMIT, and the device stalling
@@ -1052,7 +1176,7 @@ faults_up() { # server: a new file system at FAULTS_DIR, exported, mounted on /m
 	FAULTS_LOOP=$(losetup -f --show $img) &&
 		dmsetup create $dm --table "0 $FAULTS_SECTORS linear $FAULTS_LOOP 0" &&
 		mkfs.ext4 -q -F -b 4096 -O ^has_journal,^resize_inode -E packed_meta_blocks=1 /dev/mapper/$dm &&
-		mount -o errors=continue /dev/mapper/$dm $FAULTS_DIR && chmod 0777 $FAULTS_DIR ||
+		mount -o errors=continue,noauto_da_alloc /dev/mapper/$dm $FAULTS_DIR && chmod 0777 $FAULTS_DIR ||
 		{ FAULTS_WHY="device-mapper set-up failed"; return 1; }
 	# the first free block: what mkfs wrote (metadata, root directory) lies before it
 	FAULTS_DATA=$(dumpe2fs /dev/mapper/$dm 2>/dev/null | awk '/^  Free blocks: / { sub(/-.*/, "", $3); print $3 * 8; exit }')
@@ -1734,6 +1858,7 @@ for s in $SERVERS; do
 			pnfs_case "$s" "$v" "$t"
 			failover_case "$s" "$v" "$t"
 			faults_case "$s" "$v" "$t"
+			soak_case "$s" "$v" "$t"
 			krb5_case "$s" "$v" "$t"
 		}
 	done
