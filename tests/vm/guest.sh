@@ -1671,7 +1671,17 @@ krb5_cb() { # server vers transport: the krb5cb row, NFSv4.0 callbacks under RPC
 	done
 	name=$(krb5_name "$s" tcp)
 	mkdir -p $mnt $mnt3
-	if ! out=$(timeout 120 mount -t nfs -o vers=4.0,proto=tcp,sec=krb5i "$name:/" $mnt 2>&1); then
+	if ! out=$(timeout 120 mount -t nfs -o vers=4.0,proto=tcp,sec=krb5i "$name:/" $mnt 2>&1) &&
+		[ "$s" = knfsd ]; then
+		# knfsd (the reference) refused this mount once in CI ("access denied by server",
+		# 1.2 s into the row, 2026-11-29; not in 12 runs since): its evidence, then one more try.
+		# rnfsd's mount gets no second try
+		say "krb5: knfsd's vers=4.0 sec=krb5i mount failed: $(echo "$out" | tr '\n' ' '); evidence, then once more"
+		krb5_evidence "$s" "$v" "$t"
+		sleep 3
+		out=$(timeout 120 mount -t nfs -o vers=4.0,proto=tcp,sec=krb5i "$name:/" $mnt 2>&1)
+	fi
+	if ! mountpoint -q $mnt; then
 		result "$s" "$v" "$t" krb5cb FAIL "$(elapsed "$t0")" "mount -o vers=4.0,sec=krb5i $name:/ failed: $(echo "$out" | tr '\n' ' ')"
 		krb5_evidence "$s" "$v" "$t"
 		return
