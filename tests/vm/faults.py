@@ -116,9 +116,6 @@ class Device:
     def suspend(self):
         self._dm("suspend", "--noflush", "--nolockfs", self.name)
 
-    def resume(self):
-        self._dm("resume", self.name)
-
     def resume_after(self, secs):
         return subprocess.Popen(["sh", "-c", f"sleep {secs}; exec dmsetup resume {self.name}"])
 
