@@ -13,7 +13,9 @@ Workers, each until the time is up (each finishes the round it is in):
             each increment under a blocking fcntl lock of the whole file: at the end the
             number equals the increments made
   churn     creates, renames, unlinks and lists files in a directory of the v4.2 mount and
-            checks each listing against the names it expects
+            checks each listing against the names it expects; a REMOVE or RENAME answered
+            ENOENT counts when it took effect (a call resent to a restarted server, whose
+            reply cache is empty, finds its own work done), and their number is printed
   seq       writes --seq-mib MiB with fsync on the v3 mount, reads it back (O_DIRECT, so
             from the server) and compares
   pnfs      the same on a pNFS mount (--pnfs): the data goes to the data server under the
@@ -87,11 +89,36 @@ def counter_one(path, deadline, ops, made):
 
 
 def churn(d):
+    replays = [0]
+
+    def gone(path, also=None):
+        """A REMOVE or RENAME answered ENOENT: accepted when it took effect all the same (the
+        name is gone, a rename's new name is there). A reply lost to a server's SIGKILL makes
+        the client send the call again to the new instance, whose reply cache is empty."""
+        if os.path.lexists(path) or (also is not None and not os.path.lexists(also)):
+            return False
+        replays[0] += 1
+        return True
+
+    def unlink(path):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            if not gone(path):
+                raise
+
     def run(deadline, ops):
         rnd = random.Random(7)
         os.makedirs(d, exist_ok=True)
         names = set()
         n = 0
+        try:
+            loop(deadline, ops, rnd, names, n)
+        finally:
+            print(f"churn: {replays[0]} REMOVEs or RENAMEs answered ENOENT having taken effect",
+                  flush=True)
+
+    def loop(deadline, ops, rnd, names, n):
         while until(deadline):
             op = rnd.choice(["create", "create", "rename", "unlink", "list"])
             if op == "create" or not names:
@@ -104,12 +131,16 @@ def churn(d):
                 old = rnd.choice(sorted(names))
                 new = f"r{n}"
                 n += 1
-                os.rename(os.path.join(d, old), os.path.join(d, new))
+                try:
+                    os.rename(os.path.join(d, old), os.path.join(d, new))
+                except FileNotFoundError:
+                    if not gone(os.path.join(d, old), os.path.join(d, new)):
+                        raise
                 names.discard(old)
                 names.add(new)
             elif op == "unlink":
                 old = rnd.choice(sorted(names))
-                os.unlink(os.path.join(d, old))
+                unlink(os.path.join(d, old))
                 names.discard(old)
             else:
                 got = set(os.listdir(d))
@@ -118,7 +149,7 @@ def churn(d):
                                         f"extra {sorted(got - names)[:5]}")
             if len(names) > 500:  # keep the directory a few READDIR rounds long
                 for old in sorted(names)[:250]:
-                    os.unlink(os.path.join(d, old))
+                    unlink(os.path.join(d, old))
                     names.discard(old)
             with ops.get_lock():
                 ops.value += 1
