@@ -50,8 +50,8 @@ MIB = 1 << 20
 KIB = 1 << 10
 
 
-class Failed(Exception):
-    pass
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from asuser import Failed, drop_caches  # noqa: E402
 
 
 def expect(cond, why):
@@ -78,13 +78,6 @@ def write_out(fd):
         if LIBC.sync_file_range(fd, 0, 0, flags) != 0:
             e = ctypes.get_errno()
             raise OSError(e, os.strerror(e))
-
-
-def drop_caches():
-    """The server's page cache too (same kernel): reads come from the device."""
-    subprocess.run(["sync"], check=False)
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 class Device:
@@ -127,14 +120,24 @@ def write_file(path, data, sync=False, chunk=MIB):
         fd = os.open(path, flags, 0o644)
     except OSError as e:
         return e.errno
-    err = 0
     try:
         for off in range(0, len(data), chunk):
             os.write(fd, data[off:off + chunk])
-        if not sync:
-            os.fsync(fd)
     except OSError as e:
-        err = e.errno
+        close_synced(fd, fsync=False)
+        return e.errno
+    return close_synced(fd, fsync=not sync)
+
+
+def close_synced(fd, fsync=True):
+    """fsyncs (unless told not to) and closes fd; the errno of the first failure, or 0 (an
+    NFS client may report a write error at either)."""
+    err = 0
+    if fsync:
+        try:
+            os.fsync(fd)
+        except OSError as e:
+            err = e.errno
     try:
         os.close(fd)
     except OSError as e:
@@ -143,6 +146,7 @@ def write_file(path, data, sync=False, chunk=MIB):
 
 
 def read_back(path, data, what):
+    # the server's page cache too (one kernel): the read comes from the device
     drop_caches()
     with open(path, "rb") as f:
         got = f.read()
@@ -317,15 +321,7 @@ def case_commit(a, dev):
                   f"{r.stderr.strip() or 'no error'}", flush=True)
         finally:
             dev.healthy()
-        try:
-            os.fsync(fd)
-            err = 0
-        except OSError as e:
-            err = e.errno
-        try:
-            os.close(fd)
-        except OSError as e:
-            err = err or e.errno
+        err = close_synced(fd)
         print(f"commit {label}: fsync after the server's writeback failed: "
               f"{os.strerror(err) if err else 'succeeded'}", flush=True)
         if err == 0:

@@ -183,6 +183,15 @@ def sequential(d, mib, tag):
     return run
 
 
+def event(name, cmd, at, times, errors):
+    """Runs a restart or stall command at `at` seconds; its failure goes to errors."""
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    print(f"soak {at:.0f} s: {r.stdout.strip() or r.stderr.strip()}", flush=True)
+    if r.returncode != 0:
+        errors.put((name, r.stdout.strip() + r.stderr.strip()))
+    times.append(at)
+
+
 def sample(pid_file):
     """(pid, RSS KiB, open descriptors) of the server now, or None between its lives."""
     try:
@@ -288,18 +297,10 @@ def main():
                 rows.append((round(now - t0, 1), s[0], s[1], s[2]))
             next_sample += a.sample_every
         if now >= next_restart:
-            r = subprocess.run(a.restart_cmd, shell=True, capture_output=True, text=True)
-            print(f"soak {now - t0:.0f} s: {r.stdout.strip() or r.stderr.strip()}", flush=True)
-            if r.returncode != 0:
-                errors.put(("restart", r.stdout.strip() + r.stderr.strip()))
-            restarts.append(now - t0)
+            event("restart", a.restart_cmd, now - t0, restarts, errors)
             next_restart += a.restart_every
         if now >= next_fault:
-            r = subprocess.run(a.stall_cmd, shell=True, capture_output=True, text=True)
-            print(f"soak {now - t0:.0f} s: {r.stdout.strip() or r.stderr.strip()}", flush=True)
-            if r.returncode != 0:
-                errors.put(("stall", r.stdout.strip() + r.stderr.strip()))
-            faults.append(now - t0)
+            event("stall", a.stall_cmd, now - t0, faults, errors)
             next_fault += a.fault_every
         time.sleep(max(0.0, min(next_sample, next_restart, next_fault, deadline) - time.time()))
     for p in procs:
