@@ -202,17 +202,12 @@ impl Channel {
 
     fn connect(&self) -> io::Result<Arc<Conn>> {
         let addr = self.addr;
-        let sock =
-            crate::client::bind_first(addr, self.opts.from, self.opts.reserved_port, |src| {
-                let s = socket2::Socket::new(
-                    socket2::Domain::for_address(addr),
-                    socket2::Type::STREAM,
-                    Some(socket2::Protocol::TCP),
-                )?;
-                s.bind(&src.into())?;
-                Ok(s)
-            })?;
-        sock.connect_timeout(&addr.into(), self.opts.connect_timeout)?;
+        let sock = crate::client::tcp_socket_from_first(
+            addr,
+            self.opts.from,
+            self.opts.reserved_port,
+            |s| s.connect_timeout(&addr.into(), self.opts.connect_timeout),
+        )?;
         sock.set_tcp_nodelay(true)?;
         sock.set_keepalive(true)?;
         let stream: TcpStream = sock.into();

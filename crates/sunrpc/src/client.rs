@@ -1,11 +1,12 @@
 //! Calls this server makes to other hosts' RPC services: a client's rpcbind (to find its lock
 //! manager and status monitor), its lockd (NLM grants and asynchronous results) and its statd
-//! (reboot notifications). One call at a time per socket, over UDP or TCP, each attempt
-//! bounded by a timeout; replies are matched by transaction id and bounded in size.
+//! (reboot notifications). One call at a time per socket, over UDP or TCP (a connection kept
+//! for the next call to the same peer), each attempt bounded by a timeout; replies are matched
+//! by transaction id and bounded in size.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -35,7 +36,7 @@ const MAX_REPLY: usize = 64 * 1024;
 pub enum Proto {
     /// One datagram each way, retransmitted on timeout.
     Udp,
-    /// A connection per call, record marking.
+    /// Record marking on a connection kept between calls to the same peer.
     Tcp,
 }
 
@@ -195,8 +196,21 @@ fn sources(
         .map(move |p| SocketAddr::new(ip, p))
 }
 
+/// What a failed bind (or connect) from `src`, one of [`sources`], leaves to try: the next
+/// source (None), the first unprivileged one, or nothing more (`src` itself: the error stands).
+fn next_source(e: &io::Error, src: SocketAddr) -> Option<SocketAddr> {
+    match e.kind() {
+        // a port below 1024 needs privilege this process lacks: the first unprivileged one
+        io::ErrorKind::PermissionDenied if src.port() != 0 => Some(SocketAddr::new(src.ip(), 0)),
+        // the port is taken (or the 4-tuple still in TIME_WAIT): the next one
+        io::ErrorKind::AddrInUse | io::ErrorKind::AddrNotAvailable => None,
+        _ => Some(src),
+    }
+}
+
 /// Binds with the first of [`sources`] that is free; a port below 1024 that needs privilege
-/// this process lacks ends the search for one.
+/// this process lacks ends the search for one, and an error that is not about the port (a
+/// refused connection) ends the search.
 pub(crate) fn bind_first<T>(
     addr: SocketAddr,
     from: Option<IpAddr>,
@@ -207,13 +221,41 @@ pub(crate) fn bind_first<T>(
     for src in sources(addr, from, reserved_port) {
         match bind(src) {
             Ok(t) => return Ok(t),
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && src.port() != 0 => {
-                return bind(SocketAddr::new(src.ip(), 0));
-            }
-            Err(e) => last = e,
+            Err(e) => match next_source(&e, src) {
+                None => last = e,
+                Some(any) if any != src => return bind(any),
+                Some(_) => return Err(e),
+            },
         }
     }
     Err(last)
+}
+
+/// A TCP socket to `addr` from the first of [`sources`] that binds and on which `connect`
+/// succeeds. Each socket may share its port with connections to other peers and with those
+/// in TIME_WAIT (SO_REUSEADDR): a port is spent only for the 4-tuple it connected, so
+/// connections closed by this side in the last minute (per-call connections, a killed
+/// instance's) leave the rest of the reserved range usable, where without it a few hundred
+/// calls a minute would drive every call to an unprivileged port that `secure` servers refuse.
+/// A connect that finds its 4-tuple still in use (EADDRNOTAVAIL) moves on to the next port.
+pub(crate) fn tcp_socket_from_first(
+    addr: SocketAddr,
+    from: Option<IpAddr>,
+    reserved_port: bool,
+    connect: impl Fn(&socket2::Socket) -> io::Result<()>,
+) -> io::Result<socket2::Socket> {
+    let attempt = |src: SocketAddr| -> io::Result<socket2::Socket> {
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )?;
+        s.set_reuse_address(true)?;
+        s.bind(&src.into())?;
+        connect(&s)?;
+        Ok(s)
+    };
+    bind_first(addr, from, reserved_port, attempt)
 }
 
 /// Whether `reply` answers transaction `xid`.
@@ -278,28 +320,132 @@ pub async fn tcp_connect(
     from: Option<IpAddr>,
     reserved_port: bool,
 ) -> io::Result<TcpStream> {
-    let sock = bind_first(addr, from, reserved_port, |src| {
-        let s = if src.is_ipv4() {
-            tokio::net::TcpSocket::new_v4()?
-        } else {
-            tokio::net::TcpSocket::new_v6()?
-        };
-        s.bind(src)?;
-        Ok(s)
+    // started without blocking: a 4-tuple in use shows at once, the rest when it is writable
+    let sock = tcp_socket_from_first(addr, from, reserved_port, |s| {
+        s.set_nonblocking(true)?;
+        match s.connect(&addr.into()) {
+            Err(e) if e.raw_os_error() != Some(libc::EINPROGRESS) => Err(e),
+            _ => Ok(()),
+        }
     })?;
-    sock.connect(addr).await
+    sock.set_tcp_nodelay(true)?;
+    let stream = TcpStream::from_std(sock.into())?;
+    stream.writable().await?;
+    match stream.take_error()? {
+        Some(e) => Err(e),
+        None => Ok(stream),
+    }
 }
 
+/// What a kept connection serves: calls to one peer from one source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ConnKey {
+    addr: SocketAddr,
+    from: Option<IpAddr>,
+    reserved_port: bool,
+}
+
+impl ConnKey {
+    fn of(addr: SocketAddr, opts: &CallOpts) -> Self {
+        ConnKey {
+            addr,
+            from: opts.from,
+            reserved_port: opts.reserved_port,
+        }
+    }
+}
+
+/// An idle connection and when its last call ended.
+struct Idle {
+    key: ConnKey,
+    stream: std::net::TcpStream,
+    since: Instant,
+}
+
+/// Connections of finished TCP calls, kept for the next call to the same peer (as the kernel's
+/// RPC client keeps its transport): a lock manager granting locks at a high rate then neither
+/// connects per call nor leaves a reserved port in TIME_WAIT per call. Streams are kept
+/// detached from any runtime, so a call on another runtime can take them.
+struct IdleConns {
+    conns: parking_lot::Mutex<Vec<Idle>>,
+}
+
+/// How long a connection is kept idle (peers close theirs after minutes).
+const IDLE_FOR: Duration = Duration::from_secs(30);
+/// Idle connections kept in all; the oldest goes first.
+const IDLE_MAX: usize = 64;
+
+static IDLE: IdleConns = IdleConns {
+    conns: parking_lot::Mutex::new(Vec::new()),
+};
+
+impl IdleConns {
+    /// The newest live idle connection for `key`.
+    fn take(&self, key: ConnKey) -> Option<TcpStream> {
+        let mut conns = self.conns.lock();
+        conns.retain(|c| c.since.elapsed() < IDLE_FOR);
+        while let Some(i) = conns.iter().rposition(|c| c.key == key) {
+            let c = conns.swap_remove(i);
+            // alive and quiet: nothing to read yet (not closed by the peer, no stray bytes)
+            if matches!(c.stream.peek(&mut [0u8; 1]), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+            {
+                drop(conns);
+                return TcpStream::from_std(c.stream).ok();
+            }
+        }
+        None
+    }
+
+    /// Keeps `stream`, whose last call was answered, for the next call to `key`.
+    fn put(&self, key: ConnKey, stream: TcpStream) {
+        let Ok(stream) = stream.into_std() else {
+            return;
+        };
+        let mut conns = self.conns.lock();
+        conns.retain(|c| c.since.elapsed() < IDLE_FOR);
+        if conns.len() >= IDLE_MAX {
+            conns.remove(0);
+        }
+        conns.push(Idle {
+            key,
+            stream,
+            since: Instant::now(),
+        });
+    }
+}
+
+/// One attempt: on a kept connection when there is one, else on a new one. A kept connection
+/// that fails before the reply (the peer closed it meanwhile) is replaced by a new one at once.
 async fn tcp_once(
     addr: SocketAddr,
     xid: u32,
     body: &Bytes,
     opts: &CallOpts,
 ) -> Result<Bytes, CallError> {
+    let key = ConnKey::of(addr, opts);
+    if let Some(mut s) = IDLE.take(key) {
+        match tcp_exchange_on(&mut s, xid, body).await {
+            Ok(r) => {
+                IDLE.put(key, s);
+                return Ok(r);
+            }
+            Err(CallError::Io(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
     let mut s = tcp_connect(addr, opts.from, opts.reserved_port).await?;
-    s.write_all(&crate::record::record_header(body.len()))
-        .await?;
-    s.write_all(body).await?;
+    let r = tcp_exchange_on(&mut s, xid, body).await?;
+    IDLE.put(key, s);
+    Ok(r)
+}
+
+/// Sends the call `body` on `s` and reads records until the reply to `xid`.
+async fn tcp_exchange_on(s: &mut TcpStream, xid: u32, body: &Bytes) -> Result<Bytes, CallError> {
+    // one write: a call in two segments would wait on the peer's delayed ACK
+    let mut rec = Vec::with_capacity(4 + body.len());
+    rec.extend_from_slice(&crate::record::record_header(body.len()));
+    rec.extend_from_slice(body);
+    s.write_all(&rec).await?;
     loop {
         let mut reply = Vec::new();
         loop {
@@ -326,6 +472,8 @@ async fn tcp_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parking_lot::Mutex;
+    use std::sync::Arc;
 
     /// A UDP service that drops the first datagram and answers the second with `result`.
     async fn flaky_udp(result: u32) -> SocketAddr {
@@ -509,5 +657,126 @@ mod tests {
         )
         .await;
         assert!(matches!(r, Err(CallError::Rejected)), "{r:?}");
+    }
+
+    /// Whether this process may bind ports below 1024 (the test suite runs as root, as the
+    /// server does; otherwise calls fall back to unprivileged ports).
+    fn privileged() -> bool {
+        match std::net::TcpListener::bind("127.0.0.1:1") {
+            Err(e) => e.kind() != io::ErrorKind::PermissionDenied,
+            Ok(_) => true,
+        }
+    }
+
+    /// A TCP service answering every call with SUCCESS, that closes each connection after
+    /// `per_conn` replies; returns its address and the source ports of its connections.
+    async fn tcp_service(per_conn: usize) -> (SocketAddr, Arc<Mutex<Vec<u16>>>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let peers = Arc::new(Mutex::new(Vec::new()));
+        let seen = peers.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut s, peer) = l.accept().await.unwrap();
+                seen.lock().push(peer.port());
+                tokio::spawn(async move {
+                    for _ in 0..per_conn {
+                        let mut hdr = [0u8; 4];
+                        if s.read_exact(&mut hdr).await.is_err() {
+                            return;
+                        }
+                        let mut body = vec![0u8; (u32::from_be_bytes(hdr) & 0x7fff_ffff) as usize];
+                        s.read_exact(&mut body).await.unwrap();
+                        let (h, _) = msg::decode_call(Bytes::from(body)).unwrap();
+                        let mut e = Encoder::new();
+                        msg::encode_accepted(&mut e, h.xid, msg::AcceptStat::Success);
+                        let reply = e.finish().to_bytes();
+                        let mut rec = crate::record::record_header(reply.len()).to_vec();
+                        rec.extend_from_slice(&reply);
+                        s.write_all(&rec).await.unwrap();
+                    }
+                });
+            }
+        });
+        (addr, peers)
+    }
+
+    async fn null_call(addr: SocketAddr, opts: &CallOpts) -> Result<Decoder, CallError> {
+        let args = GetportArgs {
+            prog: 0,
+            vers: 0,
+            prot: 0,
+        };
+        call(addr, 1, 1, 0, &args, opts).await
+    }
+
+    #[tokio::test]
+    async fn tcp_calls_to_one_peer_share_a_connection_from_a_reserved_port() {
+        let (addr, peers) = tcp_service(usize::MAX).await;
+        let opts = CallOpts::new(Proto::Tcp, Duration::from_secs(5), 1).from_server(None);
+        // more calls than there are reserved ports: one connection each would exhaust them
+        for _ in 0..500 {
+            null_call(addr, &opts).await.unwrap();
+        }
+        let peers = peers.lock().clone();
+        assert_eq!(peers.len(), 1, "connections {peers:?}");
+        assert_eq!(peers[0] < 1024, privileged(), "source port {}", peers[0]);
+    }
+
+    #[tokio::test]
+    async fn a_kept_connection_the_peer_closed_is_replaced_within_the_call() {
+        let (addr, peers) = tcp_service(3).await;
+        // one try each: a stale connection must not cost the call
+        let opts = CallOpts::new(Proto::Tcp, Duration::from_secs(5), 1);
+        for i in 0..10 {
+            null_call(addr, &opts)
+                .await
+                .unwrap_or_else(|e| panic!("call {i}: {e}"));
+            // let the peer's close arrive, as between calls seconds apart
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(peers.lock().len(), 4, "3 calls per connection");
+    }
+
+    #[test]
+    fn reserved_ports_are_shared_between_peers_and_skipped_per_peer_when_taken() {
+        let connect = |to: &std::net::TcpListener| {
+            let addr = to.local_addr().unwrap();
+            let s = tcp_socket_from_first(addr, None, true, |s| s.connect(&addr.into())).unwrap();
+            let port = s.local_addr().unwrap().as_socket().unwrap().port();
+            (s, port)
+        };
+        let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        if !privileged() {
+            assert!(connect(&a).1 >= 1024);
+            return;
+        }
+        // every reserved port connected to `a`: each next connection to `a` finds its 4-tuple
+        // taken and moves on to the next port, until the first unprivileged one
+        let mut to_a = Vec::new();
+        let mut accepted = Vec::new();
+        let mut ports = std::collections::BTreeSet::new();
+        loop {
+            let (s, port) = connect(&a);
+            accepted.push(a.accept().unwrap().0);
+            to_a.push(s);
+            if port >= 1024 {
+                break;
+            }
+            assert!(ports.insert(port), "port {port} twice");
+        }
+        // other processes may hold a few reserved ports; all the rest were used
+        let unused = 359 - ports.len();
+        assert!(
+            unused < 16,
+            "{unused} reserved ports left unused: {ports:?}"
+        );
+        // the same ports still serve a connection to another peer
+        let (_to_b, port_b) = connect(&b);
+        assert!(port_b < 1024, "source port {port_b}");
+        // the peer closes first: the TIME_WAIT states are its own, not the reserved ports'
+        drop(accepted);
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
