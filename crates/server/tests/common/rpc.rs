@@ -196,6 +196,11 @@ impl RpcClient {
         Self::from_stream(s)
     }
 
+    /// Connects to 127.0.0.1:`port`, or the error (a server restarting is not there yet).
+    pub fn try_connect(port: u16) -> io::Result<RpcClient> {
+        TcpStream::connect(("127.0.0.1", port)).map(Self::from_stream)
+    }
+
     /// Connects to 127.0.0.1:`port` from an ephemeral (non-privileged) port.
     pub fn connect(port: u16) -> RpcClient {
         let s = TcpStream::connect(("127.0.0.1", port)).expect("connect to rnfsd");

@@ -418,6 +418,11 @@ impl Fixture {
         Self::build_env(0o777, None, false, &[], env)
     }
 
+    /// Like [`Fixture::with_args`], with more environment variables for `rnfsd`.
+    pub fn with_args_env(args: &[&str], env: &[(String, String)]) -> Fixture {
+        Self::build_env(0o777, None, true, args, env)
+    }
+
     fn build(mode: u32, options: Option<&str>, metrics: bool) -> Fixture {
         Self::build_with(mode, options, metrics, &[])
     }
