@@ -1,8 +1,9 @@
 //! Running file-system calls with the caller's identity.
 //!
 //! Each worker thread switches its own fsuid, fsgid and supplementary groups (raw per-thread
-//! syscalls) to the caller's before touching the file system, so the kernel applies the same
-//! permission checks it would for a local user. The last identity is remembered per thread and
+//! syscalls) to the caller's before touching the file system, and drops CAP_SYS_RESOURCE for
+//! any caller but root, so the kernel applies the same permission checks, disk quotas and
+//! reserved blocks it would for a local user. The last identity is remembered per thread and
 //! only changed when a call's differs: a thread that calls the backend keeps the last caller's
 //! identity afterwards, so only dedicated worker threads should call it.
 
@@ -93,6 +94,13 @@ pub fn assume(c: &Creds) {
         }
         sys::set_thread_fsgid(c.gid);
         sys::set_thread_fsuid(c.uid);
+        // a thread starts as root; quotas and root's reserved blocks hold for everyone else
+        let was_root = cur.as_ref().is_none_or(|p| p.uid == 0);
+        if was_root != (c.uid == 0) {
+            if let Err(e) = sys::set_thread_sys_resource(c.uid == 0) {
+                tracing::warn!(uid = c.uid, error = %e, "capset failed");
+            }
+        }
         *cur = Some(c.clone());
     });
 }
@@ -169,5 +177,45 @@ mod tests {
             // Without the right to switch, identities are never changed: nothing to give up.
             assert_eq!(tried, Some(()));
         }
+    }
+
+    /// This thread's effective capabilities, from /proc.
+    fn effective_caps() -> u64 {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        let hex = status
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .unwrap()
+            .trim();
+        u64::from_str_radix(hex, 16).unwrap()
+    }
+
+    #[test]
+    fn a_user_is_held_to_quotas_and_root_is_not() {
+        const SYS_RESOURCE: u64 = 1 << 24;
+        if !can_switch() || effective_caps() & SYS_RESOURCE == 0 {
+            // not root: nothing switches (the suite runs as root, as the server does)
+            assert!(!can_switch() || effective_caps() & SYS_RESOURCE == 0);
+            return;
+        }
+        std::thread::spawn(|| {
+            let user = Creds {
+                uid: 4243,
+                gid: 4243,
+                groups: no_groups(),
+            };
+            assume(&user);
+            assert_eq!(
+                effective_caps() & SYS_RESOURCE,
+                0,
+                "a user keeps CAP_SYS_RESOURCE"
+            );
+            // another user: still without it
+            assume(&Creds { uid: 4244, ..user });
+            assert_eq!(effective_caps() & SYS_RESOURCE, 0);
+            as_root(|| assert_ne!(effective_caps() & SYS_RESOURCE, 0, "root lost it"));
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -191,6 +191,47 @@ pub fn set_thread_fsgid(gid: u32) {
     unsafe { libc::syscall(libc::SYS_setfsgid, gid as libc::c_long) };
 }
 
+/// Raises (`on`) or drops CAP_SYS_RESOURCE in this thread's effective capabilities (capset
+/// is per thread). Without it the kernel holds a caller to its disk quota and keeps the blocks
+/// reserved for root from it; setfsuid drops only the file-system capabilities, so a thread
+/// acting for a user drops this one too, as knfsd's `nfsd_setuser` does.
+pub fn set_thread_sys_resource(on: bool) -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    // _LINUX_CAPABILITY_VERSION_3: 64 bits of each set, in two Data
+    const VERSION_3: u32 = 0x2008_0522;
+    const SYS_RESOURCE: u32 = 1 << 24;
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: h is a valid header and d the two Data version 3 reads and writes.
+    cvt_long(unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()) })?;
+    let effective = if on {
+        d[0].effective | (d[0].permitted & SYS_RESOURCE)
+    } else {
+        d[0].effective & !SYS_RESOURCE
+    };
+    if effective == d[0].effective {
+        return Ok(());
+    }
+    d[0].effective = effective;
+    // SAFETY: as for capget; capset only reads them.
+    cvt_long(unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut Header, d.as_ptr()) })?;
+    Ok(())
+}
+
 /// Sets this thread's supplementary groups (the raw syscall, unlike glibc's, is per thread).
 pub fn set_thread_groups(groups: &[u32]) -> io::Result<()> {
     // SAFETY: the pointer and length describe a valid slice of gid_t (u32) values.
