@@ -24,6 +24,10 @@ live in the root directory.
             (COMMIT): it must fail, or else the data must be on the disk (caches dropped).
             A server that answers the COMMIT from a flush that no longer sees the lost
             writeback passes the fsync and loses the data
+  dquot     (file system made with the quota feature, mounted usrquota) a user with 8 MiB of
+            disk quota writes 16 MiB + fsync through each mount: EDQUOT; with the limit raised
+            the user's 4 MiB rewrite reads back exact. A server that writes for a user while
+            keeping root's CAP_SYS_RESOURCE is not held to the quota and fails this
   stall     the device stops answering for --stall seconds (dmsetup suspend --noflush
             --nolockfs): 16 writers (files opened O_SYNC before it, 256 KiB writes; half on
             the v3 mount, half on v4.2) wait on it while a probe writes and fsyncs 64 KiB on
@@ -51,7 +55,7 @@ KIB = 1 << 10
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from asuser import Failed, drop_caches  # noqa: E402
+from asuser import Failed, as_user, drop_caches  # noqa: E402
 
 
 def expect(cond, why):
@@ -266,6 +270,54 @@ def case_nospc(a):
     rewrite(a.v4, "after-nospc", "nospc-after-copy")
 
 
+class DqBlk(ctypes.Structure):
+    """struct if_dqblk (linux/quota.h)."""
+    _fields_ = [("bhardlimit", ctypes.c_uint64), ("bsoftlimit", ctypes.c_uint64),
+                ("curspace", ctypes.c_uint64), ("ihardlimit", ctypes.c_uint64),
+                ("isoftlimit", ctypes.c_uint64), ("curinodes", ctypes.c_uint64),
+                ("btime", ctypes.c_uint64), ("itime", ctypes.c_uint64), ("valid", ctypes.c_uint32)]
+
+
+def set_quota(device, uid, kib):
+    """Q_SETQUOTA of uid's block limits (0: none) on the file system of device."""
+    q_setquota, usrquota, qif_blimits = 0x800008, 0, 1
+    blk = DqBlk(bhardlimit=kib, bsoftlimit=kib, valid=qif_blimits)
+    if LIBC.quotactl((q_setquota << 8) | usrquota, device.encode(), uid, ctypes.byref(blk)) != 0:
+        e = ctypes.get_errno()
+        raise Failed(f"quotactl(Q_SETQUOTA) on {device}: {os.strerror(e)}")
+
+
+QUOTA_USER = ("quota-user", 4321, 4321)
+
+
+def case_dquot(a):
+    """A user over a disk quota gets EDQUOT through both mounts; with the limit raised, the
+    user's rewrite reads back exact. The server acts as the user: a server thread that keeps
+    root's CAP_SYS_RESOURCE while writing for one is not held to the quota."""
+    device = f"/dev/mapper/{a.dm}"
+    set_quota(device, QUOTA_USER[1], 8 * 1024)
+    for label, d in (("v3", a.v3), ("v4.2", a.v4)):
+        path = os.path.join(d, "over-quota")
+        err = as_user(QUOTA_USER, write_file, path, pattern("dquot", 16 * MIB))
+        try:
+            size = os.stat(os.path.join(a.server_dir, "over-quota")).st_size
+        except FileNotFoundError:
+            size = 0
+        drop(path)
+        expect(err == errno.EDQUOT, f"{label}: 16 MiB by a user with 8 MiB of quota: "
+               f"{os.strerror(err) if err else 'no error'}, not EDQUOT ({size} bytes on the "
+               f"server)")
+        space_back(a, 48, f"dquot {label}")
+    set_quota(device, QUOTA_USER[1], 64 * 1024)
+    for label, d in (("v3", a.v3), ("v4.2", a.v4)):
+        path = os.path.join(d, "after-dquot")
+        data = pattern(f"dquot-{label}", 4 * MIB)
+        err = as_user(QUOTA_USER, write_file, path, data)
+        expect(err == 0, f"{label}: the user's rewrite with the quota raised: {os.strerror(err)}")
+        read_back(path, data, f"{label}: the user's rewrite")
+        drop(path)
+
+
 def case_eio(a, dev):
     for label, d in (("v3", a.v3), ("v4.2", a.v4)):
         f1, f2 = os.path.join(d, "eio-fsync"), os.path.join(d, "eio-sync")
@@ -401,11 +453,12 @@ def main():
     ap.add_argument("--server-dir", required=True, help="the exported directory, server side")
     ap.add_argument("--stall", type=int, default=10)
     ap.add_argument("--expect-isolation", action="store_true")
-    ap.add_argument("--steps", default="nospc,eio,commit,stall")
+    ap.add_argument("--steps", default="nospc,eio,commit,stall,dquot")
     a = ap.parse_args()
     dev = Device(a.dm, a.backing, a.sectors, a.data_sector)
     steps = {"nospc": lambda: case_nospc(a), "eio": lambda: case_eio(a, dev),
-             "commit": lambda: case_commit(a, dev), "stall": lambda: case_stall(a, dev)}
+             "commit": lambda: case_commit(a, dev), "stall": lambda: case_stall(a, dev),
+             "dquot": lambda: case_dquot(a)}
     failed = 0
     for name in a.steps.split(","):
         t0 = time.time()

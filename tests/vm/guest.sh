@@ -1168,15 +1168,17 @@ soak_case() { # server vers transport
 # Only rnfsd's row requires the other export to be served during the stall
 # (--expect-isolation); knfsd's shows how long it waited.
 FAULTS_STALL=${FAULTS_STALL:-10}
-FAULTS_STEPS=${FAULTS_STEPS:-nospc stall eio commit}
+FAULTS_STEPS=${FAULTS_STEPS:-nospc stall eio commit dquot}
 FAULTS_SECTORS=$((64 * 2048))
-faults_up() { # server: a new file system at FAULTS_DIR, exported, mounted on /mnt/flt3, flt4, fltok
-	local s=$1 img=/tmp/faults-$1.img dm=rnfs-faults-$1
+faults_up() { # server step: a new file system at FAULTS_DIR, exported, mounted on /mnt/flt3, flt4, fltok
+	local s=$1 img=/tmp/faults-$1.img dm=rnfs-faults-$1 feat="" opts=""
+	# the dquot step: user quotas kept (the quota feature) and enforced (usrquota)
+	[ "$2" = dquot ] && feat=,quota opts=,usrquota
 	truncate -s $((FAULTS_SECTORS / 2048))M $img
 	FAULTS_LOOP=$(losetup -f --show $img) &&
 		dmsetup create $dm --table "0 $FAULTS_SECTORS linear $FAULTS_LOOP 0" &&
-		mkfs.ext4 -q -F -b 4096 -O ^has_journal,^resize_inode -E packed_meta_blocks=1 /dev/mapper/$dm &&
-		mount -o errors=continue,noauto_da_alloc /dev/mapper/$dm $FAULTS_DIR && chmod 0777 $FAULTS_DIR ||
+		mkfs.ext4 -q -F -b 4096 -O ^has_journal,^resize_inode$feat -E packed_meta_blocks=1 /dev/mapper/$dm &&
+		mount -o errors=continue,noauto_da_alloc$opts /dev/mapper/$dm $FAULTS_DIR && chmod 0777 $FAULTS_DIR ||
 		{ FAULTS_WHY="device-mapper set-up failed"; return 1; }
 	# the first free block: what mkfs wrote (metadata, root directory) lies before it
 	FAULTS_DATA=$(dumpe2fs /dev/mapper/$dm 2>/dev/null | awk '/^  Free blocks: / { sub(/-.*/, "", $3); print $3 * 8; exit }')
@@ -1260,7 +1262,7 @@ faults_case() { # server vers transport
 	mkdir -p $FAULTS_DIR $FAULTS_OK /mnt/flt3 /mnt/flt4 /mnt/fltok
 	chmod 0777 $FAULTS_OK
 	for step in $FAULTS_STEPS; do
-		if ! faults_up "$s"; then
+		if ! faults_up "$s" "$step"; then
 			why="$why$step: $FAULTS_WHY;"
 			[ -n "$FAULTS_PID" ] && dump "rnfsd-faults.log" /run/rnfsd-faults.log 20
 		else
