@@ -178,6 +178,8 @@ fn diropargs(dir: &NfsFh3, name: &str) -> Diropargs3 {
 struct Outcome {
     failures: Vec<String>,
     notes: Vec<String>,
+    /// A counter owner's: its number and the increments it made.
+    made: Option<(usize, u64)>,
 }
 
 /// A small deterministic generator (xorshift), seeded per client.
@@ -461,7 +463,7 @@ fn counter(
     out.notes.push(format!(
         "counter {who}: {made} increments, {resolved} across a restart"
     ));
-    out.notes.push(format!("made {who} {made}"));
+    out.made = Some((who, made));
     out
 }
 
@@ -736,13 +738,10 @@ fn mixed_clients_through_restarts_and_storage_faults() {
         match w.join() {
             Ok(o) => {
                 for n in &o.notes {
-                    if let Some(rest) = n.strip_prefix("made ") {
-                        let mut it = rest.split(' ').map(|x| x.parse::<u64>().unwrap_or(0));
-                        let (who, k) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-                        made[who as usize] = k;
-                    } else {
-                        eprintln!("soak: {n}");
-                    }
+                    eprintln!("soak: {n}");
+                }
+                if let Some((who, k)) = o.made {
+                    made[who] = k;
                 }
                 failures.extend(o.failures);
             }

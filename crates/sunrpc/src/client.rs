@@ -385,7 +385,7 @@ impl IdleConns {
         let mut conns = self.conns.lock();
         conns.retain(|c| c.since.elapsed() < IDLE_FOR);
         while let Some(i) = conns.iter().rposition(|c| c.key == key) {
-            let c = conns.swap_remove(i);
+            let c = conns.remove(i);
             // alive and quiet: nothing to read yet (not closed by the peer, no stray bytes)
             if matches!(c.stream.peek(&mut [0u8; 1]), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
             {
