@@ -12,7 +12,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sunrpc::metrics::RpcMetrics;
 use sunrpc::{Dispatcher, TransportKind};
 
 pub mod build;
@@ -88,7 +87,7 @@ pub struct Server {
 impl Server {
     /// A fresh server over the process's environment.
     pub fn new(env: &env::Env) -> Self {
-        let mut disp = Dispatcher::new(64, Arc::new(RpcMetrics::default()));
+        let mut disp = Dispatcher::new(64, env.metrics.clone());
         disp.register(Arc::new(nfs3::Nfs3::new(env.vfs.clone())));
         disp.register(Arc::new(nfs3::Mount::new(env.vfs.clone())));
         disp.register(Arc::new(nfs3::NfsAcl::new(env.vfs.clone())));
