@@ -443,6 +443,11 @@ async fn run(args: Args) -> Result<(), String> {
         record_timeout: std::time::Duration::from_secs(args.record_timeout),
         write_timeout: std::time::Duration::from_secs(args.write_timeout),
         splice_reads: args.splice_reads,
+        calls: Some(sunrpc::pool::CallPool::new(
+            "rnfsd-call",
+            call_threads(&args),
+            Some(vfs::cred::allow_switch_in_try),
+        )),
     };
     tracing::info!(
         max_connections = tcp_cfg.max_connections,

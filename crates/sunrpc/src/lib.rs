@@ -17,6 +17,7 @@ pub mod gss;
 pub mod metrics;
 pub mod msg;
 pub mod outbound;
+pub mod pool;
 pub mod record;
 pub mod tcp;
 pub mod uaddr;

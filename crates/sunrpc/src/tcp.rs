@@ -36,6 +36,7 @@ use xdr::{Reply, Segment};
 
 use crate::bufpool::{BufPool, MIN_POOLED};
 use crate::dispatch::{BackChannel, BulkAlloc, Dispatcher, Origin, TransportKind};
+use crate::pool::CallPool;
 use crate::record::{record_header, RecordReader};
 
 /// Calls to the client on a TCP connection go out like replies. It holds the connection's
@@ -362,6 +363,8 @@ pub struct TcpConfig {
     pub write_timeout: Duration,
     /// Which clients get READ data spliced from the page cache instead of copied.
     pub splice_reads: SpliceReads,
+    /// Where calls that may block run: these threads, or tokio's blocking pool (None).
+    pub calls: Option<CallPool>,
 }
 
 /// Which clients get READ data as file pages spliced into the socket ([`xdr::Segment::Pages`],
@@ -403,6 +406,7 @@ impl Default for TcpConfig {
             record_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(60),
             splice_reads: SpliceReads::default(),
+            calls: None,
         }
     }
 }
@@ -671,15 +675,20 @@ async fn serve_connection(
         if admitted.is_err() {
             disp.metrics().count_error("export_wait");
         }
+        let pool = cfg.calls.clone();
         let run = move |admitted: Option<tokio::sync::OwnedSemaphorePermit>| {
-            tokio::task::spawn_blocking(move || {
+            let call = move || {
                 let reply = disp.dispatch_from(rec, origin);
                 drop(admitted);
                 drop(global);
                 if let Some(reply) = reply {
                     out.send(reply, Some(permit));
                 }
-            });
+            };
+            match pool {
+                Some(p) => p.run(call),
+                None => drop(tokio::task::spawn_blocking(call)),
+            }
         };
         match admitted {
             Ok(p) => run(p),
