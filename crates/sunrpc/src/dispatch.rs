@@ -334,7 +334,7 @@ impl Dispatcher {
     /// A dispatcher whose duplicate request cache keeps `drc_entries` replies.
     pub fn new(drc_entries: usize, metrics: Arc<RpcMetrics>) -> Self {
         let running = Running::default();
-        metrics.count_in_flight(running.count.clone());
+        metrics.count_in_flight(&running.count);
         Self {
             programs: Vec::new(),
             drc: DuplicateCache::new(drc_entries),

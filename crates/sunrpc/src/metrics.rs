@@ -373,8 +373,8 @@ pub struct RpcMetrics {
     gauges: Mutex<HashMap<&'static str, Gauge>>,
     /// Calls being executed (all transports), set from `running` at each scrape.
     in_flight: Gauge,
-    /// The dispatchers' counts of calls running.
-    running: RwLock<Vec<Arc<std::sync::atomic::AtomicUsize>>>,
+    /// The dispatchers' counts of calls running; a dispatcher gone no longer counts.
+    running: RwLock<Vec<std::sync::Weak<std::sync::atomic::AtomicUsize>>>,
     clients: Clients,
     max_clients: usize,
     nfs_errors: Family<NfsErrorLabels, Counter>,
@@ -568,8 +568,10 @@ impl RpcMetrics {
 
     /// Adds a dispatcher's count of calls running to the calls-in-flight gauge (summed at each
     /// scrape: a call pays for one count, which the dispatcher keeps anyway to drain at a stop).
-    pub fn count_in_flight(&self, running: Arc<std::sync::atomic::AtomicUsize>) {
-        self.running.write().push(running);
+    pub fn count_in_flight(&self, running: &Arc<std::sync::atomic::AtomicUsize>) {
+        let mut all = self.running.write();
+        all.retain(|c| c.strong_count() > 0);
+        all.push(Arc::downgrade(running));
     }
 
     /// Renders all metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).
@@ -578,6 +580,7 @@ impl RpcMetrics {
             .running
             .read()
             .iter()
+            .filter_map(std::sync::Weak::upgrade)
             .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
             .sum();
         self.in_flight.set(running as i64);

@@ -85,6 +85,9 @@ struct OutState {
     failed: bool,
     /// The reader is done and every call has finished: the writer exits once the queue is empty.
     closing: bool,
+    /// A thread is writing to the socket outside the lock ([`ReplyOut::send_batch`]): records
+    /// queued meanwhile are its to send next, not the writer task's.
+    writing: bool,
 }
 
 static ZEROS: [u8; 4] = [0; 4];
@@ -198,56 +201,100 @@ impl ReplyOut {
     }
 
     /// [`ReplyOut::send`] for several records at once (one vectored write); empties `batch`.
+    ///
+    /// The socket is written outside the lock, and a thread that finds another writing leaves
+    /// its records in the queue for that one, which sends them after its own before it returns:
+    /// replies finished at the same time leave in one write, and no thread waits for another's
+    /// write (12 clients' 4 KiB WRITEs: 0.9 lock waits per reply when the lock was held over
+    /// the write).
     fn send_batch(&self, batch: &mut Vec<Queued>) -> bool {
         let mut st = self.state.lock();
         if st.failed || st.closing {
             batch.clear();
             return false;
         }
-        let mut written = 0;
-        if st.queue.is_empty() {
-            let headers: SmallVec<[[u8; 4]; 4]> = batch
+        if st.writing || !st.queue.is_empty() {
+            // behind the writing thread, or behind the writer task's backlog
+            let n: usize = batch.iter().map(|(r, _)| 4 + r.wire_len()).sum();
+            st.queue.extend(batch.drain(..));
+            self.queued_bytes.fetch_add(n, Ordering::AcqRel);
+            let backlog = !st.writing;
+            drop(st);
+            if backlog {
+                self.wake.notify_one();
+            }
+            return true;
+        }
+        st.writing = true;
+        drop(st);
+        let mut mine = std::mem::take(batch);
+        loop {
+            let headers: SmallVec<[[u8; 4]; 4]> = mine
                 .iter()
                 .map(|(r, _)| record_header(r.wire_len()))
                 .collect();
-            let total: usize = batch.iter().map(|(r, _)| 4 + r.wire_len()).sum();
+            let total: usize = mine.iter().map(|(r, _)| 4 + r.wire_len()).sum();
             let res = {
-                let parts = record_parts(batch.iter().map(|(r, _)| r), &headers, 0);
+                let parts = record_parts(mine.iter().map(|(r, _)| r), &headers, 0);
                 write_parts(self.half.as_ref(), &parts)
             };
-            match res {
+            let mut st = self.state.lock();
+            let written = match res {
                 Ok(n) if n == total => {
-                    batch.clear(); // releases the calls' in-flight permits
-                    return true;
+                    if st.queue.is_empty() {
+                        st.writing = false;
+                        drop(st);
+                        mine.clear(); // releases the calls' in-flight permits
+                        return true;
+                    }
+                    // what others left meanwhile: whole records, none of it written yet
+                    let sent = std::mem::take(&mut mine);
+                    let k = st.queue.len().min(WRITE_BATCH);
+                    mine.extend(st.queue.drain(..k));
+                    let n: usize = mine.iter().map(|(r, _)| 4 + r.wire_len()).sum();
+                    self.queued_bytes.fetch_sub(n, Ordering::AcqRel);
+                    drop(st);
+                    drop(sent);
+                    self.drained.notify_one();
+                    continue;
                 }
-                Ok(n) => written = n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
                 Err(_) => {
+                    st.writing = false;
                     self.fail(&mut st);
-                    batch.clear();
+                    drop(st);
+                    mine.clear();
                     return false;
                 }
+            };
+            // the socket is full: what is left goes before the others' records, to the writer
+            // task; records written whole are done, the one written in part heads the queue
+            let mut rest = Vec::with_capacity(mine.len());
+            let (mut skip, mut left) = (written, 0);
+            st.offset = 0;
+            for (r, permit) in mine.drain(..) {
+                let len = 4 + r.wire_len();
+                if skip >= len {
+                    skip -= len;
+                    continue;
+                }
+                if rest.is_empty() {
+                    st.offset = skip;
+                }
+                left += len - skip;
+                skip = 0;
+                rest.push((r, permit));
             }
+            for q in rest.into_iter().rev() {
+                st.queue.push_front(q);
+            }
+            self.queued_bytes.fetch_add(left, Ordering::AcqRel);
+            st.writing = false;
+            drop(st);
+            self.wake.notify_one();
+            return true;
         }
-        // records written whole are done; the one written in part heads the queue
-        let mut left = 0;
-        for (r, permit) in batch.drain(..) {
-            let len = 4 + r.wire_len();
-            if written >= len {
-                written -= len;
-                continue;
-            }
-            if written > 0 {
-                st.offset = written;
-            }
-            left += len - written;
-            written = 0;
-            st.queue.push_back((r, permit));
-        }
-        self.queued_bytes.fetch_add(left, Ordering::AcqRel);
-        drop(st);
-        self.wake.notify_one();
-        true
     }
 
     /// Marks the output failed and drops what was queued (releasing its calls' permits).
@@ -313,10 +360,11 @@ async fn write_queued(out: Arc<ReplyOut>, timeout: Duration) -> io::Result<()> {
             if st.failed {
                 return Err(io::ErrorKind::BrokenPipe.into());
             }
-            if st.queue.is_empty() && st.closing {
+            if st.queue.is_empty() && st.closing && !st.writing {
                 return Ok(());
             }
-            st.queue.is_empty()
+            // a thread writing sends the queue itself, or wakes this task with what is left
+            st.queue.is_empty() || st.writing
         };
         if idle {
             woken.await;
@@ -789,6 +837,65 @@ mod tests {
         assert_eq!(out.queued_bytes.load(Ordering::Acquire), 0);
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replies_sent_from_many_threads_at_once_arrive_whole_and_each_threads_in_order() {
+        let (mut peer, _rd, out, writer) = small_socket().await;
+        // 8 threads (the call pool's) send 200 records each, of up to 1.2 KiB and every 50th of
+        // 40 KiB, so that some fill the socket while others are left for the writing thread or
+        // the writer task (not more: each fill of this socket may wait for a delayed ACK)
+        const THREADS: u8 = 8;
+        const EACH: u32 = 200;
+        let senders: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let out = out.clone();
+                std::thread::spawn(move || {
+                    for n in 0..EACH {
+                        let len = match n % 50 {
+                            49 => 40 * 1024,
+                            _ => 8 + 4 * ((n as usize * 7919 + t as usize * 104_729) % 300),
+                        };
+                        let mut e = xdr::Encoder::new();
+                        let mut body = vec![t; len];
+                        body[..4].copy_from_slice(&n.to_be_bytes());
+                        e.opaque_fixed(&body);
+                        assert!(out.send(e.finish(), None));
+                    }
+                })
+            })
+            .collect();
+        let mut next = [0u32; THREADS as usize];
+        // records left queued with nobody to write them would hang the reads
+        let read_all = async {
+            for _ in 0..THREADS as u32 * EACH {
+                let mut h = [0u8; 4];
+                peer.read_exact(&mut h).await.expect("header");
+                let mark = u32::from_be_bytes(h);
+                assert!(mark & 0x8000_0000 != 0, "last-fragment bit");
+                let mut body = vec![0u8; (mark & 0x7fff_ffff) as usize];
+                peer.read_exact(&mut body).await.expect("body");
+                let t = body[4];
+                assert!(
+                    body[4..].iter().all(|&b| b == t),
+                    "a record mixed with another"
+                );
+                let n = u32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
+                assert_eq!(n, next[t as usize], "thread {t}'s records out of order");
+                next[t as usize] += 1;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), read_all)
+            .await
+            .expect("every record arrives");
+        for s in senders {
+            s.join().expect("sender");
+        }
+        out.state.lock().closing = true;
+        out.wake.notify_one();
+        writer.await.expect("writer").expect("writer done");
+        assert_eq!(out.queued_bytes.load(Ordering::Acquire), 0);
+        assert!(!out.state.lock().writing);
+    }
+
     /// File pages stand-in: bytes in memory sent at most 7,000 per call, so that a payload
     /// leaves in many pieces, some of them cut by a full socket.
     #[derive(Debug)]
@@ -824,6 +931,92 @@ mod tests {
         fn to_bytes(&self) -> io::Result<bytes::Bytes> {
             Ok(self.data.slice(*self.sent.lock()..))
         }
+    }
+
+    /// A payload whose first send waits until the test lets it go: its sender is then caught
+    /// in the middle of writing to the socket.
+    #[derive(Debug)]
+    struct GatedPages {
+        data: bytes::Bytes,
+        entered: std::sync::mpsc::SyncSender<()>,
+        go: parking_lot::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+    }
+
+    impl xdr::Pages for GatedPages {
+        fn len(&self) -> usize {
+            self.data.len()
+        }
+
+        fn splice_to(
+            &self,
+            to: std::os::fd::BorrowedFd<'_>,
+            max: usize,
+            _more: bool,
+        ) -> io::Result<usize> {
+            if let Some(go) = self.go.lock().take() {
+                self.entered.send(()).expect("test waits");
+                go.recv().expect("test lets it go");
+            }
+            let start = self.data.len() - max;
+            socket2::SockRef::from(&to).send_with_flags(&self.data[start..], libc::MSG_DONTWAIT)
+        }
+
+        fn to_bytes(&self) -> io::Result<bytes::Bytes> {
+            Ok(self.data.clone())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reply_finished_while_another_is_written_is_sent_by_the_writing_thread() {
+        let (mut peer, _rd, out, writer) = small_socket().await;
+        let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
+        let (go, go_rx) = std::sync::mpsc::channel();
+        let mut e = xdr::Encoder::new();
+        e.opaque_payload(xdr::Payload::Pages(Arc::new(GatedPages {
+            data: bytes::Bytes::from(vec![1u8; 1000]),
+            entered: entered_tx,
+            go: parking_lot::Mutex::new(Some(go_rx)),
+        })));
+        let first = e.finish();
+        let first_len = first.wire_len();
+        let out1 = out.clone();
+        let a = std::thread::spawn(move || assert!(out1.send(first, None)));
+        entered
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the first sender is writing");
+        // the second finds it writing: its record is left for it, at once, with no wait
+        let out2 = out.clone();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            assert!(out2.send(record(2, 8), None));
+            done_tx.send(()).expect("test waits");
+        });
+        done.recv_timeout(Duration::from_secs(10))
+            .expect("the second send returned while the first was writing");
+        {
+            let st = out.state.lock();
+            assert!(st.writing);
+            assert_eq!(st.queue.len(), 1);
+        }
+        go.send(()).expect("first sender waits");
+        a.join().expect("first sender");
+        let mut got = vec![0u8; 4 + first_len + 4 + 8];
+        tokio::time::timeout(Duration::from_secs(10), peer.read_exact(&mut got))
+            .await
+            .expect("both records arrive")
+            .expect("read");
+        assert_eq!(got[4 + 4..4 + 4 + 1000], [1u8; 1000]);
+        assert_eq!(
+            got[4 + first_len..],
+            [&record_header(8)[..], &[2u8; 8]].concat()
+        );
+        {
+            let st = out.state.lock();
+            assert!(st.queue.is_empty() && !st.writing);
+        }
+        out.state.lock().closing = true;
+        out.wake.notify_one();
+        writer.await.expect("writer").expect("writer done");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
