@@ -227,7 +227,8 @@ impl ReplyOut {
         }
         st.writing = true;
         drop(st);
-        let mut mine = std::mem::take(batch);
+        // the caller's vector, whose capacity it keeps for its next batch
+        let mine = batch;
         loop {
             let headers: SmallVec<[[u8; 4]; 4]> = mine
                 .iter()
@@ -248,13 +249,13 @@ impl ReplyOut {
                         return true;
                     }
                     // what others left meanwhile: whole records, none of it written yet
-                    let sent = std::mem::take(&mut mine);
                     let k = st.queue.len().min(WRITE_BATCH);
-                    mine.extend(st.queue.drain(..k));
-                    let n: usize = mine.iter().map(|(r, _)| 4 + r.wire_len()).sum();
+                    let more: Vec<Queued> = st.queue.drain(..k).collect();
+                    let n: usize = more.iter().map(|(r, _)| 4 + r.wire_len()).sum();
                     self.queued_bytes.fetch_sub(n, Ordering::AcqRel);
                     drop(st);
-                    drop(sent);
+                    mine.clear(); // releases the calls' in-flight permits
+                    mine.extend(more);
                     self.drained.notify_one();
                     continue;
                 }
