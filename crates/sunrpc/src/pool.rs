@@ -153,12 +153,9 @@ mod tests {
     use std::sync::Barrier;
     use std::time::Duration;
 
-    #[test]
-    fn jobs_run_at_once_on_up_to_max_threads() {
-        let pool = CallPool::new("t", 4, None);
-        // four jobs that each wait for all four: they finish only if they run together
+    /// Runs four jobs that each wait for all four: they finish only if they run together.
+    fn run_four_together(pool: &CallPool, tx: &mpsc::Sender<()>, rx: &mpsc::Receiver<()>) {
         let all = Arc::new(Barrier::new(4));
-        let (tx, rx) = mpsc::channel();
         for _ in 0..4 {
             let (all, tx) = (all.clone(), tx.clone());
             pool.run(move || {
@@ -170,6 +167,13 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(10))
                 .expect("jobs ran together");
         }
+    }
+
+    #[test]
+    fn jobs_run_at_once_on_up_to_max_threads() {
+        let pool = CallPool::new("t", 4, None);
+        let (tx, rx) = mpsc::channel();
+        run_four_together(&pool, &tx, &rx);
         assert_eq!(pool.threads(), 4);
     }
 
@@ -236,18 +240,8 @@ mod tests {
     #[test]
     fn idle_threads_exit_and_new_ones_start_for_later_calls() {
         let pool = CallPool::with_keep_alive("t", 4, Duration::from_millis(50));
-        let all = Arc::new(Barrier::new(4));
         let (tx, rx) = mpsc::channel();
-        for _ in 0..4 {
-            let (all, tx) = (all.clone(), tx.clone());
-            pool.run(move || {
-                all.wait();
-                tx.send(()).unwrap();
-            });
-        }
-        for _ in 0..4 {
-            rx.recv_timeout(Duration::from_secs(10)).expect("jobs ran");
-        }
+        run_four_together(&pool, &tx, &rx);
         assert_eq!(pool.threads(), 4);
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while pool.threads() > 0 {

@@ -1,0 +1,336 @@
+//! The TCP transport's reply path: records whole and in order however the socket takes them.
+use super::*;
+use tokio::io::AsyncReadExt;
+
+/// Record `i` of the test: `len` bytes of `i`.
+fn record(i: u8, len: usize) -> Reply {
+    let mut e = xdr::Encoder::new();
+    e.opaque_fixed(&vec![i; len]);
+    e.finish()
+}
+
+/// A connection whose send buffer holds 16 KiB, its reply output with a writer task, and
+/// the peer that reads it.
+async fn small_socket() -> (
+    TcpStream,
+    tokio::net::tcp::OwnedReadHalf,
+    Arc<ReplyOut>,
+    tokio::task::JoinHandle<io::Result<()>>,
+) {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+    sock.set_send_buffer_size(16 * 1024).expect("sndbuf");
+    let (client, accepted) = tokio::join!(sock.connect(l.local_addr().expect("addr")), l.accept());
+    let (peer, _) = accepted.expect("accept");
+    let (rd, wr) = client.expect("connect").into_split();
+    let out = Arc::new(ReplyOut::new(wr));
+    let writer = tokio::spawn(write_queued(out.clone(), Duration::from_secs(10)));
+    (peer, rd, out, writer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_the_socket_takes_in_part_arrive_whole_and_in_order() {
+    let (mut peer, _rd, out, writer) = small_socket().await;
+    // batches far larger than the socket takes at once, while nobody reads: written in
+    // part, the rest queued behind; then single records queued after them
+    let sizes = [4, 100_000, 8, 300_000, 12, 64 * 1024, 1, 200_000];
+    let mut expect = Vec::new();
+    let mut batch = Vec::new();
+    for (i, &len) in sizes.iter().enumerate() {
+        let len = xdr::pad4(len);
+        expect.extend_from_slice(&record_header(len));
+        expect.extend(std::iter::repeat_n(i as u8, len));
+        batch.push((record(i as u8, len), None));
+        if i % 3 == 2 {
+            assert!(out.send_batch(&mut batch));
+            assert!(batch.is_empty());
+        }
+    }
+    assert!(out.send_batch(&mut batch));
+    assert!(out.send(record(99, 4), None));
+    expect.extend_from_slice(&record_header(4));
+    expect.extend([99u8; 4]);
+    let mut got = vec![0u8; expect.len()];
+    peer.read_exact(&mut got).await.expect("read");
+    assert!(got == expect, "records out of order or cut");
+    out.state.lock().closing = true;
+    out.wake.notify_one();
+    writer.await.expect("writer").expect("writer done");
+    assert_eq!(out.queued_bytes.load(Ordering::Acquire), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_sent_from_many_threads_at_once_arrive_whole_and_each_threads_in_order() {
+    let (mut peer, _rd, out, writer) = small_socket().await;
+    // 8 threads (the call pool's) send 200 records each, of up to 1.2 KiB and every 50th of
+    // 40 KiB, so that some fill the socket while others are left for the writing thread or
+    // the writer task (not more: each fill of this socket may wait for a delayed ACK)
+    const THREADS: u8 = 8;
+    const EACH: u32 = 200;
+    let senders: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let out = out.clone();
+            std::thread::spawn(move || {
+                for n in 0..EACH {
+                    let len = match n % 50 {
+                        49 => 40 * 1024,
+                        _ => 8 + 4 * ((n as usize * 7919 + t as usize * 104_729) % 300),
+                    };
+                    let mut e = xdr::Encoder::new();
+                    let mut body = vec![t; len];
+                    body[..4].copy_from_slice(&n.to_be_bytes());
+                    e.opaque_fixed(&body);
+                    assert!(out.send(e.finish(), None));
+                }
+            })
+        })
+        .collect();
+    let mut next = [0u32; THREADS as usize];
+    // records left queued with nobody to write them would hang the reads
+    let read_all = async {
+        for _ in 0..THREADS as u32 * EACH {
+            let mut h = [0u8; 4];
+            peer.read_exact(&mut h).await.expect("header");
+            let mark = u32::from_be_bytes(h);
+            assert!(mark & 0x8000_0000 != 0, "last-fragment bit");
+            let mut body = vec![0u8; (mark & 0x7fff_ffff) as usize];
+            peer.read_exact(&mut body).await.expect("body");
+            let t = body[4];
+            assert!(
+                body[4..].iter().all(|&b| b == t),
+                "a record mixed with another"
+            );
+            let n = u32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
+            assert_eq!(n, next[t as usize], "thread {t}'s records out of order");
+            next[t as usize] += 1;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read_all)
+        .await
+        .expect("every record arrives");
+    for s in senders {
+        s.join().expect("sender");
+    }
+    out.state.lock().closing = true;
+    out.wake.notify_one();
+    writer.await.expect("writer").expect("writer done");
+    assert_eq!(out.queued_bytes.load(Ordering::Acquire), 0);
+    assert!(!out.state.lock().writing);
+}
+
+/// File pages stand-in: bytes in memory sent at most 7,000 per call, so that a payload
+/// leaves in many pieces, some of them cut by a full socket.
+#[derive(Debug)]
+struct MemPages {
+    data: bytes::Bytes,
+    sent: parking_lot::Mutex<usize>,
+}
+
+impl xdr::Pages for MemPages {
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    fn splice_to(
+        &self,
+        to: std::os::fd::BorrowedFd<'_>,
+        max: usize,
+        more: bool,
+    ) -> io::Result<usize> {
+        let mut sent = self.sent.lock();
+        assert_eq!(
+            max,
+            self.data.len() - *sent,
+            "the writer's count of what is left"
+        );
+        let end = (*sent + max.min(7000)).min(self.data.len());
+        let flags = libc::MSG_DONTWAIT | if more { libc::MSG_MORE } else { 0 };
+        let n = socket2::SockRef::from(&to).send_with_flags(&self.data[*sent..end], flags)?;
+        *sent += n;
+        Ok(n)
+    }
+
+    fn to_bytes(&self) -> io::Result<bytes::Bytes> {
+        Ok(self.data.slice(*self.sent.lock()..))
+    }
+}
+
+/// A payload whose first send waits until the test lets it go: its sender is then caught
+/// in the middle of writing to the socket.
+#[derive(Debug)]
+struct GatedPages {
+    data: bytes::Bytes,
+    entered: std::sync::mpsc::SyncSender<()>,
+    go: parking_lot::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl xdr::Pages for GatedPages {
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    fn splice_to(
+        &self,
+        to: std::os::fd::BorrowedFd<'_>,
+        max: usize,
+        _more: bool,
+    ) -> io::Result<usize> {
+        if let Some(go) = self.go.lock().take() {
+            self.entered.send(()).expect("test waits");
+            go.recv().expect("test lets it go");
+        }
+        let start = self.data.len() - max;
+        socket2::SockRef::from(&to).send_with_flags(&self.data[start..], libc::MSG_DONTWAIT)
+    }
+
+    fn to_bytes(&self) -> io::Result<bytes::Bytes> {
+        Ok(self.data.clone())
+    }
+}
+
+/// A record of `len` bytes of `byte` whose first send waits: the receiver says when its
+/// sender is caught writing, the sender lets it go on.
+fn gated_record(
+    byte: u8,
+    len: usize,
+) -> (
+    Reply,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
+    let (go, go_rx) = std::sync::mpsc::channel();
+    let mut e = xdr::Encoder::new();
+    e.opaque_payload(xdr::Payload::Pages(Arc::new(GatedPages {
+        data: bytes::Bytes::from(vec![byte; len]),
+        entered: entered_tx,
+        go: parking_lot::Mutex::new(Some(go_rx)),
+    })));
+    (e.finish(), entered, go)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_finished_while_another_is_written_is_sent_by_the_writing_thread() {
+    let (mut peer, _rd, out, writer) = small_socket().await;
+    let (first, entered, go) = gated_record(1, 1000);
+    let first_len = first.wire_len();
+    let out1 = out.clone();
+    let a = std::thread::spawn(move || assert!(out1.send(first, None)));
+    entered
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the first sender is writing");
+    // the second finds it writing: its record is left for it, at once, with no wait
+    let out2 = out.clone();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        assert!(out2.send(record(2, 8), None));
+        done_tx.send(()).expect("test waits");
+    });
+    done.recv_timeout(Duration::from_secs(10))
+        .expect("the second send returned while the first was writing");
+    {
+        let st = out.state.lock();
+        assert!(st.writing);
+        assert_eq!(st.queue.len(), 1);
+    }
+    go.send(()).expect("first sender waits");
+    a.join().expect("first sender");
+    let mut got = vec![0u8; 4 + first_len + 4 + 8];
+    tokio::time::timeout(Duration::from_secs(10), peer.read_exact(&mut got))
+        .await
+        .expect("both records arrive")
+        .expect("read");
+    assert_eq!(got[4 + 4..4 + 4 + 1000], [1u8; 1000]);
+    assert_eq!(
+        got[4 + first_len..],
+        [&record_header(8)[..], &[2u8; 8]].concat()
+    );
+    {
+        let st = out.state.lock();
+        assert!(st.queue.is_empty() && !st.writing);
+    }
+    out.state.lock().closing = true;
+    out.wake.notify_one();
+    writer.await.expect("writer").expect("writer done");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_writer_task_of_a_closing_connection_ends_after_the_last_writing_thread() {
+    let (mut peer, _rd, out, writer) = small_socket().await;
+    let (rec, entered, go) = gated_record(3, 100);
+    let len = 4 + rec.wire_len();
+    let out1 = out.clone();
+    // a back-channel call has no in-flight permit: the connection may close while it is
+    // being written
+    let a = std::thread::spawn(move || assert!(out1.send(rec, None)));
+    entered
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the sender is writing");
+    out.state.lock().closing = true;
+    out.wake.notify_one();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !writer.is_finished(),
+        "the writer task left while a thread was writing"
+    );
+    go.send(()).expect("sender waits");
+    a.join().expect("sender");
+    tokio::time::timeout(Duration::from_secs(10), writer)
+        .await
+        .expect("the writer task ends")
+        .expect("writer")
+        .expect("writer done");
+    let mut got = vec![0u8; len];
+    peer.read_exact(&mut got).await.expect("the record arrived");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_with_spliced_payloads_arrive_whole_and_in_order() {
+    let (mut peer, _rd, out, writer) = small_socket().await;
+    // records of a header, a spliced payload of a length that needs padding, a bulk
+    // payload and a trailer, sent in batches while nobody reads
+    let mut expect = Vec::new();
+    let mut batch = Vec::new();
+    for (i, len) in [1usize, 70_001, 5, 300_002, 0, 65_536, 3]
+        .into_iter()
+        .enumerate()
+    {
+        let i = i as u8;
+        let pages = bytes::Bytes::from(vec![i.wrapping_add(100); len]);
+        let mut e = xdr::Encoder::new();
+        e.u32(i as u32);
+        e.opaque_payload(xdr::Payload::Pages(Arc::new(MemPages {
+            data: pages.clone(),
+            sent: parking_lot::Mutex::new(0),
+        })));
+        e.opaque_bulk(bytes::Bytes::from(vec![i; len % 7]));
+        e.u32(0xdead_0000 | i as u32);
+        let r = e.finish();
+        let mut body = (i as u32).to_be_bytes().to_vec();
+        body.extend_from_slice(&(len as u32).to_be_bytes());
+        body.extend_from_slice(&pages);
+        body.resize(body.len() + xdr::pad4(len) - len, 0);
+        body.extend_from_slice(&((len % 7) as u32).to_be_bytes());
+        body.extend(std::iter::repeat_n(i, len % 7));
+        body.resize(body.len() + xdr::pad4(len % 7) - len % 7, 0);
+        body.extend_from_slice(&(0xdead_0000u32 | i as u32).to_be_bytes());
+        assert_eq!(r.wire_len(), body.len());
+        expect.extend_from_slice(&record_header(body.len()));
+        expect.extend_from_slice(&body);
+        batch.push((r, None));
+        if i % 2 == 1 {
+            assert!(out.send_batch(&mut batch));
+        }
+    }
+    assert!(out.send_batch(&mut batch));
+    let mut got = vec![0u8; expect.len()];
+    tokio::time::timeout(Duration::from_secs(20), peer.read_exact(&mut got))
+        .await
+        .expect("records stopped coming")
+        .expect("read");
+    assert!(got == expect, "records out of order or cut");
+    out.state.lock().closing = true;
+    out.wake.notify_one();
+    writer.await.expect("writer").expect("writer done");
+    assert_eq!(out.queued_bytes.load(Ordering::Acquire), 0);
+}
