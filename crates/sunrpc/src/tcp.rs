@@ -4,7 +4,11 @@
 //! thread, so many calls run at once and replies leave in completion order. The thread that made
 //! a reply writes it to the socket itself (one vectored, non-blocking write of the record
 //! marking and the reply's segments) when nothing is queued before it; only what the socket
-//! does not take at once is queued for the connection's writer task. So a call costs one
+//! does not take at once is queued for the connection's writer task. While the reader is busy
+//! with what it read (work on the CPU only: it writes before it next waits), a call thread
+//! leaves its reply for the reader's next write instead, so that replies finished together
+//! leave together (12 clients' 4 KiB WRITEs: 0.87 writes per reply without, 0.3 with; the
+//! client wakes as much less often). So a call costs one
 //! hand-off (reader to worker thread), not three; and none when the program can complete it
 //! without waiting for I/O ([`Dispatcher::dispatch_nonblocking`]: a GETATTR of a cached file,
 //! a small READ of cached data), which then runs on the reader.
@@ -88,7 +92,16 @@ struct OutState {
     /// A thread is writing to the socket outside the lock ([`ReplyOut::send_batch`]): records
     /// queued meanwhile are its to send next, not the writer task's.
     writing: bool,
+    /// Replies of calls finished while the reader was busy, for it to send with its own.
+    held: Vec<Queued>,
+    /// The reader is handling what it read and will write before it next waits.
+    reader_busy: bool,
 }
+
+/// Largest reply a call thread leaves for the busy reader: a larger one's copy would hold up
+/// the reader (1 MiB READ replies left for it took sequential reads at 4 in flight from 2.7 to
+/// 2.4 GB/s), and it gains nothing from sharing a write.
+const HOLD_MAX_BYTES: usize = 16 * 1024;
 
 static ZEROS: [u8; 4] = [0; 4];
 
@@ -200,6 +213,36 @@ impl ReplyOut {
         self.send_batch(&mut vec![(reply, permit)])
     }
 
+    /// A call thread's reply: a small one held for the reader when it is busy (it writes
+    /// before it next waits, so the wait is bounded by work on the CPU, never by I/O), else
+    /// sent.
+    fn finish_call(&self, q: Queued) -> bool {
+        let small = q.0.wire_len() <= HOLD_MAX_BYTES;
+        let mut st = self.state.lock();
+        if small && st.reader_busy && !st.failed && !st.closing {
+            st.held.push(q);
+            return true;
+        }
+        drop(st);
+        self.send_batch(&mut vec![q])
+    }
+
+    /// The reader starts on what it read.
+    fn reader_busy(&self) {
+        self.state.lock().reader_busy = true;
+    }
+
+    /// The reader is about to wait: writes `ready` and what it held.
+    fn reader_idle(&self, ready: &mut Vec<Queued>) {
+        let mut st = self.state.lock();
+        st.reader_busy = false;
+        if ready.is_empty() && st.held.is_empty() {
+            return;
+        }
+        drop(st);
+        self.send_batch(ready);
+    }
+
     /// [`ReplyOut::send`] for several records at once (one vectored write); empties `batch`.
     ///
     /// The socket is written outside the lock, and a thread that finds another writing leaves
@@ -212,6 +255,10 @@ impl ReplyOut {
         if st.failed || st.closing {
             batch.clear();
             return false;
+        }
+        if !st.held.is_empty() {
+            let held = std::mem::take(&mut st.held);
+            batch.extend(held);
         }
         if st.writing || !st.queue.is_empty() {
             // behind the writing thread, or behind the writer task's backlog
@@ -242,6 +289,12 @@ impl ReplyOut {
             let mut st = self.state.lock();
             let written = match res {
                 Ok(n) if n == total => {
+                    if !st.held.is_empty() {
+                        let held = std::mem::take(&mut st.held);
+                        let n: usize = held.iter().map(|(r, _)| 4 + r.wire_len()).sum();
+                        st.queue.extend(held);
+                        self.queued_bytes.fetch_add(n, Ordering::AcqRel);
+                    }
                     if st.queue.is_empty() {
                         st.writing = false;
                         // a closing connection's writer task waits for the last writer to end
@@ -307,6 +360,7 @@ impl ReplyOut {
     fn fail(&self, st: &mut OutState) {
         st.failed = true;
         st.queue.clear();
+        st.held.clear();
         st.offset = 0;
         self.queued_bytes.store(0, Ordering::Release);
         self.dead.notify_one();
@@ -502,10 +556,8 @@ const READY_BYTES: usize = 256 * 1024;
 
 /// Writes the replies of calls the reader ran itself.
 fn flush(out: &ReplyOut, ready: &mut Vec<Queued>, bytes: &mut usize) {
-    if !ready.is_empty() {
-        out.send_batch(ready);
-        *bytes = 0;
-    }
+    out.reader_idle(ready);
+    *bytes = 0;
 }
 
 /// A permit of `sem`; the replies waiting in `ready` hold permits, so they are written before
@@ -645,7 +697,10 @@ async fn serve_connection(
                     tokio::select! {
                         r = rd.read_buf(&mut chunk) => match r {
                             Ok(0) => break Ok(()),
-                            Ok(_) => continue,
+                            Ok(_) => {
+                                out.reader_busy();
+                                continue;
+                            }
                             Err(e) => break Err(e),
                         },
                         _ = tokio::time::sleep_until(deadline), if mid => {
@@ -713,7 +768,9 @@ async fn serve_connection(
                 ready_bytes += reply.wire_len();
                 ready.push((reply, Some(permit)));
                 if ready.len() >= WRITE_BATCH || ready_bytes >= READY_BYTES {
-                    flush(&out, &mut ready, &mut ready_bytes);
+                    // still busy: what call threads finish meanwhile stays for the reader
+                    out.send_batch(&mut ready);
+                    ready_bytes = 0;
                 }
             }
             continue;
@@ -736,7 +793,7 @@ async fn serve_connection(
                 drop(admitted);
                 drop(global);
                 if let Some(reply) = reply {
-                    out.send(reply, Some(permit));
+                    out.finish_call((reply, Some(permit)));
                 }
             };
             match pool {

@@ -334,3 +334,62 @@ async fn records_with_spliced_payloads_arrive_whole_and_in_order() {
     writer.await.expect("writer").expect("writer done");
     assert_eq!(out.queued_bytes.load(Ordering::Acquire), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_finished_while_the_reader_is_busy_leaves_with_the_readers_next_write() {
+    let (mut peer, _rd, out, writer) = small_socket().await;
+    out.reader_busy();
+    let out1 = out.clone();
+    std::thread::spawn(move || assert!(out1.finish_call((record(1, 8), None))))
+        .join()
+        .expect("call thread");
+    {
+        let st = out.state.lock();
+        assert_eq!(st.held.len(), 1, "held for the reader");
+        assert!(st.queue.is_empty() && !st.writing);
+    }
+    let mut nothing = [0u8; 1];
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), peer.read(&mut nothing))
+            .await
+            .is_err(),
+        "a held reply was written before the reader wrote"
+    );
+    // the reader goes to wait: its own reply and the held one leave together
+    let mut ready = vec![(record(2, 4), None)];
+    out.reader_idle(&mut ready);
+    assert!(ready.is_empty());
+    let mut got = vec![0u8; 4 + 4 + 4 + 8];
+    tokio::time::timeout(Duration::from_secs(10), peer.read_exact(&mut got))
+        .await
+        .expect("both records arrive")
+        .expect("read");
+    let expect = [
+        &record_header(4)[..],
+        &[2u8; 4],
+        &record_header(8),
+        &[1u8; 8],
+    ]
+    .concat();
+    assert_eq!(got, expect);
+    // idle: a reply goes out from its thread at once
+    assert!(out.finish_call((record(3, 4), None)));
+    let mut got = vec![0u8; 8];
+    tokio::time::timeout(Duration::from_secs(10), peer.read_exact(&mut got))
+        .await
+        .expect("the idle reader's connection writes at once")
+        .expect("read");
+    assert_eq!(got, [&record_header(4)[..], &[3u8; 4]].concat());
+    // the reader idle with nothing of its own still sends what it held
+    out.reader_busy();
+    assert!(out.finish_call((record(4, 4), None)));
+    out.reader_idle(&mut Vec::new());
+    tokio::time::timeout(Duration::from_secs(10), peer.read_exact(&mut got))
+        .await
+        .expect("the held reply leaves when the reader waits")
+        .expect("read");
+    assert_eq!(got, [&record_header(4)[..], &[4u8; 4]].concat());
+    out.state.lock().closing = true;
+    out.wake.notify_one();
+    writer.await.expect("writer").expect("writer done");
+}
