@@ -1,24 +1,69 @@
 //! The threads that run calls which may block (a WRITE, a READ of data not cached).
 //!
-//! One queue under one lock and one condition variable, threads started on demand up to a
-//! maximum and kept until idle for 10 s: a hand-off is a push and, when a thread sleeps, one wake. tokio's blocking
-//! pool, which ran these calls before, makes a task with a join handle for each and its idle
-//! threads wait with a timeout to exit; 12 clients' 4 KiB FILE_SYNC WRITEs on one connection
-//! took 3.4 context switches and 3.6 futex calls each on it, 1.4 and 1.4 here, and 10 % less
-//! server CPU (docs/benchmarks.md). A thread that looked for the next call for a while before
-//! sleeping (50 µs) lost 10 % on two CPUs, the spinning taking the client's and the reader's
-//! time: not done.
+//! One queue under one lock, threads started on demand up to a maximum and kept until idle for
+//! 10 s. A call queued while a thread is already running calls is left to that thread to take
+//! after its own, not given a thread of its own: on two CPUs shared with the client a wake per
+//! call cost more than the call (12 clients' 4 KiB FILE_SYNC WRITEs: 1.66 context switches and
+//! 2.0 futex calls per WRITE with a wake each, 0.29 and 0.28 this way). What makes that safe
+//! with calls that block: a call queued [`GROW_AFTER`] gets a thread of its own when a thread
+//! next queues or takes one, and while any thread runs a call one sleeping thread (the watcher)
+//! looks at the queue every [`WATCH_EVERY`], so a call waits at most about that long behind
+//! threads stuck in I/O (a stalled disk holds up no other export's calls for more).
+//!
+//! A call's work may also wait for the next call of its connection when this thread runs it
+//! next ([`later`]): the replies of a run of calls then leave in one write.
+//!
+//! Threads never spin: one that looked for the next call for 50 µs before sleeping lost 10 % on
+//! two CPUs, the spinning taking the client's and the reader's time.
 
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 /// How long an idle call thread waits for a call before it exits (tokio's blocking pool's).
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
+/// A call queued this long behind running calls gets a thread of its own.
+pub const GROW_AFTER: Duration = Duration::from_micros(100);
+
+/// How often the watcher looks at the queue while threads run calls.
+pub const WATCH_EVERY: Duration = Duration::from_millis(1);
+
 type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// A queued job: when it came and what it belongs to (0: nothing in particular).
+struct Queued {
+    at: Instant,
+    key: u64,
+    job: Job,
+}
+
+thread_local! {
+    /// The job this thread runs has another of its key queued right behind it.
+    static NEXT_SAME: Cell<bool> = const { Cell::new(false) };
+    /// What the running job left for after its key's run of jobs ([`later`]).
+    static LATER: RefCell<Vec<Job>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether the job running on this thread has another of its key (its connection's next
+/// call) queued right behind it: what it would send now may wait for that one's.
+pub fn next_is_same_key() -> bool {
+    NEXT_SAME.with(Cell::get)
+}
+
+/// Runs `f` once the pool's threads are done with the running job's key for now: before a
+/// job of another key, before a thread sleeps, or when it has waited [`GROW_AFTER`] (the
+/// watcher sees to that while the next job is stuck in I/O). Right away when no job of the
+/// key is queued behind the running one, or outside a pool.
+pub fn later(f: impl FnOnce() + Send + 'static) {
+    if !NEXT_SAME.with(Cell::get) {
+        return f();
+    }
+    LATER.with(|l| l.borrow_mut().push(Box::new(f)));
+}
 
 /// A pool of call threads, started on demand up to a maximum, leaving after 10 s idle.
 #[derive(Clone)]
@@ -28,7 +73,10 @@ pub struct CallPool {
 
 struct Inner {
     state: Mutex<State>,
+    /// Sleeping threads wait here for a call (or to be made the watcher).
     wake: Condvar,
+    /// The watcher waits here, for its timeout only.
+    watch: Condvar,
     max: usize,
     /// A thread idle this long exits (a burst's threads do not stay for good).
     keep_alive: Duration,
@@ -40,11 +88,89 @@ struct Inner {
 
 #[derive(Default)]
 struct State {
-    jobs: VecDeque<Job>,
-    /// Threads waiting for a job.
+    jobs: VecDeque<Queued>,
+    /// Threads waiting on `wake`.
     sleeping: usize,
+    /// Of those, threads woken for a call and not yet running.
+    woken: usize,
+    /// Of those, one woken to be the watcher.
+    watch_booked: bool,
+    /// A thread waits on `watch`.
+    watching: bool,
     /// Threads started so far.
     started: usize,
+    /// Work left for later ([`later`]), since when the first waits, and the key of the run of
+    /// jobs it waits for.
+    deferred: Vec<Job>,
+    deferred_since: Option<Instant>,
+    deferred_key: u64,
+}
+
+impl State {
+    /// Threads running a call or about to take one.
+    fn awake(&self) -> usize {
+        self.started - self.sleeping - usize::from(self.watching) + self.woken
+    }
+
+    /// Whether the first queued call has waited long enough for a thread of its own.
+    fn head_late(&self, now: Instant) -> bool {
+        self.jobs
+            .front()
+            .is_some_and(|q| now.saturating_duration_since(q.at) >= GROW_AFTER)
+    }
+
+    /// The deferred work when it is to run now: before a job of another key than `key` (None:
+    /// nothing to run next), or late.
+    fn deferred_due(&mut self, key: Option<u64>, now: Instant) -> Vec<Job> {
+        let late = self
+            .deferred_since
+            .is_some_and(|t| now.saturating_duration_since(t) >= GROW_AFTER);
+        let waits = key.is_some_and(|k| k != 0 && k == self.deferred_key);
+        if self.deferred.is_empty() || (waits && !late) {
+            return Vec::new();
+        }
+        self.deferred_since = None;
+        std::mem::take(&mut self.deferred)
+    }
+
+    /// Books a sleeping thread for the queue, or a new one (within `max`).
+    fn more_threads(&mut self, max: usize) -> More {
+        if self.sleeping > self.woken + usize::from(self.watch_booked) {
+            self.woken += 1;
+            More::Wake
+        } else if self.started < max {
+            self.started += 1;
+            More::Start
+        } else {
+            More::Nothing
+        }
+    }
+
+    /// Makes sure a watcher looks on while calls are queued behind running ones: books a
+    /// sleeping thread to be it, or starts one.
+    fn watched(&mut self, max: usize) -> More {
+        if self.jobs.is_empty() || self.watching || self.watch_booked {
+            return More::Nothing;
+        }
+        if self.sleeping > self.woken {
+            self.watch_booked = true;
+            More::WakeWatcher
+        } else if self.started < max {
+            // it takes a call or, finding none, watches
+            self.started += 1;
+            More::Start
+        } else {
+            More::Nothing
+        }
+    }
+}
+
+/// What to do about threads once the lock is let go.
+enum More {
+    Wake,
+    WakeWatcher,
+    Start,
+    Nothing,
 }
 
 impl CallPool {
@@ -56,6 +182,7 @@ impl CallPool {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::default()),
                 wake: Condvar::new(),
+                watch: Condvar::new(),
                 max: threads.max(1),
                 keep_alive: KEEP_ALIVE,
                 name: name.to_string(),
@@ -65,31 +192,28 @@ impl CallPool {
         }
     }
 
-    /// Runs `job` on one of the pool's threads: a sleeping one, else a new one, else the first
-    /// to finish its call.
+    /// Runs `job` on one of the pool's threads: one already running calls takes it after its
+    /// own unless it would wait too long; else a sleeping one, else a new one.
     pub fn run(&self, job: impl FnOnce() + Send + 'static) {
-        let mut st = self.inner.state.lock();
-        st.jobs.push_back(Box::new(job));
-        if st.sleeping > st.jobs.len() - 1 {
-            drop(st);
-            self.inner.wake.notify_one();
-        } else if st.started < self.inner.max {
-            st.started += 1;
-            drop(st);
-            self.start_thread();
-        }
+        self.run_keyed(0, job)
     }
 
-    fn start_thread(&self) {
-        let inner = self.inner.clone();
-        let spawned = std::thread::Builder::new()
-            .name(inner.name.clone())
-            .spawn(move || inner.work());
-        if let Err(e) = spawned {
-            // the queued job waits for a thread that finishes its call
-            self.inner.state.lock().started -= 1;
-            tracing::warn!(error = %e, "cannot start a call thread");
-        }
+    /// [`CallPool::run`] for a job of `key` (a connection): see [`next_is_same_key`].
+    pub fn run_keyed(&self, key: u64, job: impl FnOnce() + Send + 'static) {
+        let now = Instant::now();
+        let mut st = self.inner.state.lock();
+        st.jobs.push_back(Queued {
+            at: now,
+            key,
+            job: Box::new(job),
+        });
+        let more = if st.awake() > 0 && !st.head_late(now) {
+            st.watched(self.inner.max)
+        } else {
+            st.more_threads(self.inner.max)
+        };
+        drop(st);
+        self.inner.apply(more);
     }
 
     #[cfg(test)]
@@ -108,30 +232,120 @@ impl CallPool {
 }
 
 impl Inner {
-    fn work(&self) {
+    fn apply(self: &Arc<Self>, more: More) {
+        match more {
+            More::Wake => {
+                if !self.wake.notify_one() {
+                    // the sleeper left meanwhile (idle): it takes the call on its way out
+                    let mut st = self.state.lock();
+                    st.woken = st.woken.saturating_sub(1);
+                }
+            }
+            More::WakeWatcher => {
+                if !self.wake.notify_one() {
+                    self.state.lock().watch_booked = false;
+                }
+            }
+            More::Start => {
+                let me = self.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(self.name.clone())
+                    .spawn(move || me.work());
+                if let Err(e) = spawned {
+                    // the queued call waits for a thread that finishes its own
+                    self.state.lock().started -= 1;
+                    tracing::warn!(error = %e, "cannot start a call thread");
+                }
+            }
+            More::Nothing => {}
+        }
+    }
+
+    fn work(self: Arc<Self>) {
         let _rt = self.runtime.as_ref().map(|h| h.enter());
         if let Some(f) = self.on_start {
             f();
         }
         let mut st = self.state.lock();
+        // whether this thread takes the next queued call: the watcher leaves it to the
+        // running threads while it has not waited too long
+        let mut take = true;
+        // woken to be the watcher
+        let mut watch_next = false;
         loop {
-            match st.jobs.pop_front() {
-                Some(job) => MutexGuard::unlocked(&mut st, || {
+            let now = Instant::now();
+            if let Some(q) = take.then(|| st.jobs.pop_front()).flatten() {
+                // the calls behind this one wait too long: another thread helps
+                let grow = match st.head_late(now) {
+                    true => st.more_threads(self.max),
+                    false => More::Nothing,
+                };
+                let watched = st.watched(self.max);
+                let due = st.deferred_due(Some(q.key), now);
+                let same = q.key != 0 && st.jobs.front().is_some_and(|n| n.key == q.key);
+                if same {
+                    st.deferred_key = q.key;
+                }
+                MutexGuard::unlocked(&mut st, || {
+                    self.apply(grow);
+                    self.apply(watched);
+                    run_all(due);
+                    NEXT_SAME.with(|n| n.set(same));
                     // a call that panics (a bug) loses its reply, not the pool its thread
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(q.job)).is_err() {
                         tracing::error!("a call panicked on a call thread");
                     }
-                }),
-                None => {
-                    st.sleeping += 1;
-                    let idle = self.wake.wait_for(&mut st, self.keep_alive).timed_out();
-                    st.sleeping -= 1;
-                    if idle && st.jobs.is_empty() {
-                        st.started -= 1;
-                        return;
-                    }
+                    NEXT_SAME.with(|n| n.set(false));
+                });
+                let left = LATER.with(|l| std::mem::take(&mut *l.borrow_mut()));
+                if !left.is_empty() {
+                    st.deferred_since.get_or_insert(now);
+                    st.deferred.extend(left);
                 }
+                continue;
             }
+            // nothing taken: what was left for later goes now (the watcher: when late)
+            let key = if take { None } else { Some(st.deferred_key) };
+            let due = st.deferred_due(key, now);
+            if !due.is_empty() {
+                MutexGuard::unlocked(&mut st, || run_all(due));
+                continue;
+            }
+            // while others run calls one thread watches, on a timer
+            if !st.watching && (watch_next || st.awake() > 1) {
+                watch_next = false;
+                st.watching = true;
+                self.watch.wait_for(&mut st, WATCH_EVERY);
+                st.watching = false;
+                // alone now, or calls queued too long: take one
+                take = st.awake() == 1 || st.head_late(Instant::now());
+                continue;
+            }
+            st.sleeping += 1;
+            let timed_out = self.wake.wait_for(&mut st, self.keep_alive).timed_out();
+            st.sleeping -= 1;
+            take = true;
+            if timed_out {
+                if st.jobs.is_empty() {
+                    st.started -= 1;
+                    return;
+                }
+            } else if st.woken > 0 {
+                st.woken -= 1;
+            } else if st.watch_booked {
+                st.watch_booked = false;
+                watch_next = true;
+                take = false;
+            }
+        }
+    }
+}
+
+/// Runs deferred work, each piece caught like a job.
+fn run_all(jobs: Vec<Job>) {
+    for j in jobs {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(j)).is_err() {
+            tracing::error!("deferred work panicked on a call thread");
         }
     }
 }
@@ -272,6 +486,99 @@ mod tests {
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(10)).unwrap(),
             (true, true)
+        );
+    }
+
+    /// Starts `n` threads and waits until all sleep again.
+    fn warm(pool: &CallPool, n: usize) {
+        let all = Arc::new(Barrier::new(n));
+        for _ in 0..n {
+            let all = all.clone();
+            pool.run(move || {
+                all.wait();
+            });
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while pool.inner.state.lock().sleeping < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "threads went to sleep"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_job_queued_behind_a_stuck_one_gets_a_thread_of_its_own() {
+        let pool = CallPool::new("t", 4, None);
+        warm(&pool, 4);
+        let (release, stuck) = mpsc::channel::<()>();
+        pool.run(move || {
+            let _ = stuck.recv();
+        });
+        // the second is left to the running thread while a watcher looks on; that thread
+        // does not come back, so the watcher gives it a thread
+        let (tx, rx) = mpsc::channel();
+        pool.run(move || tx.send(()).unwrap());
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("the job behind a stuck one ran");
+        release.send(()).unwrap();
+    }
+
+    #[test]
+    fn later_work_waits_for_the_next_job_of_its_key_and_runs_before_sleep() {
+        // one thread: the two jobs of key 7 run in a row on it
+        let pool = CallPool::new("t", 1, None);
+        let (gate_tx, gate) = mpsc::channel::<()>();
+        pool.run(move || {
+            let _ = gate.recv();
+        });
+        let (tx, rx) = mpsc::channel();
+        let (t1, t2) = (tx.clone(), tx.clone());
+        pool.run_keyed(7, move || {
+            assert!(next_is_same_key());
+            later(move || t1.send("later").unwrap());
+        });
+        pool.run_keyed(7, move || {
+            assert!(!next_is_same_key());
+            t2.send("next").unwrap();
+        });
+        gate_tx.send(()).unwrap();
+        let got: Vec<_> = (0..2)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("ran"))
+            .collect();
+        assert_eq!(got, ["next", "later"]);
+        // outside a pool (or with no job of its key behind), later() runs at once
+        later(move || tx.send("now").unwrap());
+        assert_eq!(rx.try_recv(), Ok("now"));
+    }
+
+    #[test]
+    fn later_work_runs_while_the_next_job_of_its_key_is_stuck() {
+        let pool = CallPool::new("t", 4, None);
+        warm(&pool, 4);
+        let (gate_tx, gate) = mpsc::channel::<()>();
+        pool.run(move || {
+            let _ = gate.recv();
+        });
+        let (tx, rx) = mpsc::channel();
+        let (release, stuck) = mpsc::channel::<()>();
+        let t1 = tx.clone();
+        pool.run_keyed(7, move || later(move || t1.send("later").unwrap()));
+        pool.run_keyed(7, move || {
+            let _ = stuck.recv();
+            tx.send("stuck one done").unwrap();
+        });
+        gate_tx.send(()).unwrap();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)),
+            Ok("later"),
+            "the work left for later waited for a stuck job"
+        );
+        release.send(()).unwrap();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(10)),
+            Ok("stuck one done")
         );
     }
 }
