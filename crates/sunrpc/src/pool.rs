@@ -86,8 +86,9 @@ struct Inner {
     on_start: Option<fn()>,
 }
 
-#[derive(Default)]
 struct State {
+    /// [`GROW_AFTER`] (longer in tests that need an order).
+    grow_after: Duration,
     jobs: VecDeque<Queued>,
     /// Threads waiting on `wake`.
     sleeping: usize,
@@ -100,13 +101,29 @@ struct State {
     /// Threads started so far.
     started: usize,
     /// Work left for later ([`later`]), since when the first waits, and the key of the run of
-    /// jobs it waits for.
+    /// jobs it waits for (the latest run's: another's work may go early, or wait for a job of
+    /// another key, never longer than [`GROW_AFTER`] and the watcher's period).
     deferred: Vec<Job>,
     deferred_since: Option<Instant>,
     deferred_key: u64,
 }
 
 impl State {
+    fn new(grow_after: Duration) -> Self {
+        State {
+            grow_after,
+            jobs: VecDeque::new(),
+            sleeping: 0,
+            woken: 0,
+            watch_booked: false,
+            watching: false,
+            started: 0,
+            deferred: Vec::new(),
+            deferred_since: None,
+            deferred_key: 0,
+        }
+    }
+
     /// Threads running a call or about to take one.
     fn awake(&self) -> usize {
         self.started - self.sleeping - usize::from(self.watching) + self.woken
@@ -116,7 +133,7 @@ impl State {
     fn head_late(&self, now: Instant) -> bool {
         self.jobs
             .front()
-            .is_some_and(|q| now.saturating_duration_since(q.at) >= GROW_AFTER)
+            .is_some_and(|q| now.saturating_duration_since(q.at) >= self.grow_after)
     }
 
     /// The deferred work when it is to run now: before a job of another key than `key` (None:
@@ -124,13 +141,27 @@ impl State {
     fn deferred_due(&mut self, key: Option<u64>, now: Instant) -> Vec<Job> {
         let late = self
             .deferred_since
-            .is_some_and(|t| now.saturating_duration_since(t) >= GROW_AFTER);
+            .is_some_and(|t| now.saturating_duration_since(t) >= self.grow_after);
         let waits = key.is_some_and(|k| k != 0 && k == self.deferred_key);
         if self.deferred.is_empty() || (waits && !late) {
             return Vec::new();
         }
         self.deferred_since = None;
         std::mem::take(&mut self.deferred)
+    }
+
+    /// Each booked token (a call's, the watcher's) is a notify a sleeper will answer, so there
+    /// are never more than sleepers: one over (a notify that found none) is dropped, the
+    /// watcher's first (the next call queued books a watcher again; a job finds its thread in
+    /// the one that left, which takes a queued call on its way out).
+    fn settle_tokens(&mut self) {
+        if self.woken + usize::from(self.watch_booked) > self.sleeping {
+            if self.watch_booked {
+                self.watch_booked = false;
+            } else {
+                self.woken -= 1;
+            }
+        }
     }
 
     /// Books a sleeping thread for the queue, or a new one (within `max`).
@@ -180,7 +211,7 @@ impl CallPool {
     pub fn new(name: &str, threads: usize, on_start: Option<fn()>) -> Self {
         CallPool {
             inner: Arc::new(Inner {
-                state: Mutex::new(State::default()),
+                state: Mutex::new(State::new(GROW_AFTER)),
                 wake: Condvar::new(),
                 watch: Condvar::new(),
                 max: threads.max(1),
@@ -217,6 +248,13 @@ impl CallPool {
     }
 
     #[cfg(test)]
+    fn with_grow_after(name: &str, threads: usize, grow_after: Duration) -> Self {
+        let p = Self::new(name, threads, None);
+        p.inner.state.lock().grow_after = grow_after;
+        p
+    }
+
+    #[cfg(test)]
     fn with_keep_alive(name: &str, threads: usize, keep_alive: Duration) -> Self {
         let mut p = Self::new(name, threads, None);
         if let Some(inner) = Arc::get_mut(&mut p.inner) {
@@ -234,16 +272,11 @@ impl CallPool {
 impl Inner {
     fn apply(self: &Arc<Self>, more: More) {
         match more {
-            More::Wake => {
+            // a notify that found no sleeper (one left, idle, as it was booked) holds a token
+            // nobody will take: drop one, so that the count of tokens stays within sleepers
+            More::Wake | More::WakeWatcher => {
                 if !self.wake.notify_one() {
-                    // the sleeper left meanwhile (idle): it takes the call on its way out
-                    let mut st = self.state.lock();
-                    st.woken = st.woken.saturating_sub(1);
-                }
-            }
-            More::WakeWatcher => {
-                if !self.wake.notify_one() {
-                    self.state.lock().watch_booked = false;
+                    self.state.lock().settle_tokens();
                 }
             }
             More::Start => {
@@ -282,7 +315,11 @@ impl Inner {
                 };
                 let watched = st.watched(self.max);
                 let due = st.deferred_due(Some(q.key), now);
-                let same = q.key != 0 && st.jobs.front().is_some_and(|n| n.key == q.key);
+                // work is left for the next call only when a watcher will run it if that call
+                // is stuck (none with one thread, or all of them busy)
+                let same = q.key != 0
+                    && (st.watching || st.watch_booked)
+                    && st.jobs.front().is_some_and(|n| n.key == q.key);
                 if same {
                     st.deferred_key = q.key;
                 }
@@ -326,6 +363,8 @@ impl Inner {
             st.sleeping -= 1;
             take = true;
             if timed_out {
+                // a token booked as this thread left was meant for no one
+                st.settle_tokens();
                 if st.jobs.is_empty() {
                     st.started -= 1;
                     return;
@@ -527,8 +566,10 @@ mod tests {
 
     #[test]
     fn later_work_waits_for_the_next_job_of_its_key_and_runs_before_sleep() {
-        // one thread: the two jobs of key 7 run in a row on it
-        let pool = CallPool::new("t", 1, None);
+        // two threads, the second watching: the two jobs of key 7 run in a row on the first
+        // (no job waits long enough here for the watcher to take it)
+        let pool = CallPool::with_grow_after("t", 2, Duration::from_secs(30));
+        warm(&pool, 2);
         let (gate_tx, gate) = mpsc::channel::<()>();
         pool.run(move || {
             let _ = gate.recv();
@@ -551,6 +592,40 @@ mod tests {
         // outside a pool (or with no job of its key behind), later() runs at once
         later(move || tx.send("now").unwrap());
         assert_eq!(rx.try_recv(), Ok("now"));
+    }
+
+    #[test]
+    fn no_work_is_left_for_later_without_a_watcher() {
+        // one thread: nobody could run it while the next job is stuck
+        let pool = CallPool::new("t", 1, None);
+        let (gate_tx, gate) = mpsc::channel::<()>();
+        pool.run(move || {
+            let _ = gate.recv();
+        });
+        let (tx, rx) = mpsc::channel();
+        pool.run_keyed(7, move || tx.send(next_is_same_key()).unwrap());
+        pool.run_keyed(7, || {});
+        gate_tx.send(()).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(false));
+    }
+
+    #[test]
+    fn tokens_never_outnumber_sleepers() {
+        let mut st = State::new(GROW_AFTER);
+        st.sleeping = 1;
+        st.woken = 1;
+        st.watch_booked = true;
+        st.settle_tokens();
+        assert_eq!(
+            (st.woken, st.watch_booked),
+            (1, false),
+            "the watcher's goes first"
+        );
+        st.sleeping = 0;
+        st.settle_tokens();
+        assert_eq!(st.woken, 0);
+        st.settle_tokens();
+        assert_eq!(st.woken, 0);
     }
 
     #[test]

@@ -272,12 +272,9 @@ impl ReplyOut {
             batch.clear();
             return false;
         }
-        if !st.held.is_empty() {
-            let held = std::mem::take(&mut st.held);
-            batch.extend(held);
-        }
         if st.writing || !st.queue.is_empty() {
             // behind the writing thread, or behind the writer task's backlog
+            self.queue_held(&mut st);
             let n: usize = batch.iter().map(|(r, _)| 4 + r.wire_len()).sum();
             st.queue.extend(batch.drain(..));
             self.queued_bytes.fetch_add(n, Ordering::AcqRel);
@@ -289,6 +286,11 @@ impl ReplyOut {
             return true;
         }
         st.writing = true;
+        // held replies go with these, WRITE_BATCH records to a write (one write of them all
+        // could pass the system's limit of vectors), the rest right after
+        let room = WRITE_BATCH.saturating_sub(batch.len()).min(st.held.len());
+        batch.extend(st.held.drain(..room));
+        self.queue_held(&mut st);
         drop(st);
         // the caller's vector, whose capacity it keeps for its next batch
         let mine = batch;
@@ -298,19 +300,16 @@ impl ReplyOut {
                 .map(|(r, _)| record_header(r.wire_len()))
                 .collect();
             let total: usize = mine.iter().map(|(r, _)| 4 + r.wire_len()).sum();
-            let res = {
+            let res = if total == 0 {
+                Ok(0) // the reader's flush of replies another writer took meanwhile
+            } else {
                 let parts = record_parts(mine.iter().map(|(r, _)| r), &headers, 0);
                 write_parts(self.half.as_ref(), &parts)
             };
             let mut st = self.state.lock();
             let written = match res {
                 Ok(n) if n == total => {
-                    if !st.held.is_empty() {
-                        let held = std::mem::take(&mut st.held);
-                        let n: usize = held.iter().map(|(r, _)| 4 + r.wire_len()).sum();
-                        st.queue.extend(held);
-                        self.queued_bytes.fetch_add(n, Ordering::AcqRel);
-                    }
+                    self.queue_held(&mut st);
                     if st.queue.is_empty() {
                         st.writing = false;
                         // a closing connection's writer task waits for the last writer to end
@@ -369,6 +368,15 @@ impl ReplyOut {
             drop(st);
             self.wake.notify_one();
             return true;
+        }
+    }
+
+    /// Moves the held replies to the end of the queue.
+    fn queue_held(&self, st: &mut OutState) {
+        if !st.held.is_empty() {
+            let n: usize = st.held.iter().map(|(r, _)| 4 + r.wire_len()).sum();
+            st.queue.extend(st.held.drain(..));
+            self.queued_bytes.fetch_add(n, Ordering::AcqRel);
         }
     }
 

@@ -393,3 +393,30 @@ async fn a_reply_finished_while_the_reader_is_busy_leaves_with_the_readers_next_
     out.wake.notify_one();
     writer.await.expect("writer").expect("writer done");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_held_replies_than_a_write_takes_all_arrive() {
+    let (mut peer, _rd, out, writer) = small_socket().await;
+    out.reader_busy();
+    const N: u8 = 40;
+    for i in 0..N {
+        assert!(out.finish_call((record(i, 4), None)));
+    }
+    assert_eq!(out.state.lock().held.len(), usize::from(N));
+    out.reader_idle(&mut vec![(record(N, 4), None)]);
+    let mut got = vec![0u8; usize::from(N + 1) * 8];
+    tokio::time::timeout(Duration::from_secs(10), peer.read_exact(&mut got))
+        .await
+        .expect("every held reply arrives")
+        .expect("read");
+    let mut seen: Vec<u8> = got.chunks(8).map(|r| r[4]).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..=N).collect::<Vec<_>>());
+    {
+        let st = out.state.lock();
+        assert!(st.held.is_empty() && st.queue.is_empty() && !st.writing);
+    }
+    out.state.lock().closing = true;
+    out.wake.notify_one();
+    writer.await.expect("writer").expect("writer done");
+}
