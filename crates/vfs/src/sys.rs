@@ -449,6 +449,60 @@ pub fn pread_into_nowait(
     Ok(n)
 }
 
+/// The kernel's `cachestat` (Linux 6.5), which libc does not name for every target: new
+/// system calls share one number on every architecture.
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// `struct cachestat_range` of linux/mman.h.
+#[repr(C)]
+struct CachestatRange {
+    off: u64,
+    len: u64,
+}
+
+/// `struct cachestat` of linux/mman.h.
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+/// Whether the page cache holds every page of the `len` bytes at `offset` (`len` > 0), asked
+/// with `cachestat`, which reads nothing and starts no read-ahead; None where the kernel or
+/// the file system does not answer.
+pub fn range_cached(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Option<bool> {
+    if len == 0 {
+        return Some(true);
+    }
+    let range = CachestatRange { off: offset, len };
+    let mut cs = Cachestat::default();
+    // SAFETY: range and cs are live structs of the layouts the kernel reads and writes; the
+    // flags argument must be 0.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut cs as *mut Cachestat,
+            0u32,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as u64,
+        _ => 4096,
+    };
+    let pages = (offset + len - 1) / page - offset / page + 1;
+    Some(cs.nr_cache >= pages)
+}
+
 /// One `preadv2(RWF_NOWAIT)` into `buf` at `offset`: only what the page cache holds (EAGAIN
 /// when the first byte is not there); may be short.
 pub fn pread_slice_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -927,4 +981,33 @@ pub fn send(fd: BorrowedFd<'_>, buf: &[u8], more: bool) -> io::Result<usize> {
         return Err(io::Error::last_os_error());
     }
     Ok(r as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn range_cached_tells_an_evicted_range_from_a_read_one() {
+        // under target/, on the disk the build is on (a tmpfs page cannot be evicted)
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+        std::fs::create_dir_all(&dir).expect("target dir");
+        let path = dir.join(format!("range-cached-{}", std::process::id()));
+        let mut f = std::fs::File::create(&path).expect("create");
+        f.write_all(&vec![7u8; 1 << 20]).expect("write");
+        f.sync_all().expect("sync");
+        let f = std::fs::File::open(&path).expect("open");
+        std::fs::remove_file(&path).expect("unlink");
+        // SAFETY: posix_fadvise on a live descriptor has no memory effects.
+        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+        assert_eq!(range_cached(f.as_fd(), 0, 1 << 20), Some(false), "evicted");
+        let mut buf = vec![0u8; 1 << 20];
+        assert_eq!(pread_slice(f.as_fd(), &mut buf, 0).expect("read"), 1 << 20);
+        assert_eq!(range_cached(f.as_fd(), 0, 1 << 20), Some(true), "read back");
+        assert_eq!(range_cached(f.as_fd(), 4095, 2), Some(true), "two pages");
+        assert_eq!(range_cached(f.as_fd(), 0, 0), Some(true));
+    }
 }
