@@ -185,7 +185,7 @@ impl State {
         }
         if self.sleeping > self.woken {
             self.watch_booked = true;
-            More::WakeWatcher
+            More::Wake
         } else if self.started < max {
             // it takes a call or, finding none, watches
             self.started += 1;
@@ -198,8 +198,8 @@ impl State {
 
 /// What to do about threads once the lock is let go.
 enum More {
+    /// Notify a sleeper: it answers the token booked (a call's, else the watcher's).
     Wake,
-    WakeWatcher,
     Start,
     Nothing,
 }
@@ -274,7 +274,7 @@ impl Inner {
         match more {
             // a notify that found no sleeper (one left, idle, as it was booked) holds a token
             // nobody will take: drop one, so that the count of tokens stays within sleepers
-            More::Wake | More::WakeWatcher => {
+            More::Wake => {
                 if !self.wake.notify_one() {
                     self.state.lock().settle_tokens();
                 }
