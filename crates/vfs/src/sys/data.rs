@@ -14,36 +14,13 @@ pub fn pread_into(
     count: usize,
     offset: u64,
 ) -> io::Result<usize> {
-    let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     buf.reserve(count);
-    let mut done = 0usize;
-    while done < count {
-        let spare = buf.spare_capacity_mut();
-        let want = (count - done).min(spare.len());
-        // SAFETY: spare points to at least `want` writable bytes owned by buf.
-        let n = unsafe {
-            libc::pread64(
-                fd.as_raw_fd(),
-                spare.as_mut_ptr().cast(),
-                want,
-                offset + done as i64,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            break;
-        }
-        // SAFETY: the kernel initialised exactly n bytes of the spare capacity.
-        unsafe { buf.set_len(buf.len() + n as usize) };
-        done += n as usize;
-    }
-    Ok(done)
+    let spare = buf.spare_capacity_mut();
+    // SAFETY: after the reserve, spare points to at least `count` writable bytes owned by buf.
+    let n = unsafe { pread_full(fd, spare.as_mut_ptr().cast(), count, offset) }?;
+    // SAFETY: the kernel initialised exactly n bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
 }
 
 /// One `preadv2(RWF_NOWAIT)` of at most `count` bytes at `offset`, appended to `buf`: only
@@ -150,16 +127,30 @@ unsafe fn preadv2_nowait(
 
 /// `pread(fd, buf, offset)` until `buf` is full or the end of the file; the bytes read.
 pub fn pread_slice(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    // SAFETY: buf is a live, writable slice of buf.len() bytes.
+    unsafe { pread_full(fd, buf.as_mut_ptr(), buf.len(), offset) }
+}
+
+/// `pread` of `len` bytes at `offset` into `dst`, again after a short read or EINTR, until
+/// `len` bytes or the end of the file; the bytes read.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes.
+unsafe fn pread_full(
+    fd: BorrowedFd<'_>,
+    dst: *mut u8,
+    len: usize,
+    offset: u64,
+) -> io::Result<usize> {
     let offset = i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut done = 0usize;
-    while done < buf.len() {
-        let rest = &mut buf[done..];
-        // SAFETY: rest is a live, writable slice of rest.len() bytes.
+    while done < len {
+        // SAFETY: dst + done .. dst + len is within the caller's writable range.
         let n = unsafe {
             libc::pread64(
                 fd.as_raw_fd(),
-                rest.as_mut_ptr().cast(),
-                rest.len(),
+                dst.add(done).cast(),
+                len - done,
                 offset + done as i64,
             )
         };
