@@ -120,6 +120,12 @@ pub struct Args {
     /// server) instead of copied: remote (clients not on a loopback address), always, never.
     #[arg(long, default_value = "remote", value_parser = splice_reads_arg)]
     pub splice_reads: SpliceReads,
+    /// TCP congestion control of every NFS, MOUNT and NLM connection (a name from
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control, e.g. cubic), instead of the
+    /// system's: where the system's paces each connection from the kernel's timers (BBR without
+    /// an fq qdisc, as on loopback), sequential reads cost the server several times the CPU.
+    #[arg(long, value_name = "ALGO")]
+    pub tcp_congestion: Option<String>,
     // --- RPC-over-RDMA (crates/verbs, crates/rpcrdma) ---
     /// Serve NFS over RPC-over-RDMA on ADDR:PORT (default: port 20049 on every address that
     /// has an RDMA device, when there is one; without devices rnfsd logs why and serves TCP).

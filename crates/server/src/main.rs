@@ -228,6 +228,16 @@ fn pnfs_mds(
 
 async fn run(args: Args) -> Result<(), String> {
     let exports = config::exports(&args)?;
+    if let Some(cc) = &args.tcp_congestion {
+        sunrpc::tcp::congestion_available(cc).map_err(|e| {
+            format!(
+                "--tcp-congestion {cc}: {e} (the kernel offers: {})",
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                    .unwrap_or_default()
+                    .trim()
+            )
+        })?;
+    }
     if !vfs::cred::can_switch() {
         tracing::warn!("not running as root: callers' credentials cannot be applied and handles cannot be opened");
     }
@@ -443,6 +453,7 @@ async fn run(args: Args) -> Result<(), String> {
         record_timeout: std::time::Duration::from_secs(args.record_timeout),
         write_timeout: std::time::Duration::from_secs(args.write_timeout),
         splice_reads: args.splice_reads,
+        congestion: args.tcp_congestion.as_deref().map(Arc::from),
         calls: Some(sunrpc::pool::CallPool::new(
             "rnfsd-call",
             call_threads(&args),
@@ -462,6 +473,7 @@ async fn run(args: Args) -> Result<(), String> {
         drc_entries = args.drc_entries,
         lease_time_s = args.lease_time,
         splice_reads = ?args.splice_reads,
+        tcp_congestion = args.tcp_congestion.as_deref().unwrap_or("the system's"),
         "limits"
     );
 

@@ -495,6 +495,9 @@ pub struct TcpConfig {
     pub write_timeout: Duration,
     /// Which clients get READ data spliced from the page cache instead of copied.
     pub splice_reads: SpliceReads,
+    /// TCP congestion control of every connection (`TCP_CONGESTION`, one the kernel has:
+    /// [`congestion_available`]); None: the system's (`net.ipv4.tcp_congestion_control`).
+    pub congestion: Option<Arc<str>>,
     /// Where calls that may block run: these threads, or tokio's blocking pool (None).
     pub calls: Option<CallPool>,
 }
@@ -538,6 +541,7 @@ impl Default for TcpConfig {
             record_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(60),
             splice_reads: SpliceReads::default(),
+            congestion: None,
             calls: None,
         }
     }
@@ -599,6 +603,25 @@ async fn acquire(
     sem.clone().acquire_owned().await.ok()
 }
 
+/// Whether the kernel gives connections the congestion control `name` (loaded, and allowed
+/// to this process): the error it returns otherwise.
+pub fn congestion_available(name: &str) -> io::Result<()> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.set_tcp_congestion(name.as_bytes())
+}
+
+/// What every accepted connection gets: replies leave at once (no Nagle delay), and the
+/// congestion control configured ([`TcpConfig::congestion`]).
+fn tune(sock: &TcpStream, cfg: &TcpConfig) {
+    let _ = sock.set_nodelay(true);
+    if let Some(cc) = &cfg.congestion {
+        // checked at start-up (congestion_available): a refusal here is a module unloaded since
+        if let Err(e) = socket2::SockRef::from(sock).set_tcp_congestion(cc.as_bytes()) {
+            tracing::debug!(error = %e, congestion = %cc, "TCP_CONGESTION refused");
+        }
+    }
+}
+
 /// Accepts connections on `listener` forever, serving each with `disp`.
 pub async fn serve_tcp(
     listener: TcpListener,
@@ -627,7 +650,7 @@ pub async fn serve_tcp(
             disp.metrics().count_error("tcp_connection_refused");
             continue;
         };
-        let _ = sock.set_nodelay(true);
+        tune(&sock, &cfg);
         let disp = disp.clone();
         let cfg = cfg.clone();
         let gauge = gauge.clone();

@@ -420,3 +420,46 @@ async fn more_held_replies_than_a_write_takes_all_arrive() {
     out.wake.notify_one();
     writer.await.expect("writer").expect("writer done");
 }
+
+/// The congestion control of a connected socket, as the kernel reports it.
+fn congestion_of(sock: &TcpStream) -> String {
+    let name = socket2::SockRef::from(sock)
+        .tcp_congestion()
+        .expect("TCP_CONGESTION");
+    String::from_utf8_lossy(&name)
+        .trim_end_matches('\0')
+        .to_string()
+}
+
+#[tokio::test]
+async fn accepted_connections_get_the_congestion_control_configured_or_the_systems() {
+    let system = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .expect("the system's congestion control")
+        .trim()
+        .to_string();
+    // reno is built into every kernel; the other case leaves the system's alone
+    let wanted = if system == "reno" { "cubic" } else { "reno" };
+    for (congestion, expect) in [(Some(wanted), wanted), (None, system.as_str())] {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let (client, accepted) = tokio::join!(
+            TcpStream::connect(l.local_addr().expect("addr")),
+            l.accept()
+        );
+        let _client = client.expect("connect");
+        let (sock, _) = accepted.expect("accept");
+        let cfg = TcpConfig {
+            congestion: congestion.map(Arc::from),
+            ..TcpConfig::default()
+        };
+        tune(&sock, &cfg);
+        assert_eq!(congestion_of(&sock), expect, "configured {congestion:?}");
+        assert!(sock.nodelay().expect("nodelay"));
+    }
+}
+
+#[test]
+fn only_a_congestion_control_the_kernel_has_is_available() {
+    congestion_available("reno").expect("reno is built into the kernel");
+    let e = congestion_available("no-such-algorithm").expect_err("an unknown name");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+}
