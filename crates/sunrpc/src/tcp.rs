@@ -506,11 +506,11 @@ pub struct TcpConfig {
 /// no copy in the server) rather than copied into a buffer that is then written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SpliceReads {
-    /// Clients on other addresses than loopback ones. Where the client runs on the server's own
-    /// CPUs through the loopback device, it copies spliced data from page-cache pages that are
-    /// not in the CPU's caches, which costs it more than the server's copies save (measured in
-    /// docs/benchmarks.md); a client across a network gets the pages from the NIC, and the
-    /// server does no copy at all (as the in-kernel server sends READ data).
+    /// Clients on other addresses than loopback ones: a client across a network gets the pages
+    /// from the NIC, and the server does no copy at all (as the in-kernel server sends READ
+    /// data). To a loopback client splicing gains nothing where the connection is paced from
+    /// TCP's timers (BBR without an fq qdisc: each spliced burst waits for them), and 1.2-1.3x
+    /// where it is not (cubic): docs/benchmarks.md, "Loopback clients".
     #[default]
     Remote,
     /// Every client.
