@@ -126,6 +126,13 @@ pub struct Args {
     /// an fq qdisc, as on loopback), sequential reads cost the server several times the CPU.
     #[arg(long, value_name = "ALGO")]
     pub tcp_congestion: Option<String>,
+    /// Keep looking for a TCP connection's next call for this many microseconds without
+    /// sleeping once the connection has nothing to do, one connection at a time (0: sleep at
+    /// once). Costs up to a CPU's time; saves waking a sleeping CPU for a call that comes
+    /// meanwhile, most of a round trip where that CPU is a VM's halted vCPU.
+    #[arg(long, value_name = "USECS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub tcp_busy_poll: u64,
     // --- RPC-over-RDMA (crates/verbs, crates/rpcrdma) ---
     /// Serve NFS over RPC-over-RDMA on ADDR:PORT (default: port 20049 on every address that
     /// has an RDMA device, when there is one; without devices rnfsd logs why and serves TCP).

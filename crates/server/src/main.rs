@@ -454,6 +454,7 @@ async fn run(args: Args) -> Result<(), String> {
         write_timeout: std::time::Duration::from_secs(args.write_timeout),
         splice_reads: args.splice_reads,
         congestion: args.tcp_congestion.as_deref().map(Arc::from),
+        busy_poll: std::time::Duration::from_micros(args.tcp_busy_poll),
         calls: Some(sunrpc::pool::CallPool::new(
             "rnfsd-call",
             call_threads(&args),
@@ -474,6 +475,7 @@ async fn run(args: Args) -> Result<(), String> {
         lease_time_s = args.lease_time,
         splice_reads = ?args.splice_reads,
         tcp_congestion = args.tcp_congestion.as_deref().unwrap_or("the system's"),
+        tcp_busy_poll_us = args.tcp_busy_poll,
         "limits"
     );
 

@@ -992,3 +992,32 @@ fn connections_get_the_congestion_control_named_and_a_name_the_kernel_lacks_stop
     let err = strip_ansi(&String::from_utf8_lossy(&out.stderr));
     assert!(err.contains("--tcp-congestion no-such-algorithm"), "{err}");
 }
+
+#[test]
+fn busy_polling_readers_answer_every_connection_and_let_closed_ones_go() {
+    // a budget far longer than the test's pauses: a reader still polling when the next call
+    // comes, one at a time over the process (the others sleep as without the option)
+    let fx = Fixture::with_args(&["--tcp-busy-poll", "200000"]);
+    let data = pattern(0, 100_000);
+    std::fs::write(fx.export.join("f"), &data).unwrap();
+    let (mut a, root) = fx.connect();
+    let (mut b, _) = fx.connect();
+    let fh = a.lookup_ok(&root, "f");
+    for i in 0..20u64 {
+        let c = if i % 2 == 0 { &mut a } else { &mut b };
+        assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
+        let off = i * 4096;
+        let r = c.read(&fh, off, 8192).expect_ok("READ");
+        let got = r.data.in_memory().expect("decoded");
+        assert!(
+            got[..] == data[off as usize..off as usize + 8192],
+            "READ at {off}"
+        );
+    }
+    // a connection closed while its reader polls ends; the server serves the next one
+    drop(a);
+    drop(b);
+    std::thread::sleep(Duration::from_millis(50));
+    let mut c = fx.server.client();
+    assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
+}

@@ -498,6 +498,10 @@ pub struct TcpConfig {
     /// TCP congestion control of every connection (`TCP_CONGESTION`, one the kernel has:
     /// [`congestion_available`]); None: the system's (`net.ipv4.tcp_congestion_control`).
     pub congestion: Option<Arc<str>>,
+    /// How long a connection's reader keeps looking for the next call without sleeping once it
+    /// has nothing to do (zero: it sleeps at once): a call that arrives meanwhile finds its
+    /// CPU running, not halted, at the price of that CPU's time ([`poll_for_call`]).
+    pub busy_poll: Duration,
     /// Where calls that may block run: these threads, or tokio's blocking pool (None).
     pub calls: Option<CallPool>,
 }
@@ -542,6 +546,7 @@ impl Default for TcpConfig {
             write_timeout: Duration::from_secs(60),
             splice_reads: SpliceReads::default(),
             congestion: None,
+            busy_poll: Duration::ZERO,
             calls: None,
         }
     }
@@ -619,6 +624,47 @@ fn tune(sock: &TcpStream, cfg: &TcpConfig) {
         if let Err(e) = socket2::SockRef::from(sock).set_tcp_congestion(cc.as_bytes()) {
             tracing::debug!(error = %e, congestion = %cc, "TCP_CONGESTION refused");
         }
+    }
+}
+
+/// Looks for bytes on `sock` for up to `budget` without sleeping: a non-blocking peek, then a
+/// yield to the runtime's other tasks (whose worker meanwhile polls for I/O without sleeping),
+/// in a loop; ends when there are bytes, or the peer closed, or the socket has an error (which
+/// the read that follows reports), or at `budget`. The read that follows finds the socket
+/// ready. Where waking a sleeping CPU is slow (a virtual CPU halted into its hypervisor takes
+/// tens of microseconds) a client's next call is then answered without that wake.
+async fn poll_for_call(sock: &TcpStream, budget: Duration) {
+    /// Readers polling now: one at a time, so that polling costs at most one CPU and other
+    /// connections' readers sleep as without it (randread at 32 in flight over 8 connections,
+    /// each polling: 0.82x).
+    static POLLING: AtomicUsize = AtomicUsize::new(0);
+    struct Turn;
+    impl Drop for Turn {
+        fn drop(&mut self) {
+            POLLING.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    if POLLING
+        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return;
+    }
+    let _turn = Turn;
+    let until = std::time::Instant::now() + budget;
+    let mut probe = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    loop {
+        let peeked = socket2::SockRef::from(sock)
+            .recv_with_flags(&mut probe, libc::MSG_PEEK | libc::MSG_DONTWAIT);
+        match peeked {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            _ => return,
+        }
+        if std::time::Instant::now() >= until {
+            return;
+        }
+        tokio::task::yield_now().await;
     }
 }
 
@@ -738,6 +784,10 @@ async fn serve_connection(
                             connected
                         }
                     };
+                    if !cfg.busy_poll.is_zero() {
+                        // replies are out (flush above): only the next call is awaited
+                        poll_for_call(rd.as_ref(), cfg.busy_poll).await;
+                    }
                     // at most a chunk: the head of a large call, not the whole of it, so that
                     // the rest goes straight into a pooled buffer
                     let mut chunk = (&mut buf).limit(READ_CHUNK);

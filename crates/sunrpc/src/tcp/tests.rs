@@ -463,3 +463,65 @@ fn only_a_congestion_control_the_kernel_has_is_available() {
     let e = congestion_available("no-such-algorithm").expect_err("an unknown name");
     assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
 }
+
+/// A connected pair: (accepted, client).
+async fn pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let (client, accepted) = tokio::join!(
+        TcpStream::connect(l.local_addr().expect("addr")),
+        l.accept()
+    );
+    (accepted.expect("accept").0, client.expect("connect"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_for_a_call_ends_when_bytes_come_at_its_budget_or_when_another_polls() {
+    use tokio::io::AsyncWriteExt;
+    let (mut server, mut client) = pair().await;
+    // nothing comes: it ends at its budget
+    let t = std::time::Instant::now();
+    poll_for_call(&server, Duration::from_millis(30)).await;
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(30) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+
+    // bytes come: it ends then, long before its budget, and leaves them to be read
+    let writer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        client.write_all(b"call").await.expect("write");
+        client
+    });
+    let t = std::time::Instant::now();
+    poll_for_call(&server, Duration::from_secs(30)).await;
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let mut client = writer.await.expect("writer");
+    let mut got = [0u8; 4];
+    server.read_exact(&mut got).await.expect("read");
+    assert_eq!(&got, b"call");
+
+    // one reader polls at a time: another's poll ends at once, a later one polls again
+    let (other, _other_client) = pair().await;
+    let first = poll_for_call(&server, Duration::from_secs(30));
+    tokio::pin!(first);
+    // the first takes the turn and polls (yielding), without bytes it does not end
+    assert!(tokio::time::timeout(Duration::from_millis(50), &mut first)
+        .await
+        .is_err());
+    let t = std::time::Instant::now();
+    poll_for_call(&other, Duration::from_secs(30)).await;
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // the peer closes: the first ends (the read that follows sees the end)
+    client.shutdown().await.expect("shutdown");
+    drop(client);
+    tokio::time::timeout(Duration::from_secs(10), first)
+        .await
+        .expect("a closed connection ends the poll");
+    let t = std::time::Instant::now();
+    poll_for_call(&other, Duration::from_millis(30)).await;
+    assert!(
+        t.elapsed() >= Duration::from_millis(30),
+        "the turn was not given back"
+    );
+}
