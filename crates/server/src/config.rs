@@ -127,9 +127,10 @@ pub struct Args {
     #[arg(long, value_name = "ALGO")]
     pub tcp_congestion: Option<String>,
     /// Keep looking for a TCP connection's next call for this many microseconds without
-    /// sleeping once the connection has nothing to do, one connection at a time (0: sleep at
-    /// once). Costs up to a CPU's time; saves waking a sleeping CPU for a call that comes
-    /// meanwhile, most of a round trip where that CPU is a VM's halted vCPU.
+    /// sleeping once the connection has nothing to do, one connection at a time, and as long
+    /// for the next call that needs a call thread, one thread at a time (0: sleep at once).
+    /// Costs up to two CPUs' time; saves waking a sleeping CPU for a call that comes meanwhile,
+    /// most of a round trip where that CPU is a VM's halted vCPU.
     #[arg(long, value_name = "USECS", default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub tcp_busy_poll: u64,

@@ -455,11 +455,14 @@ async fn run(args: Args) -> Result<(), String> {
         splice_reads: args.splice_reads,
         congestion: args.tcp_congestion.as_deref().map(Arc::from),
         busy_poll: std::time::Duration::from_micros(args.tcp_busy_poll),
-        calls: Some(sunrpc::pool::CallPool::new(
-            "rnfsd-call",
-            call_threads(&args),
-            Some(vfs::cred::allow_switch_in_try),
-        )),
+        calls: Some(
+            sunrpc::pool::CallPool::new(
+                "rnfsd-call",
+                call_threads(&args),
+                Some(vfs::cred::allow_switch_in_try),
+            )
+            .with_busy_poll(std::time::Duration::from_micros(args.tcp_busy_poll)),
+        ),
     };
     tracing::info!(
         max_connections = tcp_cfg.max_connections,
