@@ -134,6 +134,11 @@ pub struct Args {
     #[arg(long, value_name = "USECS", default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub tcp_busy_poll: u64,
+    /// Threads that serve TCP connections, each connection staying on one, which reads its
+    /// calls, runs those that need no waiting and writes their replies (default: one per CPU;
+    /// 0: the process's shared runtime, whose threads hand ready connections to each other).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1024))]
+    pub tcp_threads: Option<u32>,
     // --- RPC-over-RDMA (crates/verbs, crates/rpcrdma) ---
     /// Serve NFS over RPC-over-RDMA on ADDR:PORT (default: port 20049 on every address that
     /// has an RDMA device, when there is one; without devices rnfsd logs why and serves TCP).

@@ -70,6 +70,12 @@ fn call_threads(args: &Args) -> usize {
     args.threads.map_or(8 * cpus, |n| n as usize)
 }
 
+/// Threads TCP connections are served on (`--tcp-threads`, else one per CPU).
+fn tcp_threads(args: &Args) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    args.tcp_threads.map_or(cpus, |n| n as usize)
+}
+
 /// Threads the calls to one export may hold at once (`--export-threads`, else `--threads`
 /// less an eighth, at least one left for the other exports).
 fn export_threads(args: &Args) -> usize {
@@ -463,6 +469,17 @@ async fn run(args: Args) -> Result<(), String> {
             )
             .with_busy_poll(std::time::Duration::from_micros(args.tcp_busy_poll)),
         ),
+        io_threads: match tcp_threads(&args) {
+            0 => None,
+            n => Some(
+                sunrpc::iothreads::IoThreads::new(
+                    "rnfsd-tcp",
+                    n,
+                    Some(vfs::cred::allow_switch_in_try),
+                )
+                .map_err(|e| format!("cannot start the TCP threads: {e}"))?,
+            ),
+        },
     };
     tracing::info!(
         max_connections = tcp_cfg.max_connections,
@@ -479,6 +496,7 @@ async fn run(args: Args) -> Result<(), String> {
         splice_reads = ?args.splice_reads,
         tcp_congestion = args.tcp_congestion.as_deref().unwrap_or("the system's"),
         tcp_busy_poll_us = args.tcp_busy_poll,
+        tcp_threads = tcp_threads(&args),
         "limits"
     );
 

@@ -14,6 +14,7 @@ pub mod client;
 pub mod dispatch;
 pub mod drc;
 pub mod gss;
+pub mod iothreads;
 pub mod metrics;
 pub mod msg;
 pub mod outbound;

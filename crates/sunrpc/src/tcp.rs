@@ -41,6 +41,7 @@ use xdr::{Reply, Segment};
 
 use crate::bufpool::{BufPool, MIN_POOLED};
 use crate::dispatch::{BackChannel, BulkAlloc, Dispatcher, Origin, TransportKind};
+use crate::iothreads::IoThreads;
 use crate::pool::CallPool;
 use crate::record::{record_header, RecordReader};
 
@@ -504,6 +505,9 @@ pub struct TcpConfig {
     pub busy_poll: Duration,
     /// Where calls that may block run: these threads, or tokio's blocking pool (None).
     pub calls: Option<CallPool>,
+    /// The threads connections are served on, each staying on one; None: the runtime that
+    /// accepted them ([`crate::iothreads`]).
+    pub io_threads: Option<IoThreads>,
 }
 
 /// Which clients get READ data as file pages spliced into the socket ([`xdr::Segment::Pages`],
@@ -548,6 +552,7 @@ impl Default for TcpConfig {
             congestion: None,
             busy_poll: Duration::ZERO,
             calls: None,
+            io_threads: None,
         }
     }
 }
@@ -707,14 +712,33 @@ pub async fn serve_tcp(
         let bulk = bulk.clone();
         let recv_pool = recv_pool.clone();
         gauge.inc();
-        tokio::spawn(async move {
+        // on a connection thread the socket is registered with that thread's runtime, when
+        // the task is first polled there
+        let sock = match &cfg.io_threads {
+            None => Ok(sock),
+            Some(_) => Err(sock.into_std()),
+        };
+        let threads = cfg.io_threads.clone();
+        let serve = async move {
+            let sock = match sock {
+                Ok(s) => Ok(s),
+                Err(std) => std.and_then(TcpStream::from_std),
+            };
             let pools = (bulk, recv_pool);
-            if let Err(e) = serve_connection(sock, peer, disp, cfg, total, pools).await {
+            let served = match sock {
+                Ok(s) => serve_connection(s, peer, disp, cfg, total, pools).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = served {
                 tracing::debug!(%peer, error = %e, "connection closed");
             }
             gauge.dec();
             drop(permit);
-        });
+        };
+        match threads {
+            None => drop(tokio::spawn(serve)),
+            Some(t) => t.spawn(serve),
+        }
     }
 }
 

@@ -525,3 +525,99 @@ async fn polling_for_a_call_ends_when_bytes_come_at_its_budget_or_when_another_p
         "the turn was not given back"
     );
 }
+
+/// Answers with the name of the thread that ran the call: procedure 1 on the connection's
+/// reader (it needs no waiting), procedure 2 only on a thread that may block.
+struct WhereRan;
+
+impl crate::dispatch::Program for WhereRan {
+    fn program(&self) -> u32 {
+        400_100
+    }
+    fn versions(&self) -> (u32, u32) {
+        (1, 1)
+    }
+    fn proc_name(&self, _: u32, p: u32) -> Option<&'static str> {
+        [None, Some("reader"), Some("blocking")][p.min(2) as usize]
+    }
+    fn call(
+        &self,
+        _: &crate::dispatch::CallContext,
+        _: xdr::Decoder,
+        r: &mut xdr::Encoder,
+    ) -> Result<(), crate::dispatch::ProcError> {
+        r.opaque(std::thread::current().name().unwrap_or("").as_bytes());
+        Ok(())
+    }
+    fn call_nonblocking(
+        &self,
+        ctx: &crate::dispatch::CallContext,
+        a: xdr::Decoder,
+        r: &mut xdr::Encoder,
+    ) -> Option<Result<(), crate::dispatch::ProcError>> {
+        (ctx.proc_ == 1).then(|| self.call(ctx, a, r))
+    }
+}
+
+/// Calls procedure `proc_` of [`WhereRan`] on `sock`: the name of the thread that ran it.
+fn where_ran(sock: &mut std::net::TcpStream, proc_: u32) -> String {
+    use std::io::{Read, Write};
+    let mut e = xdr::Encoder::new();
+    crate::msg::encode_call(&mut e, 7, 400_100, 1, proc_, &crate::msg::Credential::None);
+    let body = e.finish().to_bytes();
+    let mut call = record_header(body.len()).to_vec();
+    call.extend_from_slice(&body);
+    sock.write_all(&call).expect("send");
+    let mut h = [0u8; 4];
+    sock.read_exact(&mut h).expect("reply header");
+    let mut reply = vec![0u8; (u32::from_be_bytes(h) & 0x7fff_ffff) as usize];
+    sock.read_exact(&mut reply).expect("reply");
+    let mut d = crate::msg::decode_success(reply.into()).expect("accepted");
+    String::from_utf8(d.opaque(64).expect("name").to_vec()).expect("utf-8")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_served_on_the_least_loaded_connection_thread_each_staying_there() {
+    let mut d = Dispatcher::new(16, Arc::new(crate::metrics::RpcMetrics::default()));
+    d.register(Arc::new(WhereRan));
+    let threads = IoThreads::new("iot-tcp", 2, None).expect("threads");
+    let cfg = TcpConfig {
+        io_threads: Some(threads.clone()),
+        ..TcpConfig::default()
+    };
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = l.local_addr().expect("addr");
+    tokio::spawn(serve_tcp(l, Arc::new(d), cfg));
+    let names = tokio::task::spawn_blocking(move || {
+        let mut socks: Vec<_> = (0..4)
+            .map(|_| std::net::TcpStream::connect(addr).expect("connect"))
+            .collect();
+        let mut names = Vec::new();
+        for _ in 0..3 {
+            for s in socks.iter_mut() {
+                names.push(where_ran(s, 1));
+            }
+        }
+        // a call run on a call thread: its reply goes out on the connection's thread's socket
+        let blocking = where_ran(&mut socks[0], 2);
+        assert!(!blocking.starts_with("iot-tcp"), "{blocking}");
+        names
+    })
+    .await
+    .expect("client");
+    // connected in turn, each to the thread with fewer: two and two; a connection's calls
+    // run on its thread every time
+    let first: Vec<_> = names[..4].to_vec();
+    let mut sorted = first.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["iot-tcp-0", "iot-tcp-0", "iot-tcp-1", "iot-tcp-1"]);
+    for round in names.chunks(4) {
+        assert_eq!(round, first.as_slice());
+    }
+    // the clients closed: their connections leave the threads
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while threads.loads() != [0, 0] {
+        assert!(std::time::Instant::now() < deadline, "{:?}", threads.loads());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
