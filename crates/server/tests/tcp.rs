@@ -1,5 +1,6 @@
 //! TCP connection options of the running server: the congestion control it sets on each
-//! connection (`--tcp-congestion`) and busy polling for the next call (`--tcp-busy-poll`).
+//! connection (`--tcp-congestion`), busy polling for the next call (`--tcp-busy-poll`) and the
+//! threads connections are served on (`--tcp-threads`).
 
 mod common;
 
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::*;
+use nfs3wire::StableHow;
 
 /// The congestion control `ss` reports for the server's end of each established connection
 /// on `port`.
@@ -96,4 +98,59 @@ fn busy_polling_readers_answer_every_connection_and_let_closed_ones_go() {
     std::thread::sleep(Duration::from_millis(50));
     let mut c = fx.server.client();
     assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
+}
+
+/// Names of the server's threads that serve TCP connections, sorted.
+fn tcp_threads(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .filter(|n| n.starts_with("rnfsd-tcp"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn connections_are_served_on_the_tcp_threads_asked_for_or_on_the_shared_runtime() {
+    let data = pattern(3, 64 * 1024);
+    for (threads, expect) in [
+        ("3", &["rnfsd-tcp-0", "rnfsd-tcp-1", "rnfsd-tcp-2"][..]),
+        ("0", &[][..]),
+    ] {
+        let fx = Fixture::with_args(&["--tcp-threads", threads]);
+        assert_eq!(
+            tcp_threads(fx.server.pid()),
+            expect,
+            "--tcp-threads {threads}"
+        );
+        std::fs::write(fx.export.join("f"), &data).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(fx.export.join("f"), std::fs::Permissions::from_mode(0o666))
+            .unwrap();
+        // more connections than threads, used in turn: calls run on the connection's thread
+        // (READ, GETATTR) and on call threads (WRITE), replies from both on each socket
+        let mut conns: Vec<_> = (0..7).map(|_| fx.connect()).collect();
+        let fh = {
+            let (c, root) = &mut conns[0];
+            c.lookup_ok(root, "f")
+        };
+        for round in 0..3u64 {
+            for (i, (c, _)) in conns.iter_mut().enumerate() {
+                let off = (round * 7 + i as u64) * 1024;
+                let r = c.read(&fh, off, 1024).expect_ok("READ");
+                let got = r.data.in_memory().expect("decoded");
+                assert!(
+                    got[..] == data[off as usize..off as usize + 1024],
+                    "READ at {off}"
+                );
+                let same = Bytes::copy_from_slice(&data[off as usize..off as usize + 1024]);
+                let w = c.write(&fh, off, same, StableHow::FileSync);
+                assert_eq!(w.expect_ok("WRITE").count, 1024);
+            }
+        }
+        drop(conns);
+        assert_serves_new_connection(fx.server.port);
+    }
 }
