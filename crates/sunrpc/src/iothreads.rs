@@ -157,7 +157,11 @@ mod tests {
         hold_tx.send(true).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while t.loads() != [0, 0] {
-            assert!(std::time::Instant::now() < deadline, "loads {:?}", t.loads());
+            assert!(
+                std::time::Instant::now() < deadline,
+                "loads {:?}",
+                t.loads()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }

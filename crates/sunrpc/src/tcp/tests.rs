@@ -617,7 +617,11 @@ async fn connections_are_served_on_the_least_loaded_connection_thread_each_stayi
     // the clients closed: their connections leave the threads
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while threads.loads() != [0, 0] {
-        assert!(std::time::Instant::now() < deadline, "{:?}", threads.loads());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            threads.loads()
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
