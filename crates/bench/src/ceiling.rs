@@ -1,7 +1,9 @@
 //! Physical ceilings of the machine, measured in the same run as the servers: a loopback TCP
 //! stream (the most a READ stream can carry), a file read into a buffer and written to a
 //! loopback TCP stream (the most a server that copies file data into its socket can send), a
-//! loopback TCP ping-pong (the least a round trip can take) and memory-copy bandwidth.
+//! loopback TCP ping-pong (the least a round trip can take), what waking a sleeping thread
+//! costs on the same CPU and on another (on a virtual machine the other's vCPU halts into the
+//! hypervisor) and memory-copy bandwidth.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -188,6 +190,72 @@ fn memcpy(secs: f64, size: usize) -> f64 {
     bytes as f64 / t0.elapsed().as_secs_f64() / 1e6
 }
 
+/// What waking a sleeping thread costs, from a thread on one CPU to a thread that sleeps on
+/// `to` (reading a pipe): the waker's CPU time per wake (its `write`), and the time from just
+/// before the write until the woken thread runs, in µs. Wakes are 200 µs apart, so that the
+/// sleeper's CPU, when it is another, has gone idle: on a virtual machine its vCPU has halted
+/// into the hypervisor, and a wake is an interrupt sent through it.
+fn wake_cost(secs: f64, from: usize, to: usize) -> std::io::Result<(f64, f64)> {
+    use rustix::thread::{sched_setaffinity, CpuSet};
+    fn pin(cpu: usize) -> std::io::Result<()> {
+        let mut set = CpuSet::new();
+        set.set(cpu);
+        sched_setaffinity(None, &set).map_err(std::io::Error::from)
+    }
+    fn thread_cpu() -> Duration {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    }
+    let (rd, wr) = rustix::pipe::pipe().map_err(std::io::Error::from)?;
+    let base = Instant::now();
+    let sleeper = std::thread::spawn(move || -> std::io::Result<(Duration, u64)> {
+        pin(to)?;
+        let (mut waited, mut n) = (Duration::ZERO, 0u64);
+        let mut msg = [0u8; 8];
+        loop {
+            let got = rustix::io::read(&rd, &mut msg).map_err(std::io::Error::from)?;
+            let sent = u64::from_ne_bytes(msg);
+            if got != 8 || sent == u64::MAX {
+                return Ok((waited, n));
+            }
+            waited += base.elapsed().saturating_sub(Duration::from_nanos(sent));
+            n += 1;
+        }
+    });
+    let waker = std::thread::spawn(move || -> std::io::Result<(Duration, u64)> {
+        pin(from)?;
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        let (mut cpu, mut n) = (Duration::ZERO, 0u64);
+        while Instant::now() < end {
+            std::thread::sleep(Duration::from_micros(200));
+            let c0 = thread_cpu();
+            let sent = base.elapsed().as_nanos() as u64;
+            rustix::io::write(&wr, &sent.to_ne_bytes()).map_err(std::io::Error::from)?;
+            cpu += thread_cpu().saturating_sub(c0);
+            n += 1;
+        }
+        rustix::io::write(&wr, &u64::MAX.to_ne_bytes()).map_err(std::io::Error::from)?;
+        Ok((cpu, n))
+    });
+    let joined = |h: std::thread::JoinHandle<std::io::Result<(Duration, u64)>>| {
+        h.join()
+            .map_err(|_| std::io::Error::other("wake thread panicked"))?
+    };
+    let (cpu, sent) = joined(waker)?;
+    let (waited, woken) = joined(sleeper)?;
+    let per = |d: Duration, n: u64| d.as_secs_f64() * 1e6 / n.max(1) as f64;
+    Ok((per(cpu, sent), per(waited, woken)))
+}
+
+/// The CPUs this thread may run on, lowest first.
+fn cpus() -> Vec<usize> {
+    let set =
+        rustix::thread::sched_getaffinity(None).unwrap_or_else(|_| rustix::thread::CpuSet::new());
+    (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .collect()
+}
+
 /// Runs the measurements.
 pub fn run(a: &CeilingArgs) -> Result<Outcome> {
     let stream = tcp_stream(a.seconds, a.size as usize)?;
@@ -203,6 +271,15 @@ pub fn run(a: &CeilingArgs) -> Result<Outcome> {
     }
     let (rtt, n) = tcp_pingpong(a.seconds, a.ping_size)?;
     let copy = memcpy(a.seconds, a.copy_size as usize);
+    // a few thousand wakes each; another CPU only where there is one
+    let cpus = cpus();
+    let first = cpus.first().copied().unwrap_or(0);
+    let wake_secs = a.seconds.min(0.5);
+    let same = wake_cost(wake_secs, first, first)?;
+    let other = match cpus.get(1) {
+        Some(&second) => Some(wake_cost(wake_secs, first, second)?),
+        None => None,
+    };
     let mut t = Table::new(&["ceiling", "value", "unit"]);
     t.row(vec![
         format!("loopback TCP stream, {} writes", fmt_size(a.size)),
@@ -226,6 +303,21 @@ pub fn run(a: &CeilingArgs) -> Result<Outcome> {
         f(rtt, 1),
         "µs round trip".into(),
     ]);
+    for (what, cost) in [("on the same CPU", Some(same)), ("on another CPU", other)] {
+        let Some((waker, latency)) = cost else {
+            continue;
+        };
+        t.row(vec![
+            format!("a thread sleeping {what} woken (pipe): the waker's CPU"),
+            f(waker, 1),
+            "µs per wake".into(),
+        ]);
+        t.row(vec![
+            format!("the same: from the wake until the woken thread runs"),
+            f(latency, 1),
+            "µs".into(),
+        ]);
+    }
     t.row(vec![
         format!("memory copy, {} buffers", fmt_size(a.copy_size)),
         f(copy, 0),
@@ -241,7 +333,10 @@ pub fn run(a: &CeilingArgs) -> Result<Outcome> {
                         "file_streams": dirs.iter().zip(&files)
                             .map(|(d, r)| json!({"dir": d.display().to_string(), "mb_s": r}))
                             .collect::<Vec<_>>(),
-                        "tcp_rtt_us": rtt, "tcp_rtt_round_trips": n, "memcpy_mb_s": copy}),
+                        "tcp_rtt_us": rtt, "tcp_rtt_round_trips": n, "memcpy_mb_s": copy,
+                        "wake_same_cpu_waker_us": same.0, "wake_same_cpu_latency_us": same.1,
+                        "wake_other_cpu_waker_us": other.map(|o| o.0),
+                        "wake_other_cpu_latency_us": other.map(|o| o.1)}),
         markdown: md,
     })
 }
@@ -293,6 +388,13 @@ mod tests {
         }
         assert_eq!(out.results["file_stream_mb_s"], streams[0]["mb_s"]);
         assert!(out.markdown.contains(&*dirs[1].display().to_string()));
+        for k in ["wake_same_cpu_waker_us", "wake_same_cpu_latency_us"] {
+            assert!(
+                out.results[k].as_f64().is_some_and(|v| v > 0.0),
+                "{k}: {}",
+                out.results[k]
+            );
+        }
         std::fs::remove_dir_all(&base).expect("remove test dirs");
     }
 }

@@ -3,9 +3,9 @@
 //!
 //! On a work-stealing runtime a worker that finds more ready tasks than it can run at once wakes
 //! another to take some, and a thread woken on another CPU costs a cross-CPU interrupt: on a
-//! virtual machine about 13 µs of the waker's CPU and 25-60 µs before the woken one runs
-//! (docs/benchmarks.md, "Connection threads"). Connections spread over threads that never
-//! hand work to each other pay that only where a call goes to a call thread.
+//! virtual machine about 17 µs of the waker's CPU and 50-100 µs before the woken one runs
+//! (docs/benchmarks.md, "Connection threads and 4 KiB random reads"). Connections spread over
+//! threads that never hand work to each other pay that only where a call goes to a call thread.
 
 use std::future::Future;
 use std::io;
