@@ -483,7 +483,9 @@ fn a_drained_data_server_gives_its_copies_to_the_others() {
     eventually("ds0 emptied", || {
         metric(&metrics(&cl), r#"rnfs_pnfs_ds_copies{ds="ds0"}"#) == Some(0)
     });
-    assert!(cl.ds_files(0).is_empty(), "{:?}", cl.ds_files(0));
+    // the row drops the copy first, then the copy is removed from ds0 (drain.rs: a crash in
+    // between leaves an orphan for the reconciler, never a row naming a missing copy)
+    eventually("ds0's copy removed", || cl.ds_files(0).is_empty());
     assert_eq!(cl.ds_files(1).len(), 2);
     for f in cl.ds_files(1) {
         assert_eq!(std::fs::read(f).unwrap(), data);
