@@ -481,6 +481,9 @@ async fn run(args: Args) -> Result<(), String> {
             ),
         },
     };
+    if let Some(t) = &tcp_cfg.io_threads {
+        metrics.add_source(Arc::new(t.clone()));
+    }
     tracing::info!(
         max_connections = tcp_cfg.max_connections,
         max_record = tcp_cfg.max_record,

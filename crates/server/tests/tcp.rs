@@ -136,6 +136,19 @@ fn connections_are_served_on_the_tcp_threads_asked_for_or_on_the_shared_runtime(
             let (c, root) = &mut conns[0];
             c.lookup_ok(root, "f")
         };
+        // each thread's connections, as the metrics show them: 7 spread 3, 2, 2
+        let text = http_get(fx.server.metrics.unwrap(), "/metrics");
+        let mut spread: Vec<u64> = (0..expect.len())
+            .map(|t| {
+                let name = format!("rnfs_tcp_thread_connections{{thread=\"{t}\"}}");
+                metric(&text, &name).unwrap_or_else(|| panic!("{name} in {text}"))
+            })
+            .collect();
+        spread.sort();
+        match expect.len() {
+            0 => assert!(!text.contains("rnfs_tcp_thread_connections"), "{text}"),
+            _ => assert_eq!(spread, [2, 2, 3]),
+        }
         for round in 0..3u64 {
             for (i, (c, _)) in conns.iter_mut().enumerate() {
                 let off = (round * 7 + i as u64) * 1024;

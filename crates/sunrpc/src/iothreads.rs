@@ -121,6 +121,19 @@ impl IoThreads {
     }
 }
 
+impl crate::metrics::MetricsSource for IoThreads {
+    fn encode(&self, out: &mut crate::metrics::MetricsOut<'_>) -> std::fmt::Result {
+        out.gauges(
+            "rnfs_tcp_thread_connections",
+            "TCP connections each TCP thread serves (--tcp-threads): an uneven spread shows here.",
+            self.loads()
+                .into_iter()
+                .enumerate()
+                .map(|(i, n)| ([("thread", i.to_string())], n as u64)),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
