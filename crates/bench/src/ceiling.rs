@@ -313,7 +313,7 @@ pub fn run(a: &CeilingArgs) -> Result<Outcome> {
             "µs per wake".into(),
         ]);
         t.row(vec![
-            format!("the same: from the wake until the woken thread runs"),
+            "the same: from the wake until the woken thread runs".into(),
             f(latency, 1),
             "µs".into(),
         ]);

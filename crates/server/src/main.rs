@@ -64,16 +64,19 @@ fn main() {
     }
 }
 
+/// CPUs this process may run on.
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Threads that run calls which may block (`--threads`, else 8 per CPU), per runtime.
 fn call_threads(args: &Args) -> usize {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    args.threads.map_or(8 * cpus, |n| n as usize)
+    args.threads.map_or(8 * cpus(), |n| n as usize)
 }
 
 /// Threads TCP connections are served on (`--tcp-threads`, else one per CPU).
 fn tcp_threads(args: &Args) -> usize {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    args.tcp_threads.map_or(cpus, |n| n as usize)
+    args.tcp_threads.map_or(cpus(), |n| n as usize)
 }
 
 /// Threads the calls to one export may hold at once (`--export-threads`, else `--threads`

@@ -119,6 +119,20 @@ impl IoThreads {
         let ts = &self.inner.threads;
         ts.iter().map(|t| t.load.load(Ordering::Acquire)).collect()
     }
+
+    /// Waits until no thread has a connection left; panics after 10 s.
+    #[cfg(test)]
+    pub(crate) fn wait_idle(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.loads().iter().any(|&n| n > 0) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "loads {:?}",
+                self.loads()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
 
 impl crate::metrics::MetricsSource for IoThreads {
@@ -168,15 +182,7 @@ mod tests {
         assert_eq!(names, ["iot-0", "iot-0", "iot-1", "iot-1"]);
         assert_eq!(t.loads(), [2, 2]);
         hold_tx.send(true).unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while t.loads() != [0, 0] {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "loads {:?}",
-                t.loads()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        t.wait_idle();
     }
 
     #[test]

@@ -712,20 +712,13 @@ pub async fn serve_tcp(
         let bulk = bulk.clone();
         let recv_pool = recv_pool.clone();
         gauge.inc();
-        // on a connection thread the socket is registered with that thread's runtime, when
-        // the task is first polled there
-        let sock = match &cfg.io_threads {
-            None => Ok(sock),
-            Some(_) => Err(sock.into_std()),
-        };
+        // the socket is registered with the runtime of the thread that serves it (a connection
+        // thread's, or this one's), when its task is first polled there
+        let sock = sock.into_std();
         let threads = cfg.io_threads.clone();
         let serve = async move {
-            let sock = match sock {
-                Ok(s) => Ok(s),
-                Err(std) => std.and_then(TcpStream::from_std),
-            };
             let pools = (bulk, recv_pool);
-            let served = match sock {
+            let served = match sock.and_then(TcpStream::from_std) {
                 Ok(s) => serve_connection(s, peer, disp, cfg, total, pools).await,
                 Err(e) => Err(e),
             };
