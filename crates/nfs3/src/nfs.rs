@@ -782,11 +782,12 @@ impl Program for Nfs3 {
         Ok(())
     }
 
-    /// NULL, GETATTR, ACCESS, LOOKUP and READs up to [`vfs::nowait::READ_MAX`], or of any size
-    /// when no other call of the connection waits behind this one
+    /// NULL, GETATTR, ACCESS, LOOKUP, and READs and WRITEs up to [`vfs::nowait::IO_MAX`] or of
+    /// any size when no other call of the connection waits behind this one
     /// ([`sunrpc::CallContext::alone`]): what they need is often in memory (a cached
-    /// descriptor or dentry, the page cache); the backend gives up where it would wait
-    /// ([`vfs::nowait`]).
+    /// descriptor or dentry, the page cache, a file system in memory); the backend gives up
+    /// where it would wait ([`vfs::nowait`]). A WRITE goes through the duplicate request cache
+    /// here too (the dispatcher's).
     fn call_nonblocking(
         &self,
         ctx: &CallContext,
@@ -797,7 +798,14 @@ impl Program for Nfs3 {
             NFSPROC3_NULL | NFSPROC3_GETATTR | NFSPROC3_ACCESS | NFSPROC3_LOOKUP => {}
             NFSPROC3_READ => {
                 let a = Read3args::decode(&mut args.clone()).ok()?;
-                if a.count > vfs::nowait::READ_MAX && !ctx.alone {
+                if a.count > vfs::nowait::IO_MAX && !ctx.alone {
+                    return None;
+                }
+            }
+            NFSPROC3_WRITE => {
+                // the data is a slice of the call, not a copy
+                let a = Write3args::decode(&mut args.clone()).ok()?;
+                if a.count > vfs::nowait::IO_MAX && !ctx.alone {
                     return None;
                 }
             }

@@ -496,6 +496,10 @@ impl Nfs4 {
             {
                 return Ok(());
             }
+            // a try gave up there (a conflict): the worker recalls and waits
+            if vfs::nowait::active() {
+                return Err(vfs::nowait::give_up());
+            }
             if start.elapsed() >= RECALL_WAIT {
                 return Err(vfs::VfsError::Delay);
             }

@@ -60,7 +60,7 @@ pub mod flag {
     /// ([`vfs::nowait`]).
     pub const TRY: u8 = 4;
     /// As [`TRY`] when its count (after a stateid and an offset) is at most
-    /// [`vfs::nowait::READ_MAX`], or the call is alone on its connection
+    /// [`vfs::nowait::IO_MAX`], or the call is alone on its connection
     /// ([`sunrpc::CallContext::alone`]): a larger READ with calls behind it is better handed to
     /// a worker.
     pub const TRY_SMALL_READ: u8 = 8;
@@ -105,7 +105,7 @@ impl OpDef {
         a.opaque_fixed(16)
             .and_then(|_| a.u64())
             .and_then(|_| a.u32())
-            .is_ok_and(|count| alone || count <= vfs::nowait::READ_MAX)
+            .is_ok_and(|count| alone || count <= vfs::nowait::IO_MAX)
     }
 
     /// Whether this operation changes nothing and reads no file data, so it may use the
@@ -710,8 +710,8 @@ mod tests {
             e.u32(count);
             Decoder::new(e.finish().to_bytes())
         };
-        assert!(read.may_try(&args(vfs::nowait::READ_MAX), false));
-        assert!(!read.may_try(&args(vfs::nowait::READ_MAX + 1), false));
+        assert!(read.may_try(&args(vfs::nowait::IO_MAX), false));
+        assert!(!read.may_try(&args(vfs::nowait::IO_MAX + 1), false));
         // alone on its connection, a READ of any size is tried
         assert!(read.may_try(&args(1 << 20), true));
         assert!(!read.may_try(&Decoder::new(bytes::Bytes::from_static(&[0; 8])), true));

@@ -227,8 +227,8 @@ pub trait Program: Send + Sync + 'static {
     /// Like [`Program::call`], on a thread that must not block (the one reading the
     /// connection): `None` when the call would have to wait for I/O (or is never tried this
     /// way), and then nothing it did may matter: it runs again with [`Program::call`] on a
-    /// thread that may block. `Some` only for a call that is harmless to repeat: it does not go
-    /// through the duplicate request cache.
+    /// thread that may block. The duplicate request cache applies as for [`Program::call`]
+    /// (the dispatcher's, around both).
     fn call_nonblocking(
         &self,
         _ctx: &CallContext,
@@ -578,26 +578,8 @@ impl Dispatcher {
             principal: gss.as_ref().map_or(0, |(_, c, _)| c.principal_key()),
         };
         if cached {
-            match self.drc.begin(key) {
-                DrcLookup::New => {}
-                DrcLookup::InProgress => {
-                    self.metrics.count_error("drc_in_progress");
-                    return None;
-                }
-                DrcLookup::Done(r) => {
-                    self.metrics.count_error("drc_hit");
-                    return match seal {
-                        None => Some(Reply {
-                            segments: vec![xdr::Segment::Inline(r)],
-                        }),
-                        // the results again, sealed under this call's sequence number
-                        Some((server, seal)) => {
-                            let mut body = Encoder::with_capacity(r.len());
-                            body.opaque_fixed(&r);
-                            server.seal(seal, xid, Ok(body))
-                        }
-                    };
-                }
+            if let Err(again) = self.drc_begin(key, seal) {
+                return again;
             }
         }
         let start = Instant::now();
@@ -610,12 +592,7 @@ impl Dispatcher {
                 let r = prog.call(&ctx, args, &mut e);
                 let reply = self.finish(xid, peer, r, e);
                 if cached {
-                    // Large replies come from reads, which are safe to redo; don't hold them.
-                    if reply.wire_len() <= crate::drc::MAX_CACHED_REPLY {
-                        self.drc.finish(key, reply.to_bytes());
-                    } else {
-                        self.drc.forget(key);
-                    }
+                    self.drc_keep(key, &reply);
                 }
                 Some(reply)
             }
@@ -650,6 +627,47 @@ impl Dispatcher {
         let secs = start.elapsed().as_secs_f64();
         reg.observe(&self.metrics, vers, proc_, name, secs);
         reply
+    }
+
+    /// Marks call `key` as running in the duplicate request cache: Err with what to answer
+    /// when it ran or runs already (None: nothing, the original's reply is still to come;
+    /// else its reply again, sealed under this call's `seal` for RPCSEC_GSS).
+    fn drc_begin(
+        &self,
+        key: DrcKey,
+        seal: Option<(&GssServer, &crate::gss::Seal)>,
+    ) -> Result<(), Option<Reply>> {
+        match self.drc.begin(key) {
+            DrcLookup::New => Ok(()),
+            DrcLookup::InProgress => {
+                self.metrics.count_error("drc_in_progress");
+                Err(None)
+            }
+            DrcLookup::Done(r) => {
+                self.metrics.count_error("drc_hit");
+                Err(match seal {
+                    None => Some(Reply {
+                        segments: vec![xdr::Segment::Inline(r)],
+                    }),
+                    // the results again, sealed under this call's sequence number
+                    Some((server, seal)) => {
+                        let mut body = Encoder::with_capacity(r.len());
+                        body.opaque_fixed(&r);
+                        server.seal(seal, key.xid, Ok(body))
+                    }
+                })
+            }
+        }
+    }
+
+    /// Keeps the reply of call `key` for its retransmissions; a large one (a READ's, safe to
+    /// run again) is not held.
+    fn drc_keep(&self, key: DrcKey, reply: &Reply) {
+        if reply.wire_len() <= crate::drc::MAX_CACHED_REPLY {
+            self.drc.finish(key, reply.to_bytes());
+        } else {
+            self.drc.forget(key);
+        }
     }
 
     /// Runs the call on this thread when its program can complete it without blocking (see
@@ -691,6 +709,21 @@ impl Dispatcher {
         let reg = self.find(hdr.prog, hdr.vers)?;
         let prog = &reg.prog;
         let name = prog.proc_name(hdr.vers, hdr.proc_)?;
+        // a call the cache answers retransmissions of: as execute() keys it (RPCSEC_GSS ones
+        // go to a worker, which keys them by their unwrapped arguments)
+        let cached = !prog.skips_drc(hdr.vers, hdr.proc_, &args);
+        if cached && gss.is_some() {
+            return None;
+        }
+        let key = cached.then(|| DrcKey {
+            peer: origin.peer,
+            xid: hdr.xid,
+            prog: hdr.prog,
+            vers: hdr.vers,
+            proc_: hdr.proc_,
+            len: msg.len(),
+            principal: 0,
+        });
         let start = Instant::now();
         let (xid, peer) = (hdr.xid, origin.peer);
         let (vers, proc_) = (hdr.vers, hdr.proc_);
@@ -741,9 +774,23 @@ impl Dispatcher {
             }
             return Some(reply);
         }
+        if let Some(key) = key {
+            if let Err(again) = self.drc_begin(key, None) {
+                return Some(again);
+            }
+        }
         let mut e = reply_encoder(xid);
-        let r = prog.call_nonblocking(&ctx, args, &mut e);
-        let reply = self.finish(xid, peer, r?, e);
+        let Some(r) = prog.call_nonblocking(&ctx, args, &mut e) else {
+            // the worker that runs it again looks it up again
+            if let Some(key) = key {
+                self.drc.forget(key);
+            }
+            return None;
+        };
+        let reply = self.finish(xid, peer, r, e);
+        if let Some(key) = key {
+            self.drc_keep(key, &reply);
+        }
         reg.observe(
             &self.metrics,
             vers,

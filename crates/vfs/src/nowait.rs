@@ -5,7 +5,9 @@
 //! all it needs is in memory (its descriptor cached, its data in the page cache) inside
 //! [`without_blocking`]: wherever the backend would have to wait (open a handle, read from
 //! the disk) it gives up instead, and the call is run again on a worker thread. Only calls
-//! without side effects may be tried, since a try that gives up is thrown away.
+//! that may be run again may be tried, since a try that gives up is thrown away: calls without
+//! side effects, and WRITE, which is tried only where files live in memory (tmpfs) and gives
+//! up before it writes anything.
 //!
 //! A try must not switch the thread's credentials (`cred::with_creds`): the threads that read
 //! connections also post RDMA work, and the kernel refuses writes to the verbs device from a
@@ -18,12 +20,12 @@ use std::cell::Cell;
 
 use crate::error::VfsError;
 
-/// Largest READ worth trying without blocking while other calls of its connection wait behind
-/// it: a larger one there would hold them up (1 MiB READs tried on the reader whatever waited
-/// took loopback sequential reads from 3.0 to 2.5 GB/s, 4 in flight on one connection). A READ
-/// with nothing received behind it is tried whatever its size (`sunrpc::CallContext::alone`):
-/// the hand-off to a worker is then pure cost.
-pub const READ_MAX: u32 = 64 * 1024;
+/// Largest READ or WRITE worth trying without blocking while other calls of its connection
+/// wait behind it: a larger one there would hold them up (1 MiB READs tried on the reader
+/// whatever waited took loopback sequential reads from 3.0 to 2.5 GB/s, 4 in flight on one
+/// connection). One with nothing received behind it is tried whatever its size
+/// (`sunrpc::CallContext::alone`): the hand-off to a worker is then pure cost.
+pub const IO_MAX: u32 = 64 * 1024;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {

@@ -19,11 +19,12 @@ impl Program for Echo {
             0 => Some("null"),
             1 => Some("echo"),
             2 => Some("fail"),
+            3 => Some("store"),
             _ => None,
         }
     }
     fn skips_drc(&self, _v: u32, p: u32, _args: &Decoder) -> bool {
-        p != 1
+        p != 1 && p != 3
     }
     fn call(&self, ctx: &CallContext, mut a: Decoder, r: &mut Encoder) -> Result<(), ProcError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
@@ -34,10 +35,15 @@ impl Program for Echo {
                 r.u32(v + 1);
                 Ok(())
             }
+            3 => {
+                r.u32(self.calls.load(Ordering::SeqCst));
+                Ok(())
+            }
             _ => Err(ProcError::SystemErr),
         }
     }
-    /// NULL completes here; "fail" would have to wait; "echo" is not harmless to repeat.
+    /// NULL completes here; "fail" would have to wait; "echo" is never tried here; "store"
+    /// (cached, as a WRITE) completes here when its argument is 0 (its file in memory).
     fn call_nonblocking(
         &self,
         ctx: &CallContext,
@@ -46,6 +52,7 @@ impl Program for Echo {
     ) -> Option<Result<(), ProcError>> {
         match ctx.proc_ {
             0 => Some(self.call(ctx, a, r)),
+            3 if a.clone().u32().ok()? == 0 => Some(self.call(ctx, a, r)),
             _ => None,
         }
     }
@@ -61,6 +68,10 @@ fn disp() -> (Dispatcher, Arc<Echo>) {
 }
 
 fn call(prog: u32, vers: u32, proc_: u32, args: &[u32]) -> Bytes {
+    call_xid(9, prog, vers, proc_, args)
+}
+
+fn call_xid(xid: u32, prog: u32, vers: u32, proc_: u32, args: &[u32]) -> Bytes {
     let mut e = Encoder::new();
     let cred = Credential::Sys(AuthSys {
         stamp: 0,
@@ -69,7 +80,7 @@ fn call(prog: u32, vers: u32, proc_: u32, args: &[u32]) -> Bytes {
         gid: 1,
         gids: vec![],
     });
-    msg::encode_call(&mut e, 9, prog, vers, proc_, &cred);
+    msg::encode_call(&mut e, xid, prog, vers, proc_, &cred);
     for a in args {
         e.u32(*a);
     }
@@ -207,7 +218,7 @@ fn only_idempotent_calls_that_need_not_wait_run_without_a_thread() {
     assert!(d
         .dispatch_nonblocking(&call(400_000, 3, 2, &[]), &origin, false)
         .is_none());
-    // not harmless to repeat (the DRC's): not run here, and the DRC is untouched
+    // not tried here: not run, and the DRC is untouched
     let echo = call(400_000, 3, 1, &[41]);
     assert!(d.dispatch_nonblocking(&echo, &origin, false).is_none());
     assert_eq!(p.calls.load(Ordering::SeqCst), 2);
@@ -219,6 +230,40 @@ fn only_idempotent_calls_that_need_not_wait_run_without_a_thread() {
     assert!(d
         .dispatch_nonblocking(&call(400_001, 3, 0, &[]), &origin, false)
         .is_none());
+}
+
+#[test]
+fn cached_calls_tried_without_a_thread_go_through_the_cache() {
+    let (d, p) = disp();
+    let origin = Origin {
+        peer: PEER.parse().unwrap(),
+        local: None,
+        transport: TransportKind::Tcp,
+        back: None,
+        bulk: None,
+        pages: false,
+        client: None,
+    };
+    let here = call_xid(1, 400_000, 3, 3, &[0]);
+    let first = d
+        .dispatch_nonblocking(&here, &origin, false)
+        .expect("run here");
+    let first = first.map(words).unwrap();
+    assert_eq!(first, [1, 1, 0, 0, 0, 0, 1]);
+    // a retransmission gets the reply kept, here or on a thread, without running again
+    let again = d
+        .dispatch_nonblocking(&here, &origin, false)
+        .expect("answered here");
+    assert_eq!(again.map(words).unwrap(), first);
+    assert_eq!(run(&d, here).unwrap(), first);
+    assert_eq!(p.calls.load(Ordering::SeqCst), 1);
+    // one that gives up leaves no mark: the thread that runs it again is not taken for a
+    // retransmission (which an entry left in progress would make it)
+    let there = call_xid(2, 400_000, 3, 3, &[1]);
+    assert!(d.dispatch_nonblocking(&there, &origin, false).is_none());
+    assert_eq!(run(&d, there.clone()).unwrap(), [2, 1, 0, 0, 0, 0, 2]);
+    assert_eq!(run(&d, there).unwrap(), [2, 1, 0, 0, 0, 0, 2]);
+    assert_eq!(p.calls.load(Ordering::SeqCst), 2);
 }
 
 /// A transport with one 64-byte buffer, to see where bulk payloads end up.

@@ -619,3 +619,103 @@ async fn connections_are_served_on_the_least_loaded_connection_thread_each_stayi
         .await
         .expect("connections left");
 }
+
+/// Procedure 1 takes 2 ms; procedure 2 waits (up to 10 s) until the test has seen the reply
+/// of a call before it, and answers whether it saw it. Both run on the reader.
+#[derive(Default)]
+struct Paced {
+    seen: parking_lot::Mutex<bool>,
+    told: parking_lot::Condvar,
+}
+
+impl crate::dispatch::Program for Paced {
+    fn program(&self) -> u32 {
+        400_101
+    }
+    fn versions(&self) -> (u32, u32) {
+        (1, 1)
+    }
+    fn proc_name(&self, _: u32, p: u32) -> Option<&'static str> {
+        [None, Some("slow"), Some("gated")][p.min(2) as usize]
+    }
+    fn call(
+        &self,
+        ctx: &crate::dispatch::CallContext,
+        _: xdr::Decoder,
+        r: &mut xdr::Encoder,
+    ) -> Result<(), crate::dispatch::ProcError> {
+        if ctx.proc_ == 1 {
+            std::thread::sleep(Duration::from_millis(2));
+            r.u32(1);
+            return Ok(());
+        }
+        let mut seen = self.seen.lock();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !*seen && !self.told.wait_until(&mut seen, deadline).timed_out() {}
+        r.u32(u32::from(*seen));
+        Ok(())
+    }
+    fn call_nonblocking(
+        &self,
+        ctx: &crate::dispatch::CallContext,
+        a: xdr::Decoder,
+        r: &mut xdr::Encoder,
+    ) -> Option<Result<(), crate::dispatch::ProcError>> {
+        Some(self.call(ctx, a, r))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_of_a_slow_call_run_on_the_reader_does_not_wait_for_the_next_call() {
+    use std::io::{Read, Write};
+    let paced = Arc::new(Paced::default());
+    let mut d = Dispatcher::new(16, Arc::new(crate::metrics::RpcMetrics::default()));
+    d.register(paced.clone());
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = l.local_addr().expect("addr");
+    tokio::spawn(serve_tcp(l, Arc::new(d), TcpConfig::default()));
+    let gated = tokio::task::spawn_blocking(move || {
+        let mut sock = std::net::TcpStream::connect(addr).expect("connect");
+        // both calls in one write: the reader runs them one after the other
+        let mut calls = Vec::new();
+        for (xid, proc_) in [(1, 1), (2, 2)] {
+            let mut e = xdr::Encoder::new();
+            crate::msg::encode_call(
+                &mut e,
+                xid,
+                400_101,
+                1,
+                proc_,
+                &crate::msg::Credential::None,
+            );
+            let body = e.finish().to_bytes();
+            calls.extend_from_slice(&record_header(body.len()));
+            calls.extend_from_slice(&body);
+        }
+        sock.write_all(&calls).expect("send");
+        let mut answer = || {
+            let mut h = [0u8; 4];
+            sock.read_exact(&mut h).expect("reply header");
+            let mut reply = vec![0u8; (u32::from_be_bytes(h) & 0x7fff_ffff) as usize];
+            sock.read_exact(&mut reply).expect("reply");
+            let xid = u32::from_be_bytes([reply[0], reply[1], reply[2], reply[3]]);
+            let mut d = crate::msg::decode_success(reply.into()).expect("accepted");
+            (xid, d.u32().expect("result"))
+        };
+        assert_eq!(
+            answer(),
+            (1, 1),
+            "the slow call's reply, while the next one runs"
+        );
+        *paced.seen.lock() = true;
+        paced.told.notify_all();
+        answer()
+    })
+    .await
+    .expect("client");
+    assert_eq!(
+        gated,
+        (2, 1),
+        "the gated call saw the slow one's reply arrive"
+    );
+}

@@ -25,7 +25,7 @@ pub(super) fn nowait_error(e: std::io::Error, usable: &AtomicBool) -> VfsError {
 
 /// Reads above this many bytes ask whether the page cache holds them before they are tried
 /// without waiting.
-const PROBE_ABOVE: usize = nowait::READ_MAX as usize;
+const PROBE_ABOVE: usize = nowait::IO_MAX as usize;
 
 /// Gives up a large read that must not wait when the page cache lacks part of it: the try
 /// would copy the part held and then give up, and the read that may wait copy it again (1 MiB
@@ -414,12 +414,35 @@ impl Vfs {
         // spins in the kernel for as long as the holder copies (a 1 MiB WRITE: ~100 µs, 3 % of
         // all CPU with 16 in flight on loopback). Here it sleeps instead. Not for synchronous
         // writes: their flushes overlap once the inode lock is let go.
-        let turn = (flags == 0 && data.len() >= WRITE_TURN_MIN)
-            .then(|| self.write_turns[write_turn(&node.attr, self.write_turns.len())].lock());
+        // Tried without waiting only where files live in memory: XFS takes `RWF_NOWAIT`
+        // buffered writes but refuses (EAGAIN) every one that must update the file's times,
+        // which after each WRITE's fstat is each next one (kernel 6.18); ext4 refuses them all.
+        if nowait::active() && !self.table().get(node.export)?.in_memory() {
+            return Err(nowait::give_up());
+        }
+        let turn = match (flags == 0 && data.len() >= WRITE_TURN_MIN).then(|| {
+            let turn = &self.write_turns[write_turn(&node.attr, self.write_turns.len())];
+            if nowait::active() {
+                turn.try_lock()
+            } else {
+                Some(turn.lock())
+            }
+        }) {
+            Some(None) => return Err(nowait::give_up()),
+            Some(Some(g)) => Some(g),
+            None => None,
+        };
         // As the caller: the kernel clears the set-id bits of a file written by anyone without
         // CAP_FSETID, which a thread has only while its fsuid is 0 (see [`Vfs::as_writer`]).
-        Self::as_writer(caller, || sys::pwrite_all(fd.as_fd(), data, offset, flags))
-            .inspect_err(|e| self.write_failed(e))?;
+        Self::as_writer(caller, || {
+            // a try whose identity could not be switched writes nothing
+            if nowait::given_up() {
+                return Err(nowait::give_up());
+            }
+            sys::pwrite_all(fd.as_fd(), data, offset, flags)
+                .inspect_err(|e| self.write_failed(e))
+                .map_err(VfsError::from)
+        })?;
         drop(turn);
         self.count_io(node, data.len(), true);
         Ok((stable, self.attr(fd.as_fd())?))
@@ -454,11 +477,7 @@ impl Vfs {
     /// file system has stable storage (a memory file system such as tmpfs has none: its fsync
     /// does nothing, and the open and the identity switch around it would be all it cost).
     fn must_commit(&self, caller: &Caller, node: &Node) -> bool {
-        caller.sync
-            && !self
-                .table()
-                .get(node.export)
-                .is_ok_and(|e| matches!(e.nowait_reads, NowaitReads::Memory))
+        caller.sync && !self.table().get(node.export).is_ok_and(|e| e.in_memory())
     }
 
     /// Makes a change to directory `dir` (a name made, removed or renamed) durable before the

@@ -62,6 +62,11 @@ impl Vfs {
         if node.attr.ftype != FileType::Regular {
             return Ok(None);
         }
+        let placed = r.holds(&node.fh) || (caller.pnfs && node.attr.size == 0);
+        // data servers are written, and a file placed, over the network
+        if placed && nowait::active() {
+            return Err(nowait::give_up());
+        }
         if r.holds(&node.fh) || (caller.pnfs && node.attr.size == 0 && r.place(&node.fh)?) {
             return Ok(Some(r));
         }

@@ -68,6 +68,12 @@ impl Export {
         !matches!(self.nowait_reads, NowaitReads::Never)
     }
 
+    /// Its files live in memory (tmpfs): reading or writing them waits for no device, and
+    /// making a change durable does nothing.
+    pub(super) fn in_memory(&self) -> bool {
+        matches!(self.nowait_reads, NowaitReads::Memory)
+    }
+
     /// Whether this export is the NFSv4 root (`fsid=0` or `fsid=root`, as knfsd).
     pub(super) fn v4_root(&self) -> bool {
         self.entry
