@@ -824,7 +824,8 @@ impl Program for Nfs4 {
     }
 
     /// NULL, and COMPOUNDs of operations that change nothing (SEQUENCE aside, which is undone
-    /// when the COMPOUND gives up): see [`OpDef::may_try`].
+    /// when the COMPOUND gives up) or only a file in memory's data (WRITE): see
+    /// [`OpDef::may_try`].
     fn call_nonblocking(
         &self,
         ctx: &CallContext,

@@ -72,6 +72,11 @@ pub mod flag {
     /// SAVEFH, LOOKUP, LOOKUPP, OPEN, SECINFO, SECINFO_NO_NAME: RFC 8881 sections
     /// 2.6.3.1.1.1-2.6.3.1.1.5), so the put does not answer WRONGSEC.
     pub const HANDLES_WRONGSEC: u8 = 32;
+    /// As [`TRY_SMALL_READ`] for a WRITE (its count: the length of its data, after a
+    /// stateid, an offset and how stable): the backend tries it only where files live in
+    /// memory, and gives up before writing anywhere else ([`vfs::nowait`]). An operation
+    /// after it that gives up has the worker write the same bytes to the same place again.
+    pub const TRY_SMALL_WRITE: u8 = 64;
 }
 
 /// One operation.
@@ -97,13 +102,16 @@ impl OpDef {
         if self.flags & flag::TRY != 0 {
             return true;
         }
-        if self.flags & flag::TRY_SMALL_READ == 0 {
-            return false;
-        }
-        // stateid (16 bytes), offset, count
+        // stateid (16 bytes), offset, then a READ's count, or a WRITE's stable_how and the
+        // length of its data
+        let write = match self.flags & (flag::TRY_SMALL_READ | flag::TRY_SMALL_WRITE) {
+            0 => return false,
+            f => f & flag::TRY_SMALL_WRITE != 0,
+        };
         let mut a = d.clone();
         a.opaque_fixed(16)
             .and_then(|_| a.u64())
+            .and_then(|_| if write { a.u32() } else { Ok(0) })
             .and_then(|_| a.u32())
             .is_ok_and(|count| alone || count <= vfs::nowait::IO_MAX)
     }
@@ -392,7 +400,7 @@ static OPS: [OpDef; (NfsOpnum4::OP_REMOVEXATTR.0 - FIRST + 1) as usize] = {
             "WRITE",
             0,
             ALL,
-            0,
+            TRY_SMALL_WRITE,
             typed!(Write4args, |n, c, a| n.write(c, a)),
         ),
         def_op(
@@ -718,8 +726,29 @@ mod tests {
         assert!(def(NfsOpnum4::OP_GETATTR)
             .expect("GETATTR")
             .may_try(&args(0), false));
-        assert!(!def(NfsOpnum4::OP_WRITE)
-            .expect("WRITE")
+        assert!(!def(NfsOpnum4::OP_COMMIT)
+            .expect("COMMIT")
             .may_try(&args(0), true));
+    }
+
+    #[test]
+    fn writes_are_tried_only_when_small() {
+        let write = def(NfsOpnum4::OP_WRITE).expect("WRITE");
+        let args = |len: u32| {
+            let mut e = xdr::Encoder::new();
+            e.opaque_fixed(&[0; 16]);
+            e.u64(0);
+            e.u32(2); // FILE_SYNC4: the count is what follows
+            e.u32(len);
+            Decoder::new(e.finish().to_bytes())
+        };
+        assert!(write.may_try(&args(vfs::nowait::IO_MAX), false));
+        assert!(!write.may_try(&args(vfs::nowait::IO_MAX + 1), false));
+        assert!(write.may_try(&args(1 << 20), true));
+        assert!(!write.may_try(&Decoder::new(bytes::Bytes::from_static(&[0; 24])), true));
+        assert!(
+            !write.changes_nothing(),
+            "a later operation looks at the file afresh"
+        );
     }
 }

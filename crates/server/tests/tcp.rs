@@ -1,6 +1,7 @@
 //! TCP connection options of the running server: the congestion control it sets on each
 //! connection (`--tcp-congestion`), busy polling for the next call (`--tcp-busy-poll`) and the
-//! threads connections are served on (`--tcp-threads`).
+//! threads connections are served on (`--tcp-threads`); and WRITEs to files in memory run on
+//! those threads.
 
 mod common;
 
@@ -166,4 +167,101 @@ fn connections_are_served_on_the_tcp_threads_asked_for_or_on_the_shared_runtime(
         drop(conns);
         assert_serves_new_connection(fx.server.port);
     }
+}
+
+/// Bytes the threads of process `pid` whose names start with `prefix` wrote (write system
+/// calls of any kind: `wchar` of /proc/PID/task/TID/io).
+fn written_by_threads(pid: u32, prefix: &str) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| {
+            let t = t.ok()?.path();
+            let comm = std::fs::read_to_string(t.join("comm")).ok()?;
+            if !comm.starts_with(prefix) {
+                return None;
+            }
+            let io = std::fs::read_to_string(t.join("io")).ok()?;
+            io.lines()
+                .find_map(|l| l.strip_prefix("wchar: "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .sum()
+}
+
+#[test]
+fn writes_to_a_tmpfs_export_run_on_the_connection_thread_and_retransmissions_get_the_first_reply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let export = tmp.path().join("export");
+    std::fs::create_dir(&export).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "mode=777", "tmpfs"])
+        .arg(&export)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount -t tmpfs");
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(export.clone());
+    let server = Server::with_exports(&tmp.path().join("state"), &[&export]);
+    let mut c = server.client();
+    let root = c.mnt_ok(&export);
+    let fh = c.create_ok(&root, "f", 0o666);
+    let (tcp, calls) = (
+        written_by_threads(server.pid(), "rnfsd-tcp"),
+        written_by_threads(server.pid(), "rnfsd-call"),
+    );
+    for i in 0..16u64 {
+        let data = Bytes::from(pattern(i, 64 * 1024));
+        c.write(&fh, i * 64 * 1024, data, StableHow::FileSync)
+            .expect_ok("WRITE");
+    }
+    assert_eq!(std::fs::read(export.join("f")).unwrap().len(), 1 << 20);
+    // the data went to the file from the connection's thread, not through a call thread
+    let tcp = written_by_threads(server.pid(), "rnfsd-tcp") - tcp;
+    let calls = written_by_threads(server.pid(), "rnfsd-call") - calls;
+    assert!(tcp >= 1 << 20, "connection threads wrote {tcp} bytes");
+    assert!(calls < 64 * 1024, "call threads wrote {calls} bytes");
+
+    // a retransmission (same xid) is answered from the duplicate request cache: not written
+    // again over what changed the file since
+    c.set_xid(7_000);
+    let first = c.write(&fh, 0, Bytes::from_static(b"first"), StableHow::FileSync);
+    std::fs::write(export.join("f"), b"since").unwrap();
+    c.set_xid(7_000);
+    let again = c.write(&fh, 0, Bytes::from_static(b"first"), StableHow::FileSync);
+    assert_eq!(format!("{again:?}"), format!("{first:?}"));
+    assert_eq!(std::fs::read(export.join("f")).unwrap(), b"since");
+    // a new call is
+    c.write(&fh, 0, Bytes::from_static(b"new"), StableHow::FileSync)
+        .expect_ok("WRITE");
+    assert_eq!(std::fs::read(export.join("f")).unwrap(), b"newce");
+
+    // NFSv4.1: SEQUENCE, PUTFH, WRITE of 64 KiB at a time, on the connection's thread too
+    let mut v4 = common::nfs4_raw::V4::session(server.port, 1, "tmpfs");
+    let dir = v4.path_fh(&export);
+    let (g, sid) = v4.open_ok(
+        &dir,
+        "g",
+        "o",
+        nfs4wire::OPEN4_SHARE_ACCESS_BOTH,
+        nfs4wire::OPEN4_SHARE_DENY_NONE,
+        common::nfs4_raw::OpenHow::Unchecked(common::nfs4_raw::Sattr::mode(0o600)),
+    );
+    let (tcp, calls) = (
+        written_by_threads(server.pid(), "rnfsd-tcp"),
+        written_by_threads(server.pid(), "rnfsd-call"),
+    );
+    let data = pattern(99, 1 << 20);
+    for (i, chunk) in data.chunks(64 * 1024).enumerate() {
+        v4.write_all(&g, &sid, (i * 64 * 1024) as u64, chunk);
+    }
+    assert!(std::fs::read(export.join("g")).unwrap() == data);
+    let tcp = written_by_threads(server.pid(), "rnfsd-tcp") - tcp;
+    let calls = written_by_threads(server.pid(), "rnfsd-call") - calls;
+    assert!(tcp >= 1 << 20, "connection threads wrote {tcp} bytes");
+    assert!(calls < 64 * 1024, "call threads wrote {calls} bytes");
 }

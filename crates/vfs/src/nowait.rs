@@ -7,7 +7,8 @@
 //! the disk) it gives up instead, and the call is run again on a worker thread. Only calls
 //! that may be run again may be tried, since a try that gives up is thrown away: calls without
 //! side effects, and WRITE, which is tried only where files live in memory (tmpfs) and gives
-//! up before it writes anything.
+//! up before it writes anything (an NFSv4 operation after it in its COMPOUND that gives up
+//! has the worker write the same bytes to the same place again).
 //!
 //! A try must not switch the thread's credentials (`cred::with_creds`): the threads that read
 //! connections also post RDMA work, and the kernel refuses writes to the verbs device from a
