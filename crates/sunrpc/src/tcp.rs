@@ -597,9 +597,11 @@ const READY_BYTES: usize = 256 * 1024;
 /// together at the latest. One write for all the calls of a read made a convoy when they were
 /// slow: 12 clients' 4 KiB WRITEs on one connection, run on the reader, went 12 out, 12 back,
 /// a CPU idle in two (65k ops/s); written after each call, the reader's CPU went to its writes
-/// (99k); held 10 µs: 113-125k, 20 µs 102-112k, 40 µs 67-78k. 4 KiB random reads the same at
-/// each. A call slower than this has its reply written at once.
-const READY_HOLD: Duration = Duration::from_micros(10);
+/// (99k); held 10-20 µs, 102-125k (40 µs: 67-78k). 4 KiB random reads, 4 in flight on each of
+/// 8 connections, want their 4 replies in one write: 10 µs cost them 4 %, 20 µs nothing
+/// measurable (`bench/ab`, 9 runs), at 1.74x the 12 clients' writes and 1.16x their reads (10
+/// µs: 1.61x reads). A call slower than this has its reply written at once.
+const READY_HOLD: Duration = Duration::from_micros(20);
 
 /// Replies of calls the reader ran itself, written together: when it is about to wait, when
 /// they fill a write, or [`READY_HOLD`] after the first of their calls started.
