@@ -420,17 +420,15 @@ impl Vfs {
         if nowait::active() && !self.table().get(node.export)?.in_memory() {
             return Err(nowait::give_up());
         }
-        let turn = match (flags == 0 && data.len() >= WRITE_TURN_MIN).then(|| {
-            let turn = &self.write_turns[write_turn(&node.attr, self.write_turns.len())];
-            if nowait::active() {
-                turn.try_lock()
-            } else {
-                Some(turn.lock())
+        let turn = match flags == 0 && data.len() >= WRITE_TURN_MIN {
+            false => None,
+            true => {
+                let turn = &self.write_turns[write_turn(&node.attr, self.write_turns.len())];
+                match nowait::active() {
+                    true => Some(turn.try_lock().ok_or_else(nowait::give_up)?),
+                    false => Some(turn.lock()),
+                }
             }
-        }) {
-            Some(None) => return Err(nowait::give_up()),
-            Some(Some(g)) => Some(g),
-            None => None,
         };
         // As the caller: the kernel clears the set-id bits of a file written by anyone without
         // CAP_FSETID, which a thread has only while its fsuid is 0 (see [`Vfs::as_writer`]).

@@ -62,12 +62,13 @@ impl Vfs {
         if node.attr.ftype != FileType::Regular {
             return Ok(None);
         }
-        let placed = r.holds(&node.fh) || (caller.pnfs && node.attr.size == 0);
+        let held = r.holds(&node.fh);
+        let placeable = caller.pnfs && node.attr.size == 0;
         // data servers are written, and a file placed, over the network
-        if placed && nowait::active() {
+        if (held || placeable) && nowait::active() {
             return Err(nowait::give_up());
         }
-        if r.holds(&node.fh) || (caller.pnfs && node.attr.size == 0 && r.place(&node.fh)?) {
+        if held || (placeable && r.place(&node.fh)?) {
             return Ok(Some(r));
         }
         Ok(None)
