@@ -4,42 +4,19 @@
 // to set up and check what they test.
 #![allow(unsafe_code)]
 
+mod common;
+
 use std::net::IpAddr;
 
+use common::*;
 use vfs::exports::parse_exports;
-use vfs::{Client, CreateMode, Creds, Extent, SetAttrs, Span, Stability, Vfs, VfsConfig, VfsError};
+use vfs::{Client, CreateMode, Extent, SetAttrs, Span, Stability, Vfs, VfsConfig, VfsError};
 
 fn setup(opts: &str) -> (tempfile::TempDir, tempfile::TempDir, Vfs) {
     let dir = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let text = format!("{} 127.0.0.1({opts})\n", dir.path().display());
-    let exports = parse_exports(&text, "test").unwrap();
-    let vfs = Vfs::new(VfsConfig {
-        exports,
-        state_dir: state.path().to_path_buf(),
-        fd_cache: 64,
-    })
-    .unwrap();
+    let vfs = vfs_exporting(dir.path(), opts, state.path());
     (dir, state, vfs)
-}
-
-fn client(uid: u32) -> Client {
-    Client {
-        addr: IpAddr::from([127, 0, 0, 1]),
-        privileged: true,
-        ident: Some(Creds {
-            uid,
-            gid: uid,
-            groups: vec![].into(),
-        }),
-        flavor: vfs::exports::SecFlavor::Sys,
-    }
-}
-
-fn root_fh(vfs: &Vfs, dir: &std::path::Path) -> bytes::Bytes {
-    vfs.mount(dir.as_os_str().as_encoded_bytes(), &client(0))
-        .unwrap()
-        .0
 }
 
 #[test]
@@ -468,13 +445,11 @@ fn a_file_system_mounted_inside_an_export_is_not_crossed() {
     let shm = std::fs::metadata("/dev/shm").unwrap().dev();
     assert_ne!(dev, shm, "this test needs /dev/shm mounted inside /dev");
     let state = tempfile::tempdir().unwrap();
-    let exports = parse_exports("/dev 127.0.0.1(rw,no_root_squash)\n", "test").unwrap();
-    let vfs = Vfs::new(VfsConfig {
-        exports,
-        state_dir: state.path().to_path_buf(),
-        fd_cache: 64,
-    })
-    .unwrap();
+    let vfs = vfs_exporting(
+        std::path::Path::new("/dev"),
+        "rw,no_root_squash",
+        state.path(),
+    );
     let root = root_fh(&vfs, std::path::Path::new("/dev"));
     let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
     // an object of the export's own file system has a handle
@@ -561,17 +536,7 @@ fn calls_tried_without_blocking_give_up_where_they_would_wait() {
     vfs.write(&c, &n, 0, &data, Stability::FileSync).unwrap();
 
     // a second server over the same export and key: nothing cached yet
-    let exports = parse_exports(
-        &format!("{} 127.0.0.1(rw,no_root_squash)\n", dir.path().display()),
-        "t",
-    )
-    .unwrap();
-    let fresh = Vfs::new(VfsConfig {
-        exports,
-        state_dir: state.path().to_path_buf(),
-        fd_cache: 64,
-    })
-    .unwrap();
+    let fresh = vfs_exporting(dir.path(), "rw,no_root_squash", state.path());
     assert!(
         without_blocking(|| fresh.authorize(&fh, &client(0))).is_none(),
         "opening a handle may read the disk: given up"

@@ -2,13 +2,14 @@
 //! given up on a disk file system (ext4), before anything is written. The file systems are
 //! mounted here, ext4 on a loop device (run as root, as the server and scripts/test are).
 
-use std::net::IpAddr;
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
-use vfs::exports::parse_exports;
+use common::*;
 use vfs::nowait::without_blocking;
-use vfs::{Client, CreateMode, Creds, SetAttrs, Stability, Vfs, VfsConfig};
+use vfs::{CreateMode, SetAttrs, Stability, Vfs};
 
 /// A file system mounted on a temporary directory for the test's life.
 struct Mounted {
@@ -63,32 +64,10 @@ impl Drop for Mounted {
     }
 }
 
-fn client(uid: u32) -> Client {
-    Client {
-        addr: IpAddr::from([127, 0, 0, 1]),
-        privileged: true,
-        ident: Some(Creds {
-            uid,
-            gid: uid,
-            groups: vec![].into(),
-        }),
-        flavor: vfs::exports::SecFlavor::Sys,
-    }
-}
-
 /// An export of `dir` holding file "f" (mode 666, 8 KiB of 1s), and the handle of "f".
 fn export_with_file(dir: &Path, state: &Path) -> (Vfs, bytes::Bytes) {
-    let text = format!("{} 127.0.0.1(rw,no_root_squash)\n", dir.display());
-    let vfs = Vfs::new(VfsConfig {
-        exports: parse_exports(&text, "test").unwrap(),
-        state_dir: state.to_path_buf(),
-        fd_cache: 64,
-    })
-    .unwrap();
-    let root = vfs
-        .mount(dir.as_os_str().as_encoded_bytes(), &client(0))
-        .unwrap()
-        .0;
+    let vfs = vfs_exporting(dir, "rw,no_root_squash", state);
+    let root = root_fh(&vfs, dir);
     let (c, r) = vfs.authorize(&root, &client(0)).unwrap();
     let attrs = SetAttrs {
         mode: Some(0o666),

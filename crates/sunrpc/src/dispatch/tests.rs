@@ -96,6 +96,19 @@ fn words(r: Reply) -> Vec<u32> {
 
 const PEER: &str = "127.0.0.1:700";
 
+/// Where a call from [`PEER`] over TCP comes from, with nothing else the transport offers.
+fn tcp_origin() -> Origin {
+    Origin {
+        peer: PEER.parse().unwrap(),
+        local: None,
+        transport: TransportKind::Tcp,
+        back: None,
+        bulk: None,
+        pages: false,
+        client: None,
+    }
+}
+
 fn run(d: &Dispatcher, m: Bytes) -> Option<Vec<u32>> {
     d.dispatch(m, PEER.parse().unwrap(), TransportKind::Tcp)
         .map(words)
@@ -122,15 +135,7 @@ async fn a_stopped_dispatcher_drops_new_calls_and_waits_for_running_ones() {
         run(&d, call(400_000, 3, 1, &[2])).is_none(),
         "new calls are dropped"
     );
-    let origin = Origin {
-        peer: PEER.parse().unwrap(),
-        local: None,
-        transport: TransportKind::Tcp,
-        back: None,
-        bulk: None,
-        pages: false,
-        client: None,
-    };
+    let origin = tcp_origin();
     assert!(matches!(
         d.dispatch_nonblocking(&call(400_000, 3, 0, &[]), &origin, false),
         Some(None)
@@ -199,15 +204,7 @@ fn duplicate_non_idempotent_call_is_answered_from_cache() {
 #[test]
 fn only_idempotent_calls_that_need_not_wait_run_without_a_thread() {
     let (d, p) = disp();
-    let origin = Origin {
-        peer: PEER.parse().unwrap(),
-        local: None,
-        transport: TransportKind::Tcp,
-        back: None,
-        bulk: None,
-        pages: false,
-        client: None,
-    };
+    let origin = tcp_origin();
     let null = call(400_000, 3, 0, &[]);
     let reply = d
         .dispatch_nonblocking(&null, &origin, false)
@@ -235,15 +232,7 @@ fn only_idempotent_calls_that_need_not_wait_run_without_a_thread() {
 #[test]
 fn cached_calls_tried_without_a_thread_go_through_the_cache() {
     let (d, p) = disp();
-    let origin = Origin {
-        peer: PEER.parse().unwrap(),
-        local: None,
-        transport: TransportKind::Tcp,
-        back: None,
-        bulk: None,
-        pages: false,
-        client: None,
-    };
+    let origin = tcp_origin();
     let here = call_xid(1, 400_000, 3, 3, &[0]);
     let first = d
         .dispatch_nonblocking(&here, &origin, false)
@@ -326,13 +315,8 @@ fn each_call_counts_for_its_client() {
     let peer: SocketAddr = PEER.parse().unwrap();
     let kept = d.metrics().client(peer);
     let origin = Origin {
-        peer,
-        local: None,
-        transport: TransportKind::Tcp,
-        back: None,
-        bulk: None,
-        pages: false,
         client: Some(kept.clone()),
+        ..tcp_origin()
     };
     let null = call(400_000, 3, 0, &[]);
     let echo = call(400_000, 3, 1, &[41]);

@@ -559,20 +559,36 @@ impl crate::dispatch::Program for WhereRan {
     }
 }
 
-/// Calls procedure `proc_` of [`WhereRan`] on `sock`: the name of the thread that ran it.
-fn where_ran(sock: &mut std::net::TcpStream, proc_: u32) -> String {
-    use std::io::{Read, Write};
+/// A call record (marking and message) of procedure `proc_` of program `prog` version 1.
+fn call_record(xid: u32, prog: u32, proc_: u32) -> Vec<u8> {
     let mut e = xdr::Encoder::new();
-    crate::msg::encode_call(&mut e, 7, 400_100, 1, proc_, &crate::msg::Credential::None);
+    crate::msg::encode_call(&mut e, xid, prog, 1, proc_, &crate::msg::Credential::None);
     let body = e.finish().to_bytes();
     let mut call = record_header(body.len()).to_vec();
     call.extend_from_slice(&body);
-    sock.write_all(&call).expect("send");
+    call
+}
+
+/// The next reply on `sock`: its xid and its accepted results.
+fn read_reply(sock: &mut std::net::TcpStream) -> (u32, xdr::Decoder) {
+    use std::io::Read;
     let mut h = [0u8; 4];
     sock.read_exact(&mut h).expect("reply header");
     let mut reply = vec![0u8; (u32::from_be_bytes(h) & 0x7fff_ffff) as usize];
     sock.read_exact(&mut reply).expect("reply");
-    let mut d = crate::msg::decode_success(reply.into()).expect("accepted");
+    let xid = u32::from_be_bytes([reply[0], reply[1], reply[2], reply[3]]);
+    (
+        xid,
+        crate::msg::decode_success(reply.into()).expect("accepted"),
+    )
+}
+
+/// Calls procedure `proc_` of [`WhereRan`] on `sock`: the name of the thread that ran it.
+fn where_ran(sock: &mut std::net::TcpStream, proc_: u32) -> String {
+    use std::io::Write;
+    sock.write_all(&call_record(7, 400_100, proc_))
+        .expect("send");
+    let (_, mut d) = read_reply(sock);
     String::from_utf8(d.opaque(64).expect("name").to_vec()).expect("utf-8")
 }
 
@@ -667,7 +683,7 @@ impl crate::dispatch::Program for Paced {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reply_of_a_slow_call_run_on_the_reader_does_not_wait_for_the_next_call() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let paced = Arc::new(Paced::default());
     let mut d = Dispatcher::new(16, Arc::new(crate::metrics::RpcMetrics::default()));
     d.register(paced.clone());
@@ -677,29 +693,11 @@ async fn the_reply_of_a_slow_call_run_on_the_reader_does_not_wait_for_the_next_c
     let gated = tokio::task::spawn_blocking(move || {
         let mut sock = std::net::TcpStream::connect(addr).expect("connect");
         // both calls in one write: the reader runs them one after the other
-        let mut calls = Vec::new();
-        for (xid, proc_) in [(1, 1), (2, 2)] {
-            let mut e = xdr::Encoder::new();
-            crate::msg::encode_call(
-                &mut e,
-                xid,
-                400_101,
-                1,
-                proc_,
-                &crate::msg::Credential::None,
-            );
-            let body = e.finish().to_bytes();
-            calls.extend_from_slice(&record_header(body.len()));
-            calls.extend_from_slice(&body);
-        }
+        let mut calls = call_record(1, 400_101, 1);
+        calls.extend(call_record(2, 400_101, 2));
         sock.write_all(&calls).expect("send");
         let mut answer = || {
-            let mut h = [0u8; 4];
-            sock.read_exact(&mut h).expect("reply header");
-            let mut reply = vec![0u8; (u32::from_be_bytes(h) & 0x7fff_ffff) as usize];
-            sock.read_exact(&mut reply).expect("reply");
-            let xid = u32::from_be_bytes([reply[0], reply[1], reply[2], reply[3]]);
-            let mut d = crate::msg::decode_success(reply.into()).expect("accepted");
+            let (xid, mut d) = read_reply(&mut sock);
             (xid, d.u32().expect("result"))
         };
         assert_eq!(
