@@ -134,6 +134,14 @@ pub struct Args {
     #[arg(long, value_name = "USECS", default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub tcp_busy_poll: u64,
+    /// Keep looking for the next call of a client that has one call at a time in flight for
+    /// this many microseconds once its reply is written, before sleeping: one connection at a
+    /// time, and less often after polls that found nothing (0: sleep at once; unused with
+    /// --tcp-busy-poll). Saves that client the wake of a sleeping thread and CPU per call,
+    /// at up to one CPU's time while such clients are active.
+    #[arg(long, value_name = "USECS", default_value_t = 50,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub tcp_lone_poll: u64,
     /// Threads that serve TCP connections, each connection staying on one, which reads its
     /// calls, runs those that need no waiting and writes their replies (default: one per CPU;
     /// 0: the process's shared runtime, whose threads hand ready connections to each other).

@@ -464,6 +464,7 @@ async fn run(args: Args) -> Result<(), String> {
         splice_reads: args.splice_reads,
         congestion: args.tcp_congestion.as_deref().map(Arc::from),
         busy_poll: std::time::Duration::from_micros(args.tcp_busy_poll),
+        lone_poll: std::time::Duration::from_micros(args.tcp_lone_poll),
         calls: Some(
             sunrpc::pool::CallPool::new(
                 "rnfsd-call",
@@ -502,6 +503,7 @@ async fn run(args: Args) -> Result<(), String> {
         splice_reads = ?args.splice_reads,
         tcp_congestion = args.tcp_congestion.as_deref().unwrap_or("the system's"),
         tcp_busy_poll_us = args.tcp_busy_poll,
+        tcp_lone_poll_us = args.tcp_lone_poll,
         tcp_threads = tcp_threads(&args),
         "limits"
     );

@@ -1,7 +1,7 @@
 //! TCP connection options of the running server: the congestion control it sets on each
-//! connection (`--tcp-congestion`), busy polling for the next call (`--tcp-busy-poll`) and the
-//! threads connections are served on (`--tcp-threads`); and WRITEs to files in memory run on
-//! those threads.
+//! connection (`--tcp-congestion`), polling for the next call (`--tcp-busy-poll`, and
+//! `--tcp-lone-poll` for clients with one call at a time) and the threads connections are
+//! served on (`--tcp-threads`); and WRITEs to files in memory run on those threads.
 
 mod common;
 
@@ -99,6 +99,89 @@ fn busy_polling_readers_answer_every_connection_and_let_closed_ones_go() {
     std::thread::sleep(Duration::from_millis(50));
     let mut c = fx.server.client();
     assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
+}
+
+/// The lone polls of `fx`'s server so far, and those that found the next call.
+fn lone_polls(fx: &Fixture) -> (u64, u64) {
+    let m = http_get(fx.server.metrics.expect("metrics endpoint"), "/metrics");
+    let get = |kind: &str| {
+        metric(&m, &format!("rnfs_rpc_events_total{{kind=\"{kind}\"}}"))
+            .unwrap_or_else(|| panic!("no {kind} in {m}"))
+    };
+    (get("tcp_lone_poll"), get("tcp_lone_poll_found"))
+}
+
+#[test]
+fn a_client_with_one_call_at_a_time_finds_the_reader_polling_and_one_with_two_does_not() {
+    const ROUNDS: u64 = 200;
+    // a budget far longer than the client takes between calls: every poll finds the next call
+    let fx = Fixture::with_args(&["--tcp-lone-poll", "200000"]);
+    let mut c = fx.server.client();
+    assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
+    let before = lone_polls(&fx);
+    for _ in 0..ROUNDS {
+        assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
+    }
+    let (polls, found) = lone_polls(&fx);
+    let (polls, found) = (polls - before.0, found - before.1);
+    assert!(polls >= ROUNDS, "{polls} polls for {ROUNDS} lone calls");
+    assert!(
+        found >= ROUNDS,
+        "{found} of {polls} polls found the next call"
+    );
+
+    // two calls in flight (sent in one write): no poll after them
+    let before = lone_polls(&fx);
+    for _ in 0..ROUNDS {
+        let mut both = Vec::new();
+        for _ in 0..2 {
+            let (_, body) = c.build_call(
+                nfs3wire::NFS3_PROGRAM,
+                nfs3wire::NFS_V3,
+                nfs3wire::NFSPROC3_NULL,
+                &Void,
+            );
+            both.extend_from_slice(&(0x8000_0000u32 | body.len() as u32).to_be_bytes());
+            both.extend_from_slice(&body);
+        }
+        c.send_raw(&both).unwrap();
+        for _ in 0..2 {
+            assert_eq!(c.recv_reply().1, RpcReply::Success(Bytes::new()));
+        }
+    }
+    let after = lone_polls(&fx);
+    assert!(
+        after.0 - before.0 <= 2,
+        "{} polls after pairs of calls",
+        after.0 - before.0
+    );
+
+    // a client slower than the budget: polls find nothing, and the reader polls less and less
+    let fx = Fixture::with_args(&["--tcp-lone-poll", "50"]);
+    let mut c = fx.server.client();
+    let before = lone_polls(&fx);
+    for _ in 0..ROUNDS {
+        assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (polls, found) = lone_polls(&fx);
+    let (polls, found) = (polls - before.0, found - before.1);
+    assert_eq!(
+        found, 0,
+        "a poll of 50 us found a call sent 1 ms after the reply"
+    );
+    assert!(
+        polls > 0 && polls <= 12,
+        "{polls} polls for {ROUNDS} calls 1 ms apart"
+    );
+
+    // no budget: no polls
+    let fx = Fixture::with_args(&["--tcp-lone-poll", "0"]);
+    let mut c = fx.server.client();
+    for _ in 0..20 {
+        assert_eq!(c.null(), RpcReply::Success(Bytes::new()));
+    }
+    assert_eq!(lone_polls(&fx), (0, 0));
 }
 
 /// Names of the server's threads that serve TCP connections, sorted.

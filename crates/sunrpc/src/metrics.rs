@@ -47,7 +47,7 @@ pub const OTHER_CLIENT: &str = "other";
 
 /// The kinds of `rnfs_rpc_events_total` the dispatcher and the TCP transport count, exposed
 /// from the start (at 0) so that a rate over them has a series before the first event.
-pub const EVENT_KINDS: [&str; 15] = [
+pub const EVENT_KINDS: [&str; 17] = [
     "prog_unavail",
     "prog_mismatch",
     "proc_unavail",
@@ -63,6 +63,8 @@ pub const EVENT_KINDS: [&str; 15] = [
     "tcp_bad_record",
     "backchannel_reply",
     "export_wait",
+    "tcp_lone_poll",
+    "tcp_lone_poll_found",
 ];
 
 /// The HTTP content type of [`RpcMetrics::render`]'s text.

@@ -504,6 +504,10 @@ pub struct TcpConfig {
     /// has nothing to do (zero: it sleeps at once): a call that arrives meanwhile finds its
     /// CPU running, not halted, at the price of that CPU's time ([`poll_for_call`]).
     pub busy_poll: Duration,
+    /// How long a connection's reader looks for the next call of a client that had one call in
+    /// flight, once its reply is written ([`LonePoll`]; zero: it sleeps at once); unused
+    /// where `busy_poll` is set.
+    pub lone_poll: Duration,
     /// Where calls that may block run: these threads, or tokio's blocking pool (None).
     pub calls: Option<CallPool>,
     /// The threads connections are served on, each staying on one; None: the runtime that
@@ -552,6 +556,7 @@ impl Default for TcpConfig {
             splice_reads: SpliceReads::default(),
             congestion: None,
             busy_poll: Duration::ZERO,
+            lone_poll: Duration::ZERO,
             calls: None,
             io_threads: None,
         }
@@ -677,7 +682,7 @@ fn tune(sock: &TcpStream, cfg: &TcpConfig) {
 /// the read that follows reports), or at `budget`. The read that follows finds the socket
 /// ready. Where waking a sleeping CPU is slow (a virtual CPU halted into its hypervisor takes
 /// tens of microseconds) a client's next call is then answered without that wake.
-async fn poll_for_call(sock: &TcpStream, budget: Duration) {
+async fn poll_for_call(sock: &TcpStream, budget: Duration) -> Option<bool> {
     /// Readers polling now: one at a time, so that polling costs at most one CPU and other
     /// connections' readers sleep as without it (randread at 32 in flight over 8 connections,
     /// each polling: 0.82x).
@@ -692,7 +697,7 @@ async fn poll_for_call(sock: &TcpStream, budget: Duration) {
         .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
     {
-        return;
+        return None;
     }
     let _turn = Turn;
     let until = std::time::Instant::now() + budget;
@@ -703,15 +708,57 @@ async fn poll_for_call(sock: &TcpStream, budget: Duration) {
         match peeked {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            _ => return,
+            _ => return Some(true),
         }
         if std::time::Instant::now() >= until {
-            return;
+            return Some(false);
         }
         // other threads first: on the CPU this one holds, a call thread or the client may wait
         // to run (the server confined to one CPU: first writes at 0.41x Chimera without it)
         std::thread::yield_now();
         tokio::task::yield_now().await;
+    }
+}
+
+/// When a connection's reader looks for the next call of a client that has one call at a time
+/// in flight ([`TcpConfig::lone_poll`]): each time its reply went out, unless polls found
+/// nothing lately; then it skips 1, 3, 7 ... 63 such chances before polling again, so a
+/// client that thinks longer than the budget costs the server almost no polling.
+struct LonePoll {
+    budget: Duration,
+    misses: u32,
+    skip: u32,
+}
+
+impl LonePoll {
+    fn new(budget: Duration) -> Self {
+        Self {
+            budget,
+            misses: 0,
+            skip: 0,
+        }
+    }
+
+    /// Whether to poll now, `lone` telling whether the call just answered was the only one.
+    fn wants(&mut self, lone: bool) -> bool {
+        if !lone || self.budget.is_zero() {
+            return false;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
+        true
+    }
+
+    /// The poll found the next call (or the connection's end), or nothing within the budget.
+    fn polled(&mut self, hit: bool) {
+        if hit {
+            self.misses = 0;
+        } else {
+            self.misses = (self.misses + 1).min(6);
+            self.skip = (1 << self.misses) - 1;
+        }
     }
 }
 
@@ -801,6 +848,13 @@ async fn serve_connection(
     // Replies of calls run on this task, written together before it next waits: the calls of
     // one read get one write, not one each.
     let mut ready = Ready::default();
+    let mut lone = LonePoll::new(cfg.lone_poll);
+    let (polls, found) = (
+        disp.metrics().counter("tcp_lone_poll"),
+        disp.metrics().counter("tcp_lone_poll_found"),
+    );
+    // calls read since the reader last found nothing to read
+    let mut calls_read = 0u32;
     let result = 'conn: loop {
         // A large call (a WRITE) is received into a pooled buffer: the receive buffer would
         // otherwise be new memory for each one, its payload being still in use.
@@ -845,7 +899,20 @@ async fn serve_connection(
                     if !cfg.busy_poll.is_zero() {
                         // replies are out (flush above): only the next call is awaited
                         poll_for_call(rd.as_ref(), cfg.busy_poll).await;
+                    } else if !mid
+                        && lone.wants(
+                            calls_read == 1 && in_flight.available_permits() == max_in_flight,
+                        )
+                    {
+                        if let Some(hit) = poll_for_call(rd.as_ref(), lone.budget).await {
+                            lone.polled(hit);
+                            polls.inc();
+                            if hit {
+                                found.inc();
+                            }
+                        }
                     }
+                    calls_read = 0;
                     // at most a chunk: the head of a large call, not the whole of it, so that
                     // the rest goes straight into a pooled buffer
                     let mut chunk = (&mut buf).limit(READ_CHUNK);
@@ -917,6 +984,7 @@ async fn serve_connection(
         // the connection received behind it, a longer one does too (a large READ): it holds
         // up no other call of the connection.
         let alone = buf.is_empty();
+        calls_read += 1;
         let started = Instant::now();
         if let Some(reply) = disp.dispatch_nonblocking(&rec, &origin, alone) {
             drop(global);

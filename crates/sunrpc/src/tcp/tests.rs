@@ -480,7 +480,10 @@ async fn polling_for_a_call_ends_when_bytes_come_at_its_budget_or_when_another_p
     let (mut server, mut client) = pair().await;
     // nothing comes: it ends at its budget
     let t = std::time::Instant::now();
-    poll_for_call(&server, Duration::from_millis(30)).await;
+    assert_eq!(
+        poll_for_call(&server, Duration::from_millis(30)).await,
+        Some(false)
+    );
     let took = t.elapsed();
     assert!(
         took >= Duration::from_millis(30) && took < Duration::from_secs(5),
@@ -494,7 +497,10 @@ async fn polling_for_a_call_ends_when_bytes_come_at_its_budget_or_when_another_p
         client
     });
     let t = std::time::Instant::now();
-    poll_for_call(&server, Duration::from_secs(30)).await;
+    assert_eq!(
+        poll_for_call(&server, Duration::from_secs(30)).await,
+        Some(true)
+    );
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     let mut client = writer.await.expect("writer");
     let mut got = [0u8; 4];
@@ -510,20 +516,63 @@ async fn polling_for_a_call_ends_when_bytes_come_at_its_budget_or_when_another_p
         .await
         .is_err());
     let t = std::time::Instant::now();
-    poll_for_call(&other, Duration::from_secs(30)).await;
+    assert_eq!(poll_for_call(&other, Duration::from_secs(30)).await, None);
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     // the peer closes: the first ends (the read that follows sees the end)
     client.shutdown().await.expect("shutdown");
     drop(client);
-    tokio::time::timeout(Duration::from_secs(10), first)
+    let ended = tokio::time::timeout(Duration::from_secs(10), first)
         .await
         .expect("a closed connection ends the poll");
+    assert_eq!(ended, Some(true), "the end of the connection is not a miss");
     let t = std::time::Instant::now();
-    poll_for_call(&other, Duration::from_millis(30)).await;
+    assert_eq!(
+        poll_for_call(&other, Duration::from_millis(30)).await,
+        Some(false)
+    );
     assert!(
         t.elapsed() >= Duration::from_millis(30),
         "the turn was not given back"
     );
+}
+
+#[test]
+fn lone_polling_backs_off_after_polls_that_find_nothing_and_resumes_after_one_that_does() {
+    let mut lone = LonePoll::new(Duration::from_micros(50));
+    // a call that was not alone on its connection is not followed by a poll
+    assert!(!lone.wants(false));
+    assert!(lone.wants(true));
+    // each miss doubles the chances skipped: 1, 3, 7, ... up to 63
+    let mut skipped = Vec::new();
+    for _ in 0..8 {
+        lone.polled(false);
+        let mut n = 0;
+        while !lone.wants(true) {
+            n += 1;
+            assert!(n < 1000, "never polls again");
+        }
+        skipped.push(n);
+    }
+    assert_eq!(skipped, [1, 3, 7, 15, 31, 63, 63, 63]);
+    // calls not alone do not use up the skipped chances
+    lone.polled(false);
+    for _ in 0..100 {
+        assert!(!lone.wants(false));
+    }
+    assert!(
+        !lone.wants(true),
+        "the skips were spent on calls that were not alone"
+    );
+    // a hit: it polls after every lone call again
+    for _ in 0..62 {
+        lone.wants(true);
+    }
+    assert!(lone.wants(true));
+    lone.polled(true);
+    assert!(lone.wants(true));
+    assert!(lone.wants(true));
+    // a zero budget never polls
+    assert!(!LonePoll::new(Duration::ZERO).wants(true));
 }
 
 /// Answers with the name of the thread that ran the call: procedure 1 on the connection's
