@@ -166,13 +166,15 @@ fn a_client_with_one_call_at_a_time_finds_the_reader_polling_and_one_with_two_do
     }
     let (polls, found) = lone_polls(&fx);
     let (polls, found) = (polls - before.0, found - before.1);
-    assert_eq!(
-        found, 0,
-        "a poll of 50 us found a call sent 1 ms after the reply"
+    // a reader kept off its CPU between the reply and its first look may still find the next
+    // call at once; each such find starts the back-off over (at most 8 polls to 63 skipped)
+    assert!(
+        found <= 2,
+        "{found} polls of 50 us found a call sent 1 ms after the reply"
     );
     assert!(
-        polls > 0 && polls <= 12,
-        "{polls} polls for {ROUNDS} calls 1 ms apart"
+        polls > 0 && polls <= 12 + 8 * found,
+        "{polls} polls for {ROUNDS} calls 1 ms apart, {found} found"
     );
 
     // no budget: no polls

@@ -65,6 +65,9 @@ impl IoThreads {
     /// `n` threads (at least one) named `name`, each running `on_start` first.
     pub fn new(name: &str, n: usize, on_start: Option<fn()>) -> io::Result<Self> {
         let mut threads = Vec::with_capacity(n.max(1));
+        // each thread says when it runs, so that the threads are there (and named) once this
+        // returns, before the server says it is ready
+        let (started, running) = std::sync::mpsc::channel();
         for i in 0..n.max(1) {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -72,12 +75,15 @@ impl IoThreads {
             let handle = rt.handle().clone();
             let stop = Arc::new(Notify::new());
             let end = stop.clone();
+            let started = started.clone();
             std::thread::Builder::new()
                 .name(format!("{name}-{i}"))
                 .spawn(move || {
                     if let Some(f) = on_start {
                         f();
                     }
+                    let _ = started.send(());
+                    drop(started);
                     rt.block_on(end.notified());
                 })?;
             threads.push(IoThread {
@@ -85,6 +91,12 @@ impl IoThreads {
                 load: Arc::new(AtomicUsize::new(0)),
                 stop,
             });
+        }
+        drop(started);
+        for _ in 0..threads.len() {
+            running
+                .recv()
+                .map_err(|_| io::Error::other("a connection thread ended at its start"))?;
         }
         Ok(IoThreads {
             inner: Arc::new(Inner {
@@ -153,6 +165,29 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
     use std::time::Duration;
+
+    #[test]
+    fn the_threads_run_and_have_their_names_once_made() {
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        fn slow_start() {
+            std::thread::sleep(Duration::from_millis(50));
+            STARTED.fetch_add(1, Ordering::AcqRel);
+        }
+        let _t = IoThreads::new("iot-up", 3, Some(slow_start)).unwrap();
+        assert_eq!(
+            STARTED.load(Ordering::Acquire),
+            3,
+            "on_start ran on every thread"
+        );
+        let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_string())
+            .filter(|n| n.starts_with("iot-up-"))
+            .collect();
+        names.sort();
+        assert_eq!(names, ["iot-up-0", "iot-up-1", "iot-up-2"]);
+    }
 
     #[test]
     fn tasks_go_to_the_least_loaded_thread_and_run_there() {
