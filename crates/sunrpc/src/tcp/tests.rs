@@ -1,5 +1,7 @@
 //! The TCP transport's reply path: records whole and in order however the socket takes them.
 use super::*;
+use crate::record::record_header;
+use std::sync::atomic::Ordering;
 use tokio::io::AsyncReadExt;
 
 /// Record `i` of the test: `len` bytes of `i`.
